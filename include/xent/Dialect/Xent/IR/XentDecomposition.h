@@ -1,0 +1,44 @@
+//===- XentDecomposition.h - Canonical decomposition builders ---*- C++ -*-===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The canonical decomposition of the xent ops into upstream tensor-level ops
+// (linalg, tensor, arith, math): the numerically stable max-shifted
+// log-sum-exp, accumulated in f32 whatever the logits' type.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XENT_DIALECT_XENT_IR_XENTDECOMPOSITION_H
+#define XENT_DIALECT_XENT_IR_XENTDECOMPOSITION_H
+
+#include "xent/Dialect/Xent/IR/XentOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::xent {
+
+/// Emits the computation of `xent.cross_entropy` described by `config` on
+/// `logits`, `target` and `weight` (null when unweighted) at the insertion
+/// point of `b`. Returns the loss and, when `resultTypes` has two entries,
+/// the z-loss, converted to `resultTypes`.
+SmallVector<Value> buildCrossEntropy(OpBuilder &b, Location loc,
+                                     const CrossEntropyConfig &config,
+                                     Value logits, Value target, Value weight,
+                                     TypeRange resultTypes);
+
+/// Emits the computation of `xent.cross_entropy_grad`; returns `dlogits`
+/// typed like `logits`.
+Value buildCrossEntropyGrad(OpBuilder &b, Location loc,
+                            const CrossEntropyConfig &config, Value gradOutput,
+                            Value logits, Value target, Value weight);
+
+/// Fills the empty decomposition region of `op` with the canonical one.
+/// Does nothing when the region already has a body.
+void materializeDecomposition(CrossEntropyOp op);
+void materializeDecomposition(CrossEntropyGradOp op);
+
+} // namespace mlir::xent
+
+#endif // XENT_DIALECT_XENT_IR_XENTDECOMPOSITION_H

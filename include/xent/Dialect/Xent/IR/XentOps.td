@@ -1,0 +1,171 @@
+//===- XentOps.td - Xent op definitions --------------------*- tablegen -*-===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XENT_DIALECT_XENT_IR_XENTOPS_TD
+#define XENT_DIALECT_XENT_IR_XENTOPS_TD
+
+include "xent/Dialect/Xent/IR/XentDialect.td"
+include "xent/Dialect/Xent/IR/XentAttrs.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Xent_FloatTensor : RankedTensorOf<[F16, BF16, F32]>;
+def Xent_TargetTensor : RankedTensorOf<[I32, I64, F16, BF16, F32]>;
+
+// Attributes shared by the forward and the gradient op.
+defvar xentCommonAttrs = (ins
+    Xent_ReductionAttr:$reduction,
+    OptionalAttr<I64Attr>:$ignore_index,
+    DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing,
+    DefaultValuedAttr<F32Attr, "0.0f">:$z_loss_scale,
+    OptionalAttr<F32Attr>:$softcap,
+    OptionalAttr<I64Attr>:$axis);
+
+// Accessors shared by the forward and the gradient op.
+defvar xentCommonDecls = [{
+    /// The class axis: the `axis` attribute, or 1 (0 for rank-1 logits).
+    int64_t getClassAxis() {
+      if (auto a = getAxis())
+        return *a;
+      return getLogits().getType().getRank() == 1 ? 0 : 1;
+    }
+    /// The target value that marks an ignored element (PyTorch's -100 when
+    /// the attribute is absent).
+    int64_t getIgnoreIndexValue() { return getIgnoreIndex().value_or(-100); }
+    /// True when `target` holds class probabilities rather than indices.
+    bool hasProbabilityTargets() {
+      return ::llvm::isa<::mlir::FloatType>(
+          getTarget().getType().getElementType());
+    }
+    /// The semantic configuration of this op, shared with the builders of
+    /// the decomposition and the kernels.
+    ::mlir::xent::CrossEntropyConfig getConfig() {
+      return ::mlir::xent::CrossEntropyConfig::get(*this);
+    }
+}];
+
+def Xent_CrossEntropyOp : Xent_Op<"cross_entropy", [
+    Pure, IsolatedFromAbove, RecursiveMemoryEffects]> {
+  let summary = "softmax cross-entropy loss with PyTorch's semantics";
+  let description = [{
+    Computes `torch.nn.functional.cross_entropy(logits, target, weight,
+    ignore_index, reduction, label_smoothing)` with two extensions: an
+    optional `softcap` (`softcap * tanh(x / softcap)` applied to the logits
+    before everything) and a z-loss (`z_loss_scale * lse²` added per kept
+    element, where `lse` is the log-sum-exp over the classes).
+
+    Operands:
+    * `logits`: f16, bf16 or f32 tensor of shape `(C)`, `(N, C)` or
+      `(N, C, d1, ..., dk)`; the class axis is `axis` (default 1, or 0 for
+      rank 1) and may be any dimension.
+    * `target`: either i32/i64 class indices shaped like `logits` without
+      the class axis, or float class probabilities shaped like `logits`.
+    * `weight` (optional): a rank-1 tensor of C class weights.
+
+    Results: `loss` (rank 0 for `mean` and `sum`, per element for `none`)
+    and optionally `z_loss`, the z-loss part of `loss` on its own, reduced
+    the same way (`mean` divides it by the number of kept elements). Results
+    may be f32 or the logits' element type; everything is accumulated in f32.
+
+    Elements whose target equals `ignore_index` (default -100) contribute
+    nothing, not even through non-finite logits; `mean` divides by the total
+    weight of kept targets and is NaN when every target is ignored.
+    `ignore_index` must not be given with probability targets.
+
+    The `decomposition` region, when present, holds one block whose
+    arguments mirror the operands and computes exactly the op's results with
+    upstream ops, ending in `xent.yield`. It may be omitted when writing the
+    op by hand; `xent-materialize-decomposition` fills it.
+
+    Example:
+
+    ```mlir
+    %loss, %z = xent.cross_entropy mean %logits, %target weight %w
+        {ignore_index = 0 : i64, label_smoothing = 1.0e-01 : f32,
+         z_loss_scale = 1.0e-04 : f32, softcap = 3.0e+01 : f32}
+        : (tensor<?x32000xbf16>, tensor<?xi64>, tensor<32000xf32>)
+        -> (tensor<f32>, tensor<f32>)
+    ```
+  }];
+
+  let arguments = !con((ins
+    Xent_FloatTensor:$logits,
+    Xent_TargetTensor:$target,
+    Optional<Xent_FloatTensor>:$weight), xentCommonAttrs);
+  let results = (outs Xent_FloatTensor:$loss,
+                      Optional<Xent_FloatTensor>:$z_loss);
+  let regions = (region MaxSizedRegion<1>:$decomposition);
+
+  let assemblyFormat = [{
+    custom<Reduction>($reduction) $logits `,` $target (`weight` $weight^)?
+    attr-dict `:` functional-type(operands, results)
+    (`decomposition` $decomposition^)?
+  }];
+
+  let extraClassDeclaration = xentCommonDecls;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def Xent_CrossEntropyGradOp : Xent_Op<"cross_entropy_grad", [
+    Pure, IsolatedFromAbove, RecursiveMemoryEffects]> {
+  let summary = "gradient of `xent.cross_entropy` with respect to the logits";
+  let description = [{
+    Computes `d(sum(loss * grad_output)) / d(logits)` for the
+    `xent.cross_entropy` with the same operands and attributes, where
+    `loss` includes the z-loss term. `grad_output` is rank 0 for `mean` and
+    `sum` and shaped like the per-element loss for `none`. The result
+    `dlogits` has the type of `logits`; it is computed in f32 and rounded
+    once. Ignored elements get exactly zero gradient (also when their logits
+    are not finite), and so does every element when all targets are ignored
+    under `mean`.
+
+    Example:
+
+    ```mlir
+    %dlogits = xent.cross_entropy_grad mean %grad, %logits, %target
+        {label_smoothing = 1.0e-01 : f32}
+        : (tensor<f32>, tensor<8x32000xbf16>, tensor<8xi64>)
+        -> tensor<8x32000xbf16>
+    ```
+  }];
+
+  let arguments = !con((ins
+    Xent_FloatTensor:$grad_output,
+    Xent_FloatTensor:$logits,
+    Xent_TargetTensor:$target,
+    Optional<Xent_FloatTensor>:$weight), xentCommonAttrs);
+  let results = (outs Xent_FloatTensor:$dlogits);
+  let regions = (region MaxSizedRegion<1>:$decomposition);
+
+  let assemblyFormat = [{
+    custom<Reduction>($reduction) $grad_output `,` $logits `,` $target
+    (`weight` $weight^)? attr-dict `:` functional-type(operands, results)
+    (`decomposition` $decomposition^)?
+  }];
+
+  let extraClassDeclaration = xentCommonDecls;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def Xent_YieldOp : Xent_Op<"yield", [
+    Pure, ReturnLike, Terminator,
+    ParentOneOf<["CrossEntropyOp", "CrossEntropyGradOp"]>]> {
+  let summary = "terminates the decomposition region of a xent op";
+  let description = [{
+    Returns the values computed by a `decomposition` region; their types
+    must be the result types of the enclosing op.
+
+    ```mlir
+    xent.yield %loss : tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+#endif // XENT_DIALECT_XENT_IR_XENTOPS_TD

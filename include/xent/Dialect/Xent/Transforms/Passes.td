@@ -1,0 +1,74 @@
+//===- Passes.td - Xent transformation passes --------------*- tablegen -*-===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XENT_DIALECT_XENT_TRANSFORMS_PASSES_TD
+#define XENT_DIALECT_XENT_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def XentMaterializeDecomposition : Pass<"xent-materialize-decomposition"> {
+  let summary = "Fill empty decomposition regions with the canonical one";
+  let description = [{
+    Gives every `xent.cross_entropy` and `xent.cross_entropy_grad` whose
+    `decomposition` region is empty the canonical decomposition: the
+    numerically stable max-shifted log-sum-exp written with `linalg.generic`,
+    `tensor`, `arith` and `math` ops on tensors, accumulating in f32 whatever
+    the logits' type. Regions that already have a body (for example the
+    matched ops that `xent-recognize` moved there) are left as they are.
+
+    Example:
+
+    ```mlir
+    %l = xent.cross_entropy sum %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+    ```
+
+    becomes
+
+    ```mlir
+    %l = xent.cross_entropy sum %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+      decomposition {
+      ^bb0(%a: tensor<4x10xf32>, %b: tensor<4xi64>):
+        // row max, Σ exp(x - max), target pick, masked sum ...
+        xent.yield %sum : tensor<f32>
+      }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def XentInlineDecomposition : Pass<"xent-inline-decomposition"> {
+  let summary = "Replace each xent op by the body of its decomposition region";
+  let description = [{
+    The portable fallback lowering: every `xent.cross_entropy` and
+    `xent.cross_entropy_grad` is replaced by the ops of its `decomposition`
+    region, with the region's arguments replaced by the op's operands and the
+    op's results by the values of `xent.yield`. An op whose region is empty
+    gets the canonical decomposition first, so the pass always removes every
+    xent op. After `xent-recognize`, this gives back exactly the matched
+    computation.
+
+    Example: `xent-opt --xent-inline-decomposition` on
+
+    ```mlir
+    %l = xent.cross_entropy mean %x, %t : (tensor<?x?xf32>, tensor<?xi64>) -> tensor<f32>
+    ```
+
+    leaves only `linalg.generic`, `tensor` and `arith` ops computing `%l`.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+#endif // XENT_DIALECT_XENT_TRANSFORMS_PASSES_TD

@@ -1,0 +1,293 @@
+//===- XentOps.cpp - Xent dialect, attribute and op implementation --------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xent/Dialect/Xent/IR/XentOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::xent;
+
+#include "xent/Dialect/Xent/IR/XentOpsDialect.cpp.inc"
+
+#include "xent/Dialect/Xent/IR/XentEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "xent/Dialect/Xent/IR/XentAttrs.cpp.inc"
+
+void XentDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "xent/Dialect/Xent/IR/XentAttrs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "xent/Dialect/Xent/IR/XentOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Custom directives
+//===----------------------------------------------------------------------===//
+
+/// Parses the reduction written as a bare keyword: `mean`, `sum` or `none`.
+static ParseResult parseReduction(OpAsmParser &parser, ReductionAttr &attr) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<Reduction> reduction = symbolizeReduction(keyword);
+  if (!reduction)
+    return parser.emitError(loc, "unknown reduction '")
+           << keyword << "', expected 'mean', 'sum' or 'none'";
+  attr = ReductionAttr::get(parser.getContext(), *reduction);
+  return success();
+}
+
+static void printReduction(OpAsmPrinter &printer, Operation *,
+                           ReductionAttr attr) {
+  printer << stringifyReduction(attr.getValue());
+}
+
+//===----------------------------------------------------------------------===//
+// CrossEntropyConfig
+//===----------------------------------------------------------------------===//
+
+SmallVector<int64_t> mlir::xent::dropAxis(ArrayRef<int64_t> shape,
+                                          int64_t axis) {
+  SmallVector<int64_t> result;
+  for (auto [i, d] : llvm::enumerate(shape))
+    if (static_cast<int64_t>(i) != axis)
+      result.push_back(d);
+  return result;
+}
+
+SmallVector<int64_t> CrossEntropyConfig::getElementShape() const {
+  return dropAxis(logitsType.getShape(), axis);
+}
+
+template <typename OpTy>
+static CrossEntropyConfig getConfigOf(OpTy op) {
+  CrossEntropyConfig c;
+  c.reduction = op.getReduction();
+  c.ignoreIndex = op.getIgnoreIndexValue();
+  c.labelSmoothing = op.getLabelSmoothing().convertToFloat();
+  c.zLossScale = op.getZLossScale().convertToFloat();
+  if (auto cap = op.getSoftcap())
+    c.softcap = cap->convertToFloat();
+  c.axis = op.getClassAxis();
+  c.weighted = static_cast<bool>(op.getWeight());
+  c.probabilityTargets = op.hasProbabilityTargets();
+  c.logitsType = op.getLogits().getType();
+  c.targetType = op.getTarget().getType();
+  return c;
+}
+
+CrossEntropyConfig CrossEntropyConfig::get(CrossEntropyOp op) {
+  return getConfigOf(op);
+}
+CrossEntropyConfig CrossEntropyConfig::get(CrossEntropyGradOp op) {
+  return getConfigOf(op);
+}
+
+//===----------------------------------------------------------------------===//
+// Verification helpers shared by both ops
+//===----------------------------------------------------------------------===//
+
+static std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleaveComma(shape, os, [&](int64_t d) {
+    if (ShapedType::isDynamic(d))
+      os << "?";
+    else
+      os << d;
+  });
+  os << "]";
+  return s;
+}
+
+/// Two shapes are compatible when they have the same rank and every pair of
+/// static dimensions agrees.
+static bool areShapesCompatible(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  if (a.size() != b.size())
+    return false;
+  for (auto [x, y] : llvm::zip(a, b))
+    if (!ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y)
+      return false;
+  return true;
+}
+
+/// Checks the attributes, `target` and `weight` against `logits`. Both ops
+/// share these rules.
+template <typename OpTy>
+static LogicalResult verifyCommon(OpTy op) {
+  RankedTensorType logitsType = op.getLogits().getType();
+  int64_t rank = logitsType.getRank();
+  if (rank == 0)
+    return op.emitOpError("logits must have at least one dimension");
+
+  if (auto axis = op.getAxis()) {
+    if (*axis < 0 || *axis >= rank)
+      return op.emitOpError("axis ")
+             << *axis << " is out of range for logits of rank " << rank;
+  }
+  int64_t axis = op.getClassAxis();
+  int64_t numClasses = logitsType.getDimSize(axis);
+  if (numClasses == 0)
+    return op.emitOpError("logits must have at least one class");
+
+  float smoothing = op.getLabelSmoothing().convertToFloat();
+  if (!(smoothing >= 0.0f && smoothing <= 1.0f))
+    return op.emitOpError("label_smoothing must be in [0, 1], got ")
+           << smoothing;
+  float zScale = op.getZLossScale().convertToFloat();
+  if (!(zScale >= 0.0f) || !std::isfinite(zScale))
+    return op.emitOpError("z_loss_scale must be finite and non-negative, got ")
+           << zScale;
+  if (auto cap = op.getSoftcap()) {
+    float c = cap->convertToFloat();
+    if (!(c > 0.0f) || !std::isfinite(c))
+      return op.emitOpError("softcap must be finite and positive, got ") << c;
+  }
+
+  RankedTensorType targetType = op.getTarget().getType();
+  SmallVector<int64_t> elementShape = dropAxis(logitsType.getShape(), axis);
+  if (op.hasProbabilityTargets()) {
+    if (op.getIgnoreIndex())
+      return op.emitOpError(
+          "ignore_index must not be set with probability targets");
+    if (!areShapesCompatible(targetType.getShape(), logitsType.getShape()))
+      return op.emitOpError("probability target shape ")
+             << formatShape(targetType.getShape())
+             << " must match the logits shape "
+             << formatShape(logitsType.getShape());
+  } else if (!areShapesCompatible(targetType.getShape(), elementShape)) {
+    return op.emitOpError("class-index target shape ")
+           << formatShape(targetType.getShape())
+           << " must be the logits shape without the class axis "
+           << formatShape(elementShape);
+  }
+
+  if (Value weight = op.getWeight()) {
+    auto weightType = cast<RankedTensorType>(weight.getType());
+    if (weightType.getRank() != 1)
+      return op.emitOpError("weight must have rank 1, got rank ")
+             << weightType.getRank();
+    if (!areShapesCompatible(weightType.getShape(), {numClasses}))
+      return op.emitOpError("weight has ")
+             << weightType.getDimSize(0) << " elements but logits have "
+             << numClasses << " classes";
+  }
+  return success();
+}
+
+/// The shape that a per-element or reduced value (loss, z_loss, grad_output)
+/// must have under the op's reduction.
+template <typename OpTy>
+static SmallVector<int64_t> getReducedShape(OpTy op) {
+  if (op.getReduction() != Reduction::none)
+    return {};
+  return dropAxis(op.getLogits().getType().getShape(), op.getClassAxis());
+}
+
+/// Checks the decomposition region, when present: one block whose arguments
+/// mirror the operands, ending in a `xent.yield` of the result types.
+static LogicalResult verifyDecomposition(Operation *op) {
+  Region &region = op->getRegion(0);
+  if (region.empty())
+    return success();
+  Block &block = region.front();
+  if (block.getNumArguments() != op->getNumOperands())
+    return op->emitOpError("decomposition block must have ")
+           << op->getNumOperands() << " arguments (one per operand), got "
+           << block.getNumArguments();
+  for (auto [i, arg, operand] :
+       llvm::enumerate(block.getArguments(), op->getOperands()))
+    if (arg.getType() != operand.getType())
+      return op->emitOpError("decomposition argument #")
+             << i << " has type " << arg.getType() << ", expected "
+             << operand.getType();
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return op->emitOpError("decomposition must end in 'xent.yield'");
+  if (yield.getValues().size() != op->getNumResults())
+    return op->emitOpError("decomposition yields ")
+           << yield.getValues().size() << " values, expected "
+           << op->getNumResults();
+  for (auto [i, value, result] :
+       llvm::enumerate(yield.getValues(), op->getResults()))
+    if (value.getType() != result.getType())
+      return op->emitOpError("decomposition yields value #")
+             << i << " of type " << value.getType() << ", expected "
+             << result.getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CrossEntropyOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyOp::verify() {
+  if (failed(verifyCommon(*this)))
+    return failure();
+  SmallVector<int64_t> expected = getReducedShape(*this);
+  auto lossType = cast<RankedTensorType>(getLoss().getType());
+  if (!areShapesCompatible(lossType.getShape(), expected))
+    return emitOpError("loss shape ")
+           << formatShape(lossType.getShape()) << " must be "
+           << formatShape(expected) << " for reduction '"
+           << stringifyReduction(getReduction()) << "'";
+  if (Value z = getZLoss()) {
+    auto zType = cast<RankedTensorType>(z.getType());
+    if (!areShapesCompatible(zType.getShape(), expected))
+      return emitOpError("z_loss shape ")
+             << formatShape(zType.getShape()) << " must be "
+             << formatShape(expected) << " for reduction '"
+             << stringifyReduction(getReduction()) << "'";
+  }
+  return success();
+}
+
+LogicalResult CrossEntropyOp::verifyRegions() {
+  return verifyDecomposition(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// CrossEntropyGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyGradOp::verify() {
+  if (failed(verifyCommon(*this)))
+    return failure();
+  SmallVector<int64_t> expected = getReducedShape(*this);
+  auto gradType = cast<RankedTensorType>(getGradOutput().getType());
+  if (!areShapesCompatible(gradType.getShape(), expected))
+    return emitOpError("grad_output shape ")
+           << formatShape(gradType.getShape()) << " must be "
+           << formatShape(expected) << " for reduction '"
+           << stringifyReduction(getReduction()) << "'";
+  auto logitsType = getLogits().getType();
+  auto dType = cast<RankedTensorType>(getDlogits().getType());
+  if (dType.getElementType() != logitsType.getElementType() ||
+      !areShapesCompatible(dType.getShape(), logitsType.getShape()))
+    return emitOpError("dlogits type ")
+           << dType << " must match the logits type " << logitsType;
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::verifyRegions() {
+  return verifyDecomposition(*this);
+}
+
+#define GET_OP_CLASSES
+#include "xent/Dialect/Xent/IR/XentOps.cpp.inc"

@@ -1,0 +1,32 @@
+//===- MaterializeDecomposition.cpp - Fill empty decomposition regions ----===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xent/Dialect/Xent/Transforms/Passes.h"
+
+#include "xent/Dialect/Xent/IR/XentDecomposition.h"
+
+namespace mlir::xent {
+#define GEN_PASS_DEF_XENTMATERIALIZEDECOMPOSITION
+#include "xent/Dialect/Xent/Transforms/Passes.h.inc"
+} // namespace mlir::xent
+
+using namespace mlir;
+using namespace mlir::xent;
+
+namespace {
+struct XentMaterializeDecompositionPass
+    : public xent::impl::XentMaterializeDecompositionBase<
+          XentMaterializeDecompositionPass> {
+  void runOnOperation() override {
+    getOperation()->walk([](Operation *op) {
+      if (auto fwd = dyn_cast<CrossEntropyOp>(op))
+        materializeDecomposition(fwd);
+      else if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
+        materializeDecomposition(grad);
+    });
+  }
+};
+} // namespace

@@ -1,0 +1,54 @@
+# -*- Python -*-
+# lit configuration of the xent test suite.
+
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "XENT"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.xent_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%shlibext", config.shlib_ext))
+config.substitutions.append(("%xent_libs", config.xent_libs_dir))
+config.substitutions.append(("%xent_src", config.xent_src_root))
+config.substitutions.append(("%mlir_lib_dir", config.mlir_lib_dir))
+config.substitutions.append(
+    ("%mlir_runner_utils",
+     os.path.join(config.mlir_lib_dir, "libmlir_runner_utils" + config.shlib_ext)))
+config.substitutions.append(
+    ("%mlir_c_runner_utils",
+     os.path.join(config.mlir_lib_dir, "libmlir_c_runner_utils" + config.shlib_ext)))
+# The stock mlir-opt of the LLVM installation, for the plugin tests.
+config.substitutions.append(
+    ("%stock_mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+config.substitutions.append(("%python", config.python_executable))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.xent_tools_dir, config.llvm_tools_dir]
+tools = [
+    "xent-opt",
+    ToolSubst("mlir-runner", unresolved="ignore"),
+    ToolSubst("mlir-translate", unresolved="ignore"),
+]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+llvm_config.with_environment("PYTHONPATH",
+                             os.path.join(config.xent_src_root, "python"),
+                             append_path=True)
+llvm_config.with_environment("XENT_OPT",
+                             os.path.join(config.xent_tools_dir, "xent-opt"))
+
+if os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-runner")):
+    config.available_features.add("mlir-runner")
+if shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
+    config.available_features.add("ptxas")

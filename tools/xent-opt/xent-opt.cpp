@@ -1,0 +1,29 @@
+//===- xent-opt.cpp - mlir-opt with the xent dialect and passes -----------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xent/Dialect/Xent/IR/XentOps.h"
+#include "xent/Dialect/Xent/Transforms/Passes.h"
+#include "xent/Pipelines/Pipelines.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::registerAllPasses();
+  mlir::xent::registerXentPasses();
+  mlir::xent::registerXentPipelines();
+
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  registry.insert<mlir::xent::XentDialect>();
+
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "xent optimizer driver\n", registry));
+}
