@@ -9,6 +9,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -116,6 +117,13 @@ static std::string formatShape(ArrayRef<int64_t> shape) {
   return s;
 }
 
+/// The shortest decimal that reads back as `value`.
+static std::string formatFloat(const APFloat &value) {
+  SmallString<16> s;
+  value.toString(s);
+  return std::string(s);
+}
+
 /// Two shapes are compatible when they have the same rank and every pair of
 /// static dimensions agrees.
 static bool areShapesCompatible(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
@@ -136,10 +144,11 @@ static LogicalResult verifyCommon(OpTy op) {
   if (rank == 0)
     return op.emitOpError("logits must have at least one dimension");
 
-  if (auto axis = op.getAxis()) {
-    if (*axis < 0 || *axis >= rank)
+  if (auto axisAttr = op.getAxisAttr()) {
+    int64_t axis = axisAttr.getInt();
+    if (axis < 0 || axis >= rank)
       return op.emitOpError("axis ")
-             << *axis << " is out of range for logits of rank " << rank;
+             << axis << " is out of range for logits of rank " << rank;
   }
   int64_t axis = op.getClassAxis();
   int64_t numClasses = logitsType.getDimSize(axis);
@@ -149,15 +158,16 @@ static LogicalResult verifyCommon(OpTy op) {
   float smoothing = op.getLabelSmoothing().convertToFloat();
   if (!(smoothing >= 0.0f && smoothing <= 1.0f))
     return op.emitOpError("label_smoothing must be in [0, 1], got ")
-           << smoothing;
+           << formatFloat(op.getLabelSmoothing());
   float zScale = op.getZLossScale().convertToFloat();
   if (!(zScale >= 0.0f) || !std::isfinite(zScale))
     return op.emitOpError("z_loss_scale must be finite and non-negative, got ")
-           << zScale;
+           << formatFloat(op.getZLossScale());
   if (auto cap = op.getSoftcap()) {
     float c = cap->convertToFloat();
     if (!(c > 0.0f) || !std::isfinite(c))
-      return op.emitOpError("softcap must be finite and positive, got ") << c;
+      return op.emitOpError("softcap must be finite and positive, got ")
+             << formatFloat(*cap);
   }
 
   RankedTensorType targetType = op.getTarget().getType();

@@ -28,13 +28,17 @@ defvar xentCommonAttrs = (ins
 defvar xentCommonDecls = [{
     /// The class axis: the `axis` attribute, or 1 (0 for rank-1 logits).
     int64_t getClassAxis() {
-      if (auto a = getAxis())
-        return *a;
+      if (auto a = getAxisAttr())
+        return a.getInt();
       return getLogits().getType().getRank() == 1 ? 0 : 1;
     }
     /// The target value that marks an ignored element (PyTorch's -100 when
     /// the attribute is absent).
-    int64_t getIgnoreIndexValue() { return getIgnoreIndex().value_or(-100); }
+    int64_t getIgnoreIndexValue() {
+      if (auto a = getIgnoreIndexAttr())
+        return a.getInt();
+      return -100;
+    }
     /// True when `target` holds class probabilities rather than indices.
     bool hasProbabilityTargets() {
       return ::llvm::isa<::mlir::FloatType>(

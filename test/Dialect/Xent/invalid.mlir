@@ -1,0 +1,287 @@
+// RUN: xent-opt %s -split-input-file -verify-diagnostics
+
+func.func @axis_out_of_range(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{'xent.cross_entropy' op axis 2 is out of range for logits of rank 2}}
+  %l = xent.cross_entropy mean %x, %t {axis = 2 : i64} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @negative_axis(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{axis -1 is out of range for logits of rank 2}}
+  %l = xent.cross_entropy mean %x, %t {axis = -1 : i64} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @scalar_logits(%x: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{logits must have at least one dimension}}
+  %l = xent.cross_entropy mean %x, %t : (tensor<f32>, tensor<i64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @no_classes(%x: tensor<4x0xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{logits must have at least one class}}
+  %l = xent.cross_entropy mean %x, %t : (tensor<4x0xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @target_shape(%x: tensor<4x10xf32>, %t: tensor<5xi64>) {
+  // expected-error @+1 {{class-index target shape [5] must be the logits shape without the class axis [4]}}
+  %l = xent.cross_entropy mean %x, %t : (tensor<4x10xf32>, tensor<5xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @target_rank(%x: tensor<4x10x3xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{class-index target shape [4] must be the logits shape without the class axis [4, 3]}}
+  %l = xent.cross_entropy mean %x, %t : (tensor<4x10x3xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @target_type(%x: tensor<4x10xf32>, %t: tensor<4xi8>) {
+  // expected-error @+1 {{operand #1 must be ranked tensor of 32-bit signless integer or 64-bit signless integer or 16-bit float or bfloat16 type or 32-bit float values}}
+  %l = xent.cross_entropy mean %x, %t : (tensor<4x10xf32>, tensor<4xi8>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @logits_type(%x: tensor<4x10xf64>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 16-bit float or bfloat16 type or 32-bit float values}}
+  %l = xent.cross_entropy mean %x, %t : (tensor<4x10xf64>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @probability_shape(%x: tensor<4x10xf32>, %p: tensor<4x9xf32>) {
+  // expected-error @+1 {{probability target shape [4, 9] must match the logits shape [4, 10]}}
+  %l = xent.cross_entropy mean %x, %p : (tensor<4x10xf32>, tensor<4x9xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @probability_ignore_index(%x: tensor<4x10xf32>, %p: tensor<4x10xf32>) {
+  // expected-error @+1 {{ignore_index must not be set with probability targets}}
+  %l = xent.cross_entropy mean %x, %p {ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4x10xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @weight_rank(%x: tensor<4x10xf32>, %t: tensor<4xi64>, %w: tensor<2x5xf32>) {
+  // expected-error @+1 {{weight must have rank 1, got rank 2}}
+  %l = xent.cross_entropy mean %x, %t weight %w : (tensor<4x10xf32>, tensor<4xi64>, tensor<2x5xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @weight_size(%x: tensor<4x10xf32>, %t: tensor<4xi64>, %w: tensor<9xf32>) {
+  // expected-error @+1 {{weight has 9 elements but logits have 10 classes}}
+  %l = xent.cross_entropy mean %x, %t weight %w : (tensor<4x10xf32>, tensor<4xi64>, tensor<9xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @mean_loss_shape(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{loss shape [4] must be [] for reduction 'mean'}}
+  %l = xent.cross_entropy mean %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @none_loss_shape(%x: tensor<4x10x2xf32>, %t: tensor<4x2xi64>) {
+  // expected-error @+1 {{loss shape [4] must be [4, 2] for reduction 'none'}}
+  %l = xent.cross_entropy none %x, %t : (tensor<4x10x2xf32>, tensor<4x2xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @z_loss_shape(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{z_loss shape [4] must be [] for reduction 'sum'}}
+  %l, %z = xent.cross_entropy sum %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @smoothing_range(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{label_smoothing must be in [0, 1], got 1.5}}
+  %l = xent.cross_entropy mean %x, %t {label_smoothing = 1.5 : f32} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @smoothing_negative(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{label_smoothing must be in [0, 1], got -0.25}}
+  %l = xent.cross_entropy mean %x, %t {label_smoothing = -0.25 : f32} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @softcap_zero(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{softcap must be finite and positive, got 0}}
+  %l = xent.cross_entropy mean %x, %t {softcap = 0.0 : f32} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @softcap_negative(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{softcap must be finite and positive, got -3}}
+  %l = xent.cross_entropy mean %x, %t {softcap = -3.0 : f32} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @z_loss_negative(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{z_loss_scale must be finite and non-negative, got -1}}
+  %l = xent.cross_entropy mean %x, %t {z_loss_scale = -1.0 : f32} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @unknown_reduction(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{unknown reduction 'average', expected 'mean', 'sum' or 'none'}}
+  %l = xent.cross_entropy average %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @grad_output_mean(%g: tensor<4xf32>, %x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{'xent.cross_entropy_grad' op grad_output shape [4] must be [] for reduction 'mean'}}
+  %d = xent.cross_entropy_grad mean %g, %x, %t : (tensor<4xf32>, tensor<4x10xf32>, tensor<4xi64>) -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @grad_output_none(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{grad_output shape [] must be [4] for reduction 'none'}}
+  %d = xent.cross_entropy_grad none %g, %x, %t : (tensor<f32>, tensor<4x10xf32>, tensor<4xi64>) -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @dlogits_type(%g: tensor<f32>, %x: tensor<4x10xbf16>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{dlogits type 'tensor<4x10xf32>' must match the logits type 'tensor<4x10xbf16>'}}
+  %d = xent.cross_entropy_grad sum %g, %x, %t : (tensor<f32>, tensor<4x10xbf16>, tensor<4xi64>) -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @dlogits_shape(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{dlogits type 'tensor<4x11xf32>' must match the logits type 'tensor<4x10xf32>'}}
+  %d = xent.cross_entropy_grad sum %g, %x, %t : (tensor<f32>, tensor<4x10xf32>, tensor<4xi64>) -> tensor<4x11xf32>
+  return
+}
+
+// -----
+
+func.func @grad_target(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<3xi64>) {
+  // expected-error @+1 {{'xent.cross_entropy_grad' op class-index target shape [3] must be the logits shape without the class axis [4]}}
+  %d = xent.cross_entropy_grad sum %g, %x, %t : (tensor<f32>, tensor<4x10xf32>, tensor<3xi64>) -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @region_arguments(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{decomposition block must have 2 arguments (one per operand), got 1}}
+  %l = xent.cross_entropy sum %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32> decomposition {
+  ^bb0(%a: tensor<4x10xf32>):
+    %zero = arith.constant dense<0.0> : tensor<f32>
+    xent.yield %zero : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @region_argument_type(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{decomposition argument #1 has type 'tensor<4xi32>', expected 'tensor<4xi64>'}}
+  %l = xent.cross_entropy sum %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32> decomposition {
+  ^bb0(%a: tensor<4x10xf32>, %b: tensor<4xi32>):
+    %zero = arith.constant dense<0.0> : tensor<f32>
+    xent.yield %zero : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @region_yield_count(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{decomposition yields 2 values, expected 1}}
+  %l = xent.cross_entropy sum %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32> decomposition {
+  ^bb0(%a: tensor<4x10xf32>, %b: tensor<4xi64>):
+    %zero = arith.constant dense<0.0> : tensor<f32>
+    xent.yield %zero, %zero : tensor<f32>, tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @region_yield_type(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{decomposition yields value #0 of type 'tensor<f16>', expected 'tensor<f32>'}}
+  %l = xent.cross_entropy sum %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32> decomposition {
+  ^bb0(%a: tensor<4x10xf32>, %b: tensor<4xi64>):
+    %zero = arith.constant dense<0.0> : tensor<f16>
+    xent.yield %zero : tensor<f16>
+  }
+  return
+}
+
+// -----
+
+func.func @region_terminator(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  %l = xent.cross_entropy sum %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32> decomposition {
+  ^bb0(%a: tensor<4x10xf32>, %b: tensor<4xi64>):
+    %zero = arith.constant dense<0.0> : tensor<f32>
+    // expected-error @+1 {{'func.return' op expects parent op 'func.func'}}
+    func.return %zero : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @region_uses_outer_value(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  %outer = arith.constant dense<0.0> : tensor<f32>
+  // expected-note @+1 {{required by region isolation constraints}}
+  %l = xent.cross_entropy sum %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32> decomposition {
+  ^bb0(%a: tensor<4x10xf32>, %b: tensor<4xi64>):
+    // expected-error @+1 {{using value defined outside the region}}
+    xent.yield %outer : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @yield_outside(%x: tensor<f32>) {
+  // expected-error @+1 {{'xent.yield' op expects parent op to be one of 'xent.cross_entropy, xent.cross_entropy_grad'}}
+  xent.yield %x : tensor<f32>
+}

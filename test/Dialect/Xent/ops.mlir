@@ -1,0 +1,71 @@
+// RUN: xent-opt %s | xent-opt | FileCheck %s
+// RUN: xent-opt %s --mlir-print-op-generic | xent-opt | FileCheck %s
+
+// CHECK-LABEL: func @mean_2d
+// CHECK: xent.cross_entropy mean %{{.*}}, %{{.*}} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+func.func @mean_2d(%x: tensor<4x10xf32>, %t: tensor<4xi64>) -> tensor<f32> {
+  %l = xent.cross_entropy mean %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func @all_attributes
+// CHECK: %{{.*}}, %{{.*}} = xent.cross_entropy none %{{.*}}, %{{.*}} weight %{{.*}} {axis = 1 : i64, ignore_index = 0 : i64, label_smoothing = 1.000000e-01 : f32, softcap = 3.000000e+01 : f32, z_loss_scale = 5.000000e-01 : f32} : (tensor<?x?x3xbf16>, tensor<?x3xi32>, tensor<?xf32>) -> (tensor<?x3xbf16>, tensor<?x3xf32>)
+func.func @all_attributes(%x: tensor<?x?x3xbf16>, %t: tensor<?x3xi32>, %w: tensor<?xf32>) -> (tensor<?x3xbf16>, tensor<?x3xf32>) {
+  %l, %z = xent.cross_entropy none %x, %t weight %w {axis = 1 : i64, ignore_index = 0 : i64, label_smoothing = 0.1 : f32, z_loss_scale = 0.5 : f32, softcap = 30.0 : f32} : (tensor<?x?x3xbf16>, tensor<?x3xi32>, tensor<?xf32>) -> (tensor<?x3xbf16>, tensor<?x3xf32>)
+  return %l, %z : tensor<?x3xbf16>, tensor<?x3xf32>
+}
+
+// CHECK-LABEL: func @unbatched
+// CHECK: xent.cross_entropy sum %{{.*}}, %{{.*}} : (tensor<7xf16>, tensor<i32>) -> tensor<f32>
+func.func @unbatched(%x: tensor<7xf16>, %t: tensor<i32>) -> tensor<f32> {
+  %l = xent.cross_entropy sum %x, %t : (tensor<7xf16>, tensor<i32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func @class_axis_last
+// CHECK: xent.cross_entropy mean %{{.*}}, %{{.*}} {axis = 2 : i64}
+func.func @class_axis_last(%x: tensor<2x5x32xf32>, %t: tensor<2x5xi64>) -> tensor<f32> {
+  %l = xent.cross_entropy mean %x, %t {axis = 2 : i64} : (tensor<2x5x32xf32>, tensor<2x5xi64>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func @probabilities
+// CHECK: xent.cross_entropy mean %{{.*}}, %{{.*}} {label_smoothing = 2.500000e-01 : f32} : (tensor<8x100xf32>, tensor<8x100xf32>) -> tensor<f32>
+func.func @probabilities(%x: tensor<8x100xf32>, %p: tensor<8x100xf32>) -> tensor<f32> {
+  %l = xent.cross_entropy mean %x, %p {label_smoothing = 0.25 : f32} : (tensor<8x100xf32>, tensor<8x100xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func @gradients
+// CHECK: xent.cross_entropy_grad mean %{{.*}}, %{{.*}}, %{{.*}} : (tensor<f32>, tensor<?x32000xbf16>, tensor<?xi64>) -> tensor<?x32000xbf16>
+// CHECK: xent.cross_entropy_grad none %{{.*}}, %{{.*}}, %{{.*}} weight %{{.*}} {ignore_index = 3 : i64} : (tensor<4xf32>, tensor<4x9xf32>, tensor<4xi64>, tensor<9xf32>) -> tensor<4x9xf32>
+func.func @gradients(%g: tensor<f32>, %x: tensor<?x32000xbf16>, %t: tensor<?xi64>,
+                     %gn: tensor<4xf32>, %y: tensor<4x9xf32>, %u: tensor<4xi64>, %w: tensor<9xf32>)
+    -> (tensor<?x32000xbf16>, tensor<4x9xf32>) {
+  %d = xent.cross_entropy_grad mean %g, %x, %t : (tensor<f32>, tensor<?x32000xbf16>, tensor<?xi64>) -> tensor<?x32000xbf16>
+  %e = xent.cross_entropy_grad none %gn, %y, %u weight %w {ignore_index = 3 : i64} : (tensor<4xf32>, tensor<4x9xf32>, tensor<4xi64>, tensor<9xf32>) -> tensor<4x9xf32>
+  return %d, %e : tensor<?x32000xbf16>, tensor<4x9xf32>
+}
+
+// A decomposition written by hand is kept as written.
+// CHECK-LABEL: func @explicit_region
+// CHECK: xent.cross_entropy sum %{{.*}}, %{{.*}} : (tensor<1x1xf32>, tensor<1xi64>) -> tensor<f32> decomposition {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<1x1xf32>, %[[T:.*]]: tensor<1xi64>):
+// CHECK-NEXT:   %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT:   xent.yield %[[ZERO]] : tensor<f32>
+// CHECK-NEXT: }
+func.func @explicit_region(%x: tensor<1x1xf32>, %t: tensor<1xi64>) -> tensor<f32> {
+  %l = xent.cross_entropy sum %x, %t : (tensor<1x1xf32>, tensor<1xi64>) -> tensor<f32> decomposition {
+  ^bb0(%a: tensor<1x1xf32>, %b: tensor<1xi64>):
+    %zero = arith.constant dense<0.0> : tensor<f32>
+    xent.yield %zero : tensor<f32>
+  }
+  return %l : tensor<f32>
+}
+
+// The reduction attribute on its own.
+// CHECK-LABEL: func @reduction_attr
+// CHECK: xent.reduction = #xent.reduction<sum>
+func.func @reduction_attr() attributes {xent.reduction = #xent.reduction<sum>} {
+  return
+}
