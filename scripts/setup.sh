@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs whatever is missing on a Debian 12 machine (apt), then configures
+# and builds xent with CMake + Ninja. Idempotent: a second run only rebuilds
+# what changed.
+#
+#   XENT_BUILD_DIR   build directory (default: <repo>/build)
+#   XENT_CMAKE_ARGS  extra arguments for the first CMake configure
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${XENT_BUILD_DIR:-$ROOT/build}"
+LLVM_PREFIX=/usr/lib/llvm-22
+
+PACKAGES=(
+  cmake ninja-build g++ python3 python3-numpy python3-pytest
+  llvm-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "xent setup: installing ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [[ ! -f "$BUILD/build.ninja" ]]; then
+  # shellcheck disable=SC2086
+  cmake -G Ninja -S "$ROOT" -B "$BUILD" \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
+    -DLLVM_EXTERNAL_LIT="$LLVM_PREFIX/bin/lit" \
+    -DPython3_EXECUTABLE=/usr/bin/python3 \
+    ${XENT_CMAKE_ARGS:-} >/dev/null
+fi
+# Two cores: build only what the tests and the example use.
+ninja -C "$BUILD" xent-opt XentPlugin | grep -v "^ninja: no work to do" || true
+test -x "$BUILD/bin/xent-opt"
