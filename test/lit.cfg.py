@@ -37,6 +37,8 @@ llvm_config.use_default_substitutions()
 tool_dirs = [config.xent_tools_dir, config.llvm_tools_dir]
 tools = [
     "xent-opt",
+    "not",
+    "count",
     ToolSubst("mlir-runner", unresolved="ignore"),
     ToolSubst("mlir-translate", unresolved="ignore"),
 ]
