@@ -19,6 +19,7 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%shlibext", config.shlib_ext))
 config.substitutions.append(("%xent_libs", config.xent_libs_dir))
 config.substitutions.append(("%xent_src", config.xent_src_root))
+config.substitutions.append(("%xent_obj", config.xent_obj_root))
 config.substitutions.append(("%mlir_lib_dir", config.mlir_lib_dir))
 config.substitutions.append(
     ("%mlir_runner_utils",

@@ -52,7 +52,7 @@ defvar xentCommonDecls = [{
 }];
 
 def Xent_CrossEntropyOp : Xent_Op<"cross_entropy", [
-    Pure, IsolatedFromAbove, RecursiveMemoryEffects]> {
+    Pure, IsolatedFromAbove]> {
   let summary = "softmax cross-entropy loss with PyTorch's semantics";
   let description = [{
     Computes `torch.nn.functional.cross_entropy(logits, target, weight,
@@ -115,7 +115,7 @@ def Xent_CrossEntropyOp : Xent_Op<"cross_entropy", [
 }
 
 def Xent_CrossEntropyGradOp : Xent_Op<"cross_entropy_grad", [
-    Pure, IsolatedFromAbove, RecursiveMemoryEffects]> {
+    Pure, IsolatedFromAbove]> {
   let summary = "gradient of `xent.cross_entropy` with respect to the logits";
   let description = [{
     Computes `d(sum(loss * grad_output)) / d(logits)` for the
