@@ -16,20 +16,31 @@ using namespace mlir;
 static constexpr llvm::StringLiteral kCPUPipeline =
     "xent-inline-decomposition,"
     "canonicalize,cse,"
+    // Identity-layout memrefs at function boundaries: every argument and
+    // result is a plain contiguous descriptor (C interface, mlir-runner).
     "one-shot-bufferize{bufferize-function-boundaries "
+    "allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map},"
+    // Temporaries are freed; returned buffers are owned by the caller.
     "buffer-deallocation-pipeline,"
     "convert-bufferization-to-memref,"
-    "convert-linalg-to-loops,"
+    "func.func(convert-linalg-to-loops),"
     "expand-strided-metadata,"
     "lower-affine,"
     "convert-scf-to-cf,"
+    // bf16 arithmetic is emulated in f32 and its conversions expanded to
+    // integer ops: Debian 12's libgcc has no __truncsfbf2.
+    "math-extend-to-supported-types{extra-types=f16 target-type=f32},"
+    "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
+    "arith-expand{include-bf16=true},"
+    "memref-expand,"
     "convert-math-to-llvm,"
     "convert-math-to-libm,"
-    "finalize-memref-to-llvm,"
     "convert-arith-to-llvm,"
     "convert-index-to-llvm,"
+    "finalize-memref-to-llvm,"
     "convert-cf-to-llvm,"
+    "convert-ub-to-llvm,"
     "convert-func-to-llvm,"
     "reconcile-unrealized-casts";
 

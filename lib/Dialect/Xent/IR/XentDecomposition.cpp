@@ -617,7 +617,9 @@ SmallVector<Value> DecompositionEmitter::emitForward(TypeRange resultTypes) {
                         : constF32(b, b.getLoc(), 0.0);
   if (config.reduction == Reduction::mean) {
     loss = arith::DivFOp::create(b, loss, extractScalar(terms.weight));
-    if (terms.zLoss)
+    // The z-loss part is a mean over kept elements even when its scale is 0,
+    // so that it is NaN exactly when the loss is (no kept element).
+    if (terms.zLoss || wantZ)
       z = arith::DivFOp::create(b, z, extractScalar(terms.kept));
   }
   if (terms.zLoss)

@@ -1,0 +1,14 @@
+"""Python side of xent: a float64 reference of PyTorch's cross-entropy and a
+driver that compiles MLIR modules to shared libraries and calls them from NumPy."""
+
+from .bf16 import BF16Array, bf16_bits_to_float32, float32_to_bf16_bits, round_to_bf16
+from .driver import DriverError, Library, ResultSpec, ToolError, compile_module
+from .pipelines import CPU_LOWERING_PASSES, CPU_LOWERING_PIPELINE, pass_pipeline_args
+from .reference import cross_entropy, cross_entropy_grad
+
+__all__ = [
+    "BF16Array", "bf16_bits_to_float32", "float32_to_bf16_bits", "round_to_bf16",
+    "DriverError", "Library", "ResultSpec", "ToolError", "compile_module",
+    "CPU_LOWERING_PASSES", "CPU_LOWERING_PIPELINE", "pass_pipeline_args",
+    "cross_entropy", "cross_entropy_grad",
+]
