@@ -36,9 +36,17 @@ def Xent_ReductionAttr : EnumAttr<Xent_Dialect, Xent_Reduction, "reduction"> {
     * `none`: one loss per element (logits' shape without the class axis);
       ignored elements get 0.
 
-    In the op's custom syntax the reduction is written as a bare keyword
-    (`xent.cross_entropy mean ...`); on its own it prints as
+    In the op's custom syntax the reduction is written as a bare keyword;
+    on its own (for example in the generic op form) it prints as
     `#xent.reduction<mean>`.
+
+    Example:
+
+    ```mlir
+    %l = xent.cross_entropy sum %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+    %m = "xent.cross_entropy"(%x, %t) ({}) {reduction = #xent.reduction<mean>}
+        : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+    ```
   }];
   let assemblyFormat = "`<` $value `>`";
 }
