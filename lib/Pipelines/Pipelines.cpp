@@ -6,6 +6,9 @@
 
 #include "xent/Pipelines/Pipelines.h"
 
+#include "xent/Conversion/Passes.h"
+
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 
 using namespace mlir;
@@ -48,7 +51,42 @@ LogicalResult mlir::xent::buildXentCPUPipeline(OpPassManager &pm) {
   return parsePassPipeline(kCPUPipeline, pm);
 }
 
+LogicalResult
+mlir::xent::buildXentGPUPipeline(OpPassManager &pm,
+                                 const XentGPUPipelineOptions &options) {
+  ConvertXentToGPUOptions conversion;
+  conversion.chip = options.chip;
+  conversion.threads = options.threads;
+  conversion.vectorWidth = options.vectorWidth;
+  pm.addPass(createConvertXentToGPU(conversion));
+  // Host code: tensors become identity-layout memrefs; buffers returned by
+  // the kernels are device memory owned by the caller (no host-side
+  // deallocation pass may touch them).
+  if (failed(parsePassPipeline(
+          "canonicalize,cse,"
+          "one-shot-bufferize{bufferize-function-boundaries "
+          "function-boundary-type-conversion=identity-layout-map},"
+          "canonicalize",
+          pm)))
+    return failure();
+  // Kernels and host code down to LLVM, kernels serialized by ptxas.
+  gpu::GPUToNVVMPipelineOptions nvvm;
+  nvvm.cubinChip = options.chip;
+  nvvm.cubinFeatures = options.features;
+  nvvm.cubinFormat = options.format;
+  nvvm.optLevel = 3;
+  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+  return success();
+}
+
 void mlir::xent::registerXentPipelines() {
+  PassPipelineRegistration<XentGPUPipelineOptions>(
+      "xent-gpu-pipeline",
+      "Lower a module with xent ops to fused CUDA kernels (embedded as a "
+      "cubin) and LLVM host code calling the mgpu* runtime",
+      [](OpPassManager &pm, const XentGPUPipelineOptions &options) {
+        (void)buildXentGPUPipeline(pm, options);
+      });
   PassPipelineRegistration<>(
       "xent-cpu-pipeline",
       "Lower a module with xent ops through their decomposition to the LLVM "

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "xent/Conversion/Passes.h"
 #include "xent/Dialect/Xent/IR/XentOps.h"
 #include "xent/Dialect/Xent/Transforms/Passes.h"
 #include "xent/Pipelines/Pipelines.h"
@@ -12,16 +13,20 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::xent::registerXentPasses();
+  mlir::xent::registerXentConversionPasses();
   mlir::xent::registerXentPipelines();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // gpu-module-to-binary translates kernels to LLVM IR in-process.
+  mlir::registerAllToLLVMIRTranslations(registry);
   registry.insert<mlir::xent::XentDialect>();
 
   return mlir::asMainReturnCode(

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "xent/Conversion/Passes.h"
 #include "xent/Dialect/Xent/IR/XentOps.h"
 #include "xent/Dialect/Xent/Transforms/Passes.h"
 #include "xent/Pipelines/Pipelines.h"
@@ -33,6 +34,7 @@ mlirGetDialectPluginInfo() {
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo mlirGetPassPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "Xent", LLVM_VERSION_STRING, []() {
             xent::registerXentPasses();
+            xent::registerXentConversionPasses();
             xent::registerXentPipelines();
           }};
 }

@@ -8,6 +8,7 @@
 #define XENT_PIPELINES_PIPELINES_H
 
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
 #include "mlir/Support/LogicalResult.h"
 
 namespace mlir::xent {
@@ -19,7 +20,37 @@ namespace mlir::xent {
 /// `llvm.emit_c_interface` can be called from C or `mlir-runner`.
 LogicalResult buildXentCPUPipeline(OpPassManager &pm);
 
-/// Registers `xent-cpu-pipeline` with the global pass pipeline registry.
+/// Options of `xent-gpu-pipeline`.
+struct XentGPUPipelineOptions
+    : public PassPipelineOptions<XentGPUPipelineOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("NVIDIA chip (sm_80 or newer)"),
+      llvm::cl::init("sm_90")};
+  PassOptions::Option<std::string> features{
+      *this, "features", llvm::cl::desc("PTX features"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Kernel binary format: bin (cubin, needs ptxas), isa "
+                     "(PTX) or fatbin"),
+      llvm::cl::init("bin")};
+  PassOptions::Option<int64_t> threads{
+      *this, "threads", llvm::cl::desc("Threads per block"),
+      llvm::cl::init(512)};
+  PassOptions::Option<int64_t> vectorWidth{
+      *this, "vector-width",
+      llvm::cl::desc("Elements per load (0: 16 bytes' worth)"),
+      llvm::cl::init(0)};
+};
+
+/// Appends the GPU pipeline: convert-xent-to-gpu, bufferization of the host
+/// code, then upstream's gpu-lower-to-nvvm-pipeline (kernels to NVVM and a
+/// binary, host to LLVM calling the mgpu* runtime ABI).
+LogicalResult buildXentGPUPipeline(OpPassManager &pm,
+                                   const XentGPUPipelineOptions &options);
+
+/// Registers `xent-cpu-pipeline` and `xent-gpu-pipeline` with the global
+/// pass pipeline registry.
 void registerXentPipelines();
 
 } // namespace mlir::xent

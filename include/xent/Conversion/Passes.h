@@ -1,0 +1,24 @@
+//===- Passes.h - Xent conversion passes ------------------------*- C++ -*-===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XENT_CONVERSION_PASSES_H
+#define XENT_CONVERSION_PASSES_H
+
+#include "xent/Conversion/XentToGPU/XentToGPU.h"
+
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::xent {
+
+#define GEN_PASS_DECL
+#include "xent/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "xent/Conversion/Passes.h.inc"
+
+} // namespace mlir::xent
+
+#endif // XENT_CONVERSION_PASSES_H

@@ -1,0 +1,61 @@
+//===- Passes.td - Xent conversion passes ------------------*- tablegen -*-===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XENT_CONVERSION_PASSES_TD
+#define XENT_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Lower xent ops to fused CUDA kernels in the gpu dialect";
+  let description = [{
+    Replaces every `xent.cross_entropy` and `xent.cross_entropy_grad` by
+    `gpu.launch_func` of kernels generated into a `gpu.module @xent_kernels`
+    written with the gpu dialect (thread/block ids, `gpu.shuffle` butterflies,
+    `gpu.barrier`, workgroup memory), `memref`, `arith`, `math` and `scf`.
+
+    One thread block handles one row (the C logits of one element): a first
+    pass over the row keeps a running maximum and sum of exponentials (online
+    softmax) and the smoothing / probability sums; the block combines them
+    with warp shuffles and workgroup memory; the row's loss is added to the
+    reduced loss with an atomic (or written per element for `none`); when the
+    op is the gradient, a second pass writes `dlogits`. For `mean`, a one-block
+    prologue kernel sums the kept weights and counts on the device (never a
+    device→host copy) and initializes the accumulators.
+
+    The op's tensors are taken with `bufferization.to_buffer` and results
+    come back through `bufferization.to_tensor` of buffers from `gpu.alloc`;
+    a result whose only use is `bufferization.materialize_in_destination`
+    into a writable buffer is written there directly. The host code expects
+    every buffer to be device memory.
+
+    Example: `xent-opt --convert-xent-to-gpu="threads=256"` on
+
+    ```mlir
+    %l = xent.cross_entropy mean %x, %t : (tensor<?x?xbf16>, tensor<?xi64>) -> tensor<f32>
+    ```
+
+    gives two `gpu.launch_func` (prologue and row kernel) and the kernels.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "NVIDIA chip the kernels are tuned for (sm_80 or newer)">,
+    Option<"threads", "threads", "int64_t", /*default=*/"512",
+           "Threads per block (a multiple of 32, at most 1024)">,
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
+           "Elements loaded per thread and iteration (0: 16 bytes' worth)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
+#endif // XENT_CONVERSION_PASSES_TD

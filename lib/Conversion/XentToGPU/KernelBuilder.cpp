@@ -1,0 +1,717 @@
+//===- KernelBuilder.cpp - Fused cross-entropy CUDA kernels ---------------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The row kernel, per block (one row r = (o, i) of the [O, C, I] logits):
+//
+//   1. emitRowStatistics: each thread walks classes c = tid, tid + T, ...
+//      keeping a running max m and Σ exp(x - m) (online softmax), and, for
+//      label smoothing / probability targets, Σ f_c and Σ f_c (x_c - x_0)
+//      with f_c = w_c or w_c q'_c (relative to the row's first logit so
+//      that large logits do not cancel).
+//   2. emitBlockAllReduce: warp butterflies (gpu.shuffle xor) and one round
+//      through workgroup memory give every thread the row's totals.
+//   3. the row's loss terms; thread 0 writes them (none) or adds them to
+//      the f32 accumulators with an atomic (mean / sum).
+//   4. emitGradientPass: a second walk over the row writes dlogits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::xent;
+
+static constexpr int64_t kWarpSize = 32;
+static constexpr int64_t kMaxWarps = 32;
+/// Components reduced across the block at once: max, Σexp, Σf, Σf·(x - x0).
+static constexpr int64_t kMaxComponents = 4;
+
+LaunchGeometry mlir::xent::getLaunchGeometry(const XentToGPUOptions &options) {
+  int64_t threads = options.threads;
+  threads = std::max<int64_t>(kWarpSize, std::min<int64_t>(1024, threads));
+  threads = (threads / kWarpSize) * kWarpSize;
+  return {threads};
+}
+
+MemRefType mlir::xent::getRowsType(MLIRContext *ctx, Type elementType) {
+  int64_t d = ShapedType::kDynamic;
+  return MemRefType::get({d, d, d}, elementType);
+}
+MemRefType mlir::xent::getElementsType(MLIRContext *ctx, Type elementType) {
+  int64_t d = ShapedType::kDynamic;
+  return MemRefType::get({d, d}, elementType);
+}
+MemRefType mlir::xent::getScalarType(MLIRContext *ctx, Type elementType) {
+  return MemRefType::get({}, elementType);
+}
+
+namespace {
+
+/// Emits the body of one kernel. Values named in the kernel's terms: `tid`
+/// (thread in block), `row` (block), O / C / I (sizes of the row view).
+class KernelEmitter {
+public:
+  KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
+                const LaunchGeometry &geometry)
+      : b(b), spec(spec), config(spec.config), geometry(geometry),
+        f32(b.getF32Type()) {}
+
+  void emitRowKernel(gpu::GPUFuncOp func);
+  void emitPrologueKernel(gpu::GPUFuncOp func);
+
+private:
+  // Scalars.
+  Value cstF(double v) {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  }
+  Value cstIdx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value cstI32(int32_t v) {
+    return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
+  }
+  Value toF32(Value v) {
+    if (v.getType().isF32())
+      return v;
+    return arith::ExtFOp::create(b, f32, v);
+  }
+  Value fromF32(Value v, Type type) {
+    if (type.isF32())
+      return v;
+    return arith::TruncFOp::create(b, type, v);
+  }
+  Value select(Value c, Value t, Value f) {
+    return arith::SelectOp::create(b, c, t, f);
+  }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
+  Value div(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
+  Value exp(Value x) { return math::ExpOp::create(b, x); }
+  Value log(Value x) { return math::LogOp::create(b, x); }
+  Value indexToF32(Value i) {
+    Value i64 = arith::IndexCastUIOp::create(b, b.getI64Type(), i);
+    return arith::UIToFPOp::create(b, f32, i64);
+  }
+
+  /// A logit as the loss sees it: widened to f32 and soft-capped.
+  Value emitLogit(Value raw);
+  /// 1 - (x / cap)² at the capped logit x.
+  Value emitSoftcapSlope(Value capped);
+  /// Smoothed probability target q·(1-ε) + ε/C.
+  Value emitSmoothedProbability(Value q);
+  /// (m1, s1) ⊕ (m2, s2) of the online softmax.
+  std::pair<Value, Value> combineMaxSum(Value m1, Value s1, Value m2,
+                                        Value s2);
+  /// Combines `values` across the warp with xor butterflies.
+  SmallVector<Value> emitWarpAllReduce(ArrayRef<Value> values);
+  /// Combines `values` across the block; every thread gets the totals.
+  /// values[0], values[1] are an online-softmax pair when `withMaxSum`;
+  /// the others are summed.
+  SmallVector<Value> emitBlockAllReduce(ArrayRef<Value> values);
+  SmallVector<Value> combine(ArrayRef<Value> a, ArrayRef<Value> b);
+  /// Statistics over the row (per thread), then across the block.
+  void emitRowStatistics();
+  /// The gradient pass over the row.
+  void emitGradientPass();
+
+  /// Loads x[o, c, i] as the loss sees it.
+  Value loadLogit(Value c) {
+    return emitLogit(memref::LoadOp::create(b, x, ValueRange{o, c, i}));
+  }
+  Value loadWeight(Value c) {
+    if (!weight)
+      return cstF(1.0);
+    return toF32(memref::LoadOp::create(b, weight, ValueRange{c}));
+  }
+
+  ImplicitLocOpBuilder &b;
+  const KernelSpec &spec;
+  const CrossEntropyConfig &config;
+  const LaunchGeometry &geometry;
+  Type f32;
+  bool maxSumPair = true;
+
+  // Kernel arguments and shared values.
+  Value x, target, weight, stats, gradOutput, loss, zLoss, dlogits;
+  Value shared; // workgroup memref<kMaxComponents x kMaxWarps x f32>
+  Value tid, lane, warp, o, i, numClasses, numClassesF, numRows;
+  // Row statistics (f32, identical in every thread after the reduction).
+  Value rowMax, rowSumExp, rowMass, rowGap, reference, lse;
+  // Class-index target of the row.
+  Value kept, valid, targetIndex;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Scalar helpers
+//===----------------------------------------------------------------------===//
+
+Value KernelEmitter::emitLogit(Value raw) {
+  Value v = toF32(raw);
+  if (!config.softcap)
+    return v;
+  Value cap = cstF(*config.softcap);
+  return mul(cap, math::TanhOp::create(b, div(v, cap)));
+}
+
+Value KernelEmitter::emitSoftcapSlope(Value capped) {
+  Value t = div(capped, cstF(*config.softcap));
+  return sub(cstF(1.0), mul(t, t));
+}
+
+Value KernelEmitter::emitSmoothedProbability(Value q) {
+  q = toF32(q);
+  if (config.labelSmoothing == 0.0f)
+    return q;
+  return add(mul(q, cstF(1.0 - config.labelSmoothing)),
+             div(cstF(config.labelSmoothing), numClassesF));
+}
+
+std::pair<Value, Value> KernelEmitter::combineMaxSum(Value m1, Value s1,
+                                                     Value m2, Value s2) {
+  Value m = arith::MaximumFOp::create(b, m1, m2);
+  // exp(m_k - m), exactly 1 when m_k is the maximum (also -inf == -inf).
+  auto factor = [&](Value mk) {
+    Value same =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mk, m);
+    return select(same, cstF(1.0), exp(sub(mk, m)));
+  };
+  Value s = add(mul(s1, factor(m1)), mul(s2, factor(m2)));
+  return {m, s};
+}
+
+SmallVector<Value> KernelEmitter::combine(ArrayRef<Value> a,
+                                          ArrayRef<Value> c) {
+  SmallVector<Value> result;
+  unsigned first = 0;
+  if (maxSumPair) {
+    auto [m, s] = combineMaxSum(a[0], a[1], c[0], c[1]);
+    result = {m, s};
+    first = 2;
+  }
+  for (unsigned k = first; k < a.size(); ++k)
+    result.push_back(add(a[k], c[k]));
+  return result;
+}
+
+SmallVector<Value> KernelEmitter::emitWarpAllReduce(ArrayRef<Value> values) {
+  SmallVector<Value> acc(values);
+  for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    SmallVector<Value> other;
+    for (Value v : acc)
+      other.push_back(gpu::ShuffleOp::create(b, v, offset, kWarpSize,
+                                             gpu::ShuffleMode::XOR)
+                          .getShuffleResult());
+    acc = combine(acc, other);
+  }
+  return acc;
+}
+
+SmallVector<Value> KernelEmitter::emitBlockAllReduce(ArrayRef<Value> values) {
+  SmallVector<Value> partial = emitWarpAllReduce(values);
+  if (geometry.warps() == 1)
+    return partial;
+  // Lane 0 of each warp publishes its warp's partial results.
+  Value isLane0 = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
+                                        cstIdx(0));
+  auto ifOp = scf::IfOp::create(b, isLane0, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    for (auto [k, v] : llvm::enumerate(partial))
+      memref::StoreOp::create(b, v, shared,
+                              ValueRange{cstIdx(k), warp});
+  }
+  gpu::BarrierOp::create(b);
+  // Every warp combines the published partials.
+  Value hasPartial = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
+                                           cstIdx(geometry.warps()));
+  SmallVector<Value> gathered;
+  for (auto [k, v] : llvm::enumerate(partial)) {
+    Value identity = cstF(maxSumPair && k == 0
+                              ? -std::numeric_limits<double>::infinity()
+                              : 0.0);
+    Value slot = select(hasPartial, lane, cstIdx(0));
+    Value loaded =
+        memref::LoadOp::create(b, shared, ValueRange{cstIdx(k), slot});
+    gathered.push_back(select(hasPartial, loaded, identity));
+  }
+  SmallVector<Value> total = emitWarpAllReduce(gathered);
+  // The workgroup memory may be reused by the next reduction.
+  gpu::BarrierOp::create(b);
+  return total;
+}
+
+//===----------------------------------------------------------------------===//
+// Row statistics
+//===----------------------------------------------------------------------===//
+
+void KernelEmitter::emitRowStatistics() {
+  bool probs = config.probabilityTargets;
+  bool smoothing = config.labelSmoothing != 0.0f;
+  bool extras = probs || (smoothing && spec.lossType);
+  Value negInf = cstF(-std::numeric_limits<double>::infinity());
+  Value zero = cstF(0.0);
+  // Sums of f_c (x_c - x_0) are taken relative to the row's first logit.
+  reference = loadLogit(cstIdx(0));
+
+  SmallVector<Value> init = {negInf, zero};
+  if (extras) {
+    init.push_back(zero); // Σ f
+    init.push_back(zero); // Σ f (x - x0)
+  }
+  Value step = cstIdx(geometry.threads);
+  auto loop = scf::ForOp::create(
+      b, tid, numClasses, step, init,
+      [&](OpBuilder &nb, Location loc, Value c, ValueRange acc) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        Value xc = loadLogit(c);
+        auto [m, s] = combineMaxSum(acc[0], acc[1], xc, cstF(1.0));
+        SmallVector<Value> next = {m, s};
+        if (extras) {
+          Value f = loadWeight(c);
+          if (probs)
+            f = mul(f, emitSmoothedProbability(memref::LoadOp::create(
+                           b, target, ValueRange{o, c, i})));
+          next.push_back(add(acc[2], f));
+          next.push_back(add(acc[3], mul(f, sub(xc, reference))));
+        }
+        scf::YieldOp::create(b, next);
+      });
+  SmallVector<Value> totals = emitBlockAllReduce(
+      SmallVector<Value>(loop.getResults().begin(), loop.getResults().end()));
+  rowMax = totals[0];
+  rowSumExp = totals[1];
+  if (extras) {
+    rowMass = totals[2];
+    rowGap = totals[3];
+  }
+  lse = add(rowMax, log(rowSumExp));
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient
+//===----------------------------------------------------------------------===//
+
+void KernelEmitter::emitGradientPass() {
+  bool probs = config.probabilityTargets;
+  bool smoothing = config.labelSmoothing != 0.0f;
+  float eps = config.labelSmoothing;
+  float zScale = config.zLossScale;
+
+  // Scale of this row's cross-entropy and z-loss terms.
+  Value g, gz;
+  if (config.reduction == Reduction::none) {
+    g = gz = toF32(memref::LoadOp::create(b, gradOutput, ValueRange{o, i}));
+  } else {
+    g = gz = toF32(memref::LoadOp::create(b, gradOutput, ValueRange{}));
+    if (config.reduction == Reduction::mean) {
+      Value weightTotal, count;
+      if (probs) {
+        weightTotal = count = indexToF32(numRows);
+      } else {
+        weightTotal = memref::LoadOp::create(b, stats, ValueRange{cstIdx(0)});
+        count = memref::LoadOp::create(b, stats, ValueRange{cstIdx(1)});
+      }
+      g = div(g, weightTotal);
+      gz = div(gz, count);
+    }
+  }
+  // Σ_k w_k (smoothing) is the row's mass; without weights it is C.
+  Value mass = rowMass;
+  if (!probs && smoothing && !mass)
+    mass = numClassesF;
+  Value wt = probs ? Value() : loadWeight(targetIndex);
+  Value dz = zScale != 0.0f ? mul(cstF(2.0 * zScale), lse) : Value();
+  Type outType = spec.logitsType;
+
+  scf::ForOp::create(
+      b, tid, numClasses, cstIdx(geometry.threads), ValueRange{},
+      [&](OpBuilder &nb, Location loc, Value c, ValueRange) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        Value xc = loadLogit(c);
+        Value p = exp(sub(xc, lse));
+        Value wc = loadWeight(c);
+        Value coef;
+        if (probs) {
+          Value q = emitSmoothedProbability(
+              memref::LoadOp::create(b, target, ValueRange{o, c, i}));
+          coef = sub(mul(p, rowMass), mul(wc, q));
+        } else {
+          Value isTarget = arith::CmpIOp::create(
+              b, arith::CmpIPredicate::eq, c, targetIndex);
+          Value onehot = select(isTarget, cstF(1.0), cstF(0.0));
+          coef = mul(mul(cstF(1.0 - eps), wt), sub(p, onehot));
+          if (smoothing) {
+            Value share = div(cstF(eps), numClassesF);
+            coef = add(coef, mul(share, sub(mul(mass, p), wc)));
+          }
+        }
+        Value grad = mul(g, coef);
+        if (dz)
+          grad = add(grad, mul(gz, mul(dz, p)));
+        if (config.softcap)
+          grad = mul(grad, emitSoftcapSlope(xc));
+        if (!probs) {
+          Value nan = cstF(std::numeric_limits<double>::quiet_NaN());
+          grad = select(valid, grad, nan);
+          grad = select(kept, grad, cstF(0.0));
+        }
+        memref::StoreOp::create(b, fromF32(grad, outType), dlogits,
+                                ValueRange{o, c, i});
+        scf::YieldOp::create(b);
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
+  bool probs = config.probabilityTargets;
+  unsigned arg = 0;
+  x = func.getArgument(arg++);
+  target = func.getArgument(arg++);
+  if (spec.weightType)
+    weight = func.getArgument(arg++);
+  if (spec.needsStats() && (spec.lossType || spec.gradOutputType))
+    stats = func.getArgument(arg++);
+  if (spec.gradOutputType)
+    gradOutput = func.getArgument(arg++);
+  if (spec.lossType)
+    loss = func.getArgument(arg++);
+  if (spec.zLossType)
+    zLoss = func.getArgument(arg++);
+  if (spec.withGrad)
+    dlogits = func.getArgument(arg++);
+  shared = func.getWorkgroupAttributions()[0];
+
+  tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  lane = arith::RemUIOp::create(b, tid, cstIdx(kWarpSize));
+  warp = arith::DivUIOp::create(b, tid, cstIdx(kWarpSize));
+  Value row = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value numInner = memref::DimOp::create(b, x, 2);
+  numClasses = memref::DimOp::create(b, x, 1);
+  numClassesF = indexToF32(numClasses);
+  numRows = arith::MulIOp::create(b, memref::DimOp::create(b, x, 0), numInner);
+  o = arith::DivUIOp::create(b, row, numInner);
+  i = arith::RemUIOp::create(b, row, numInner);
+
+  if (!probs) {
+    Value t = memref::LoadOp::create(b, target, ValueRange{o, i});
+    Type i64 = b.getI64Type();
+    if (t.getType() != i64)
+      t = arith::ExtSIOp::create(b, i64, t);
+    auto cstI64 = [&](int64_t v) -> Value {
+      return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
+    };
+    kept = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, t,
+                                 cstI64(config.ignoreIndex));
+    Value cI64 = arith::IndexCastUIOp::create(b, i64, numClasses);
+    valid = arith::AndIOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, t, cstI64(0)),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::slt, t, cI64));
+    targetIndex = arith::IndexCastOp::create(b, b.getIndexType(),
+                                             select(valid, t, cstI64(0)));
+  }
+
+  emitRowStatistics();
+
+  if (spec.lossType) {
+    Value zero = cstF(0.0);
+    Value rowLoss;
+    if (probs) {
+      // -Σ f_c (x_c - lse) = Σf (lse - x0) - Σ f (x_c - x0)
+      rowLoss = sub(mul(rowMass, sub(lse, reference)), rowGap);
+    } else {
+      Value xt = loadLogit(targetIndex);
+      Value wt = loadWeight(targetIndex);
+      Value nll = sub(lse, xt);
+      rowLoss = mul(mul(cstF(1.0 - config.labelSmoothing), wt), nll);
+      if (config.labelSmoothing != 0.0f) {
+        Value mass = rowMass;
+        Value smooth = sub(mul(mass, sub(lse, reference)), rowGap);
+        rowLoss = add(rowLoss, mul(div(cstF(config.labelSmoothing),
+                                       numClassesF),
+                                   smooth));
+      }
+      rowLoss = select(valid, rowLoss,
+                       cstF(std::numeric_limits<double>::quiet_NaN()));
+    }
+    Value rowZ = config.zLossScale != 0.0f
+                     ? mul(cstF(config.zLossScale), mul(lse, lse))
+                     : zero;
+
+    Value isThread0 =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cstIdx(0));
+    Value writes = isThread0;
+    if (kept && spec.reduced())
+      writes = arith::AndIOp::create(b, isThread0, kept);
+    auto ifOp = scf::IfOp::create(b, writes, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    if (!spec.reduced()) {
+      Value total = add(rowLoss, rowZ);
+      if (kept) {
+        total = select(kept, total, zero);
+        rowZ = select(kept, rowZ, zero);
+      }
+      memref::StoreOp::create(b, fromF32(total, spec.lossType), loss,
+                              ValueRange{o, i});
+      if (zLoss)
+        memref::StoreOp::create(b, fromF32(rowZ, spec.zLossType), zLoss,
+                                ValueRange{o, i});
+    } else {
+      Value lossPart = rowLoss, zPart = rowZ;
+      if (config.reduction == Reduction::mean) {
+        Value weightTotal, count;
+        if (probs) {
+          weightTotal = count = indexToF32(numRows);
+        } else {
+          weightTotal =
+              memref::LoadOp::create(b, stats, ValueRange{cstIdx(0)});
+          count = memref::LoadOp::create(b, stats, ValueRange{cstIdx(1)});
+        }
+        lossPart = div(lossPart, weightTotal);
+        zPart = div(zPart, count);
+      }
+      auto addKind = arith::AtomicRMWKindAttr::get(b.getContext(),
+                                                   arith::AtomicRMWKind::addf);
+      memref::AtomicRMWOp::create(b, f32, addKind, add(lossPart, zPart), loss,
+                                  ValueRange{});
+      if (zLoss)
+        memref::AtomicRMWOp::create(b, f32, addKind, zPart, zLoss,
+                                    ValueRange{});
+    }
+  }
+
+  if (spec.withGrad)
+    emitGradientPass();
+  gpu::ReturnOp::create(b);
+}
+
+void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
+  // One block: Σ kept weights and the kept count (class indices, mean), then
+  // the accumulators' initial values: NaN for a mean over nothing, else 0.
+  bool probs = config.probabilityTargets;
+  unsigned arg = 0;
+  target = func.getArgument(arg++);
+  if (spec.weightType)
+    weight = func.getArgument(arg++);
+  if (spec.needsStats())
+    stats = func.getArgument(arg++);
+  if (spec.lossType)
+    loss = func.getArgument(arg++);
+  if (spec.zLossType)
+    zLoss = func.getArgument(arg++);
+  shared = func.getWorkgroupAttributions()[0];
+  maxSumPair = false;
+
+  tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  lane = arith::RemUIOp::create(b, tid, cstIdx(kWarpSize));
+  warp = arith::DivUIOp::create(b, tid, cstIdx(kWarpSize));
+  Value numOuter = memref::DimOp::create(b, target, 0);
+  Value numInner = memref::DimOp::create(b, target, probs ? 2 : 1);
+  numRows = arith::MulIOp::create(b, numOuter, numInner);
+  Value zero = cstF(0.0);
+
+  Value weightTotal, count;
+  if (spec.needsStats()) {
+    auto loop = scf::ForOp::create(
+        b, tid, numRows, cstIdx(geometry.threads), ValueRange{zero, zero},
+        [&](OpBuilder &nb, Location loc, Value r, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value ro = arith::DivUIOp::create(b, r, numInner);
+          Value ri = arith::RemUIOp::create(b, r, numInner);
+          Value t = memref::LoadOp::create(b, target, ValueRange{ro, ri});
+          Type i64 = b.getI64Type();
+          if (t.getType() != i64)
+            t = arith::ExtSIOp::create(b, i64, t);
+          Value isKept = arith::CmpIOp::create(
+              b, arith::CmpIPredicate::ne, t,
+              arith::ConstantOp::create(
+                  b, b.getI64IntegerAttr(config.ignoreIndex)));
+          Value w = cstF(1.0);
+          if (weight) {
+            // Out-of-range classes read weight[0]; their loss is NaN anyway.
+            Value numClasses = memref::DimOp::create(b, weight, 0);
+            Value cI64 =
+                arith::IndexCastUIOp::create(b, i64, numClasses);
+            Value inRange = arith::AndIOp::create(
+                b,
+                arith::CmpIOp::create(
+                    b, arith::CmpIPredicate::sge, t,
+                    arith::ConstantOp::create(b, b.getI64IntegerAttr(0))),
+                arith::CmpIOp::create(b, arith::CmpIPredicate::slt, t, cI64));
+            Value safe = select(
+                inRange, t,
+                arith::ConstantOp::create(b, b.getI64IntegerAttr(0)));
+            w = loadWeight(
+                arith::IndexCastOp::create(b, b.getIndexType(), safe));
+          }
+          Value wKept = select(isKept, w, zero);
+          Value one = select(isKept, cstF(1.0), zero);
+          scf::YieldOp::create(b,
+                               ValueRange{add(acc[0], wKept), add(acc[1], one)});
+        });
+    SmallVector<Value> totals = emitBlockAllReduce(
+        SmallVector<Value>(loop.getResults().begin(), loop.getResults().end()));
+    weightTotal = totals[0];
+    count = totals[1];
+  } else {
+    weightTotal = count = indexToF32(numRows);
+  }
+
+  Value isThread0 =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cstIdx(0));
+  auto ifOp = scf::IfOp::create(b, isThread0, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    if (stats) {
+      memref::StoreOp::create(b, weightTotal, stats, ValueRange{cstIdx(0)});
+      memref::StoreOp::create(b, count, stats, ValueRange{cstIdx(1)});
+    }
+    Value nan = cstF(std::numeric_limits<double>::quiet_NaN());
+    auto initial = [&](Value divisor) -> Value {
+      if (config.reduction != Reduction::mean)
+        return zero;
+      Value none = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                         divisor, zero);
+      return select(none, nan, zero);
+    };
+    if (loss)
+      memref::StoreOp::create(b, initial(weightTotal), loss, ValueRange{});
+    if (zLoss)
+      memref::StoreOp::create(b, initial(count), zLoss, ValueRange{});
+  }
+  gpu::ReturnOp::create(b);
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+static gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
+                                   TypeRange argTypes,
+                                   const LaunchGeometry &geometry,
+                                   bool withSharedMemory) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Type> workgroup;
+  if (withSharedMemory) {
+    auto space =
+        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    workgroup.push_back(MemRefType::get({kMaxComponents, kMaxWarps},
+                                        b.getF32Type(), MemRefLayoutAttrInterface(),
+                                        space));
+  }
+  auto func = gpu::GPUFuncOp::create(b, loc, name,
+                                     b.getFunctionType(argTypes, {}),
+                                     workgroup);
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+      {static_cast<int32_t>(geometry.threads), 1, 1}));
+  return func;
+}
+
+gpu::GPUFuncOp mlir::xent::buildRowKernel(OpBuilder &b, Location loc,
+                                          StringRef name,
+                                          const KernelSpec &spec,
+                                          const LaunchGeometry &geometry) {
+  MLIRContext *ctx = b.getContext();
+  const CrossEntropyConfig &config = spec.config;
+  SmallVector<Type> args = {getRowsType(ctx, spec.logitsType)};
+  args.push_back(config.probabilityTargets
+                     ? getRowsType(ctx, spec.targetType)
+                     : getElementsType(ctx, spec.targetType));
+  if (spec.weightType)
+    args.push_back(MemRefType::get({ShapedType::kDynamic}, spec.weightType));
+  if (spec.needsStats() && (spec.lossType || spec.gradOutputType))
+    args.push_back(MemRefType::get({2}, b.getF32Type()));
+  auto reducedOrElements = [&](Type t) -> Type {
+    return spec.reduced() ? Type(getScalarType(ctx, t))
+                          : Type(getElementsType(ctx, t));
+  };
+  if (spec.gradOutputType)
+    args.push_back(reducedOrElements(spec.gradOutputType));
+  if (spec.lossType)
+    args.push_back(reducedOrElements(spec.lossType));
+  if (spec.zLossType)
+    args.push_back(reducedOrElements(spec.zLossType));
+  if (spec.withGrad)
+    args.push_back(getRowsType(ctx, spec.logitsType));
+
+  gpu::GPUFuncOp func =
+      createKernel(b, loc, name, args, geometry, /*withSharedMemory=*/true);
+  ImplicitLocOpBuilder ib(loc, b);
+  OpBuilder::InsertionGuard guard(ib);
+  ib.setInsertionPointToStart(&func.getBody().front());
+  KernelEmitter(ib, spec, geometry).emitRowKernel(func);
+  return func;
+}
+
+gpu::GPUFuncOp mlir::xent::buildPrologueKernel(OpBuilder &b, Location loc,
+                                               StringRef name,
+                                               const KernelSpec &spec,
+                                               const LaunchGeometry &geometry) {
+  MLIRContext *ctx = b.getContext();
+  const CrossEntropyConfig &config = spec.config;
+  SmallVector<Type> args;
+  args.push_back(config.probabilityTargets
+                     ? getRowsType(ctx, spec.targetType)
+                     : getElementsType(ctx, spec.targetType));
+  if (spec.weightType)
+    args.push_back(MemRefType::get({ShapedType::kDynamic}, spec.weightType));
+  if (spec.needsStats())
+    args.push_back(MemRefType::get({2}, b.getF32Type()));
+  if (spec.lossType)
+    args.push_back(getScalarType(ctx, b.getF32Type()));
+  if (spec.zLossType)
+    args.push_back(getScalarType(ctx, b.getF32Type()));
+  gpu::GPUFuncOp func =
+      createKernel(b, loc, name, args, geometry, /*withSharedMemory=*/true);
+  ImplicitLocOpBuilder ib(loc, b);
+  OpBuilder::InsertionGuard guard(ib);
+  ib.setInsertionPointToStart(&func.getBody().front());
+  KernelEmitter(ib, spec, geometry).emitPrologueKernel(func);
+  return func;
+}
+
+gpu::GPUFuncOp mlir::xent::buildConvertKernel(OpBuilder &b, Location loc,
+                                              StringRef name, Type dstType) {
+  MLIRContext *ctx = b.getContext();
+  LaunchGeometry single{kWarpSize};
+  gpu::GPUFuncOp func = createKernel(
+      b, loc, name,
+      {getScalarType(ctx, b.getF32Type()), getScalarType(ctx, dstType)},
+      single, /*withSharedMemory=*/false);
+  ImplicitLocOpBuilder ib(loc, b);
+  OpBuilder::InsertionGuard guard(ib);
+  ib.setInsertionPointToStart(&func.getBody().front());
+  Value tid = gpu::ThreadIdOp::create(ib, gpu::Dimension::x);
+  Value isThread0 = arith::CmpIOp::create(
+      ib, arith::CmpIPredicate::eq, tid, arith::ConstantIndexOp::create(ib, 0));
+  auto ifOp = scf::IfOp::create(ib, isThread0, /*withElseRegion=*/false);
+  ib.setInsertionPointToStart(ifOp.thenBlock());
+  Value v = memref::LoadOp::create(ib, func.getArgument(0), ValueRange{});
+  if (!dstType.isF32())
+    v = arith::TruncFOp::create(ib, dstType, v);
+  memref::StoreOp::create(ib, v, func.getArgument(1), ValueRange{});
+  ib.setInsertionPointAfter(ifOp);
+  gpu::ReturnOp::create(ib);
+  return func;
+}

@@ -1,0 +1,449 @@
+//===- XentToGPU.cpp - Lowering of xent ops to fused GPU kernels ----------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The host side: each xent op becomes `gpu.launch_func` of the kernels that
+// KernelBuilder generates, on buffers taken from the op's tensors. Every
+// tensor is viewed as [O, C, I] (logits, probabilities, dlogits) or [O, I]
+// (class indices, per-element loss and grad_output) with memref reshapes, so
+// the kernels handle any rank and class axis.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xent/Conversion/Passes.h"
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::xent {
+#define GEN_PASS_DEF_CONVERTXENTTOGPU
+#include "xent/Conversion/Passes.h.inc"
+} // namespace mlir::xent
+
+using namespace mlir;
+using namespace mlir::xent;
+
+static constexpr llvm::StringLiteral kKernelModuleName = "xent_kernels";
+
+/// The gpu.module that holds xent's kernels, created on first use.
+static gpu::GPUModuleOp getOrCreateKernelModule(RewriterBase &rewriter,
+                                                ModuleOp module) {
+  if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName))
+    return existing;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToEnd(module.getBody());
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  rewriter.getUnitAttr());
+  return gpu::GPUModuleOp::create(rewriter, module.getLoc(), kKernelModuleName);
+}
+
+/// A kernel name not yet used in `kernels`.
+static std::string getUniqueName(gpu::GPUModuleOp kernels, StringRef prefix) {
+  for (unsigned n = 0;; ++n) {
+    std::string name = (prefix + "_" + Twine(n)).str();
+    if (!kernels.lookupSymbol(name))
+      return name;
+  }
+}
+
+namespace {
+
+/// Emits the host side of one op at the rewriter's insertion point.
+class HostEmitter {
+public:
+  HostEmitter(RewriterBase &rewriter, Location loc,
+              const CrossEntropyConfig &config, gpu::GPUModuleOp kernels,
+              const LaunchGeometry &geometry)
+      : rewriter(rewriter), loc(loc), config(config), kernels(kernels),
+        geometry(geometry) {}
+
+  /// An identity-layout buffer holding `tensor`.
+  Value toBuffer(Value tensor) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+    return bufferization::ToBufferOp::create(rewriter, loc, memrefType, tensor,
+                                             /*read_only=*/true);
+  }
+
+  /// `buffer` (rank r) as [prod(d < split), prod(d >= split)] when
+  /// `classAxis` is false, or as [prod(d < split), d_split, prod(d > split)].
+  Value view(Value buffer, int64_t split, bool classAxis) {
+    auto type = cast<MemRefType>(buffer.getType());
+    int64_t rank = type.getRank();
+    // Pad with unit dims on both sides: [1, d0, ..., d(r-1), 1].
+    SmallVector<int64_t> paddedShape = {1};
+    llvm::append_range(paddedShape, type.getShape());
+    paddedShape.push_back(1);
+    SmallVector<ReassociationIndices> expand;
+    SmallVector<OpFoldResult> outputShape;
+    outputShape.push_back(rewriter.getIndexAttr(1));
+    for (int64_t d = 0; d < rank; ++d)
+      outputShape.push_back(
+          memref::getMixedSize(rewriter, loc, buffer, d));
+    outputShape.push_back(rewriter.getIndexAttr(1));
+    if (rank > 0) {
+      for (int64_t d = 0; d < rank; ++d)
+        expand.push_back({d + 1});
+      expand.front().insert(expand.front().begin(), 0);
+      expand.back().push_back(rank + 1);
+    }
+    auto paddedType = MemRefType::get(paddedShape, type.getElementType());
+    Value padded = memref::ExpandShapeOp::create(rewriter, loc, paddedType,
+                                                 buffer, expand, outputShape);
+    // Padded dim p is original dim p - 1.
+    SmallVector<ReassociationIndices> collapse(1);
+    for (int64_t p = 0; p <= split; ++p)
+      collapse.back().push_back(p);
+    int64_t next = split + 1;
+    if (classAxis) {
+      collapse.push_back({next});
+      ++next;
+    }
+    collapse.emplace_back();
+    for (int64_t p = next; p < rank + 2; ++p)
+      collapse.back().push_back(p);
+    Value collapsed =
+        memref::CollapseShapeOp::create(rewriter, loc, padded, collapse);
+    auto dynamicType = classAxis ? getRowsType(rewriter.getContext(),
+                                               type.getElementType())
+                                 : getElementsType(rewriter.getContext(),
+                                                   type.getElementType());
+    return memref::CastOp::create(rewriter, loc, dynamicType, collapsed);
+  }
+  Value rowsView(Value buffer) { return view(buffer, config.axis, true); }
+  Value elementsView(Value buffer) { return view(buffer, config.axis, false); }
+
+  /// Device memory for a value of `type`; dynamic sizes are read off
+  /// `like`, whose dims are `dims` of `type` in order.
+  Value allocate(MemRefType type, Value like, ArrayRef<int64_t> dims) {
+    SmallVector<Value> sizes;
+    for (auto [k, d] : llvm::enumerate(dims))
+      if (type.isDynamicDim(k))
+        sizes.push_back(memref::DimOp::create(rewriter, loc, like, d));
+    return gpu::AllocOp::create(rewriter, loc, type, /*asyncToken=*/Type(),
+                                ValueRange{}, sizes, ValueRange{})
+        .getMemref();
+  }
+  Value allocateScalar(Type elementType) {
+    return allocate(MemRefType::get({}, elementType), Value(), {});
+  }
+  void deallocate(Value buffer) {
+    gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange{}, buffer);
+  }
+
+  /// Launches `func` on `grid` blocks (skipped when there is no row).
+  void launch(gpu::GPUFuncOp func, Value grid, ValueRange operands,
+              int64_t threads) {
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value block = arith::ConstantIndexOp::create(rewriter, loc, threads);
+    Value any = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ugt,
+                                      grid, zero);
+    auto ifOp = scf::IfOp::create(rewriter, loc, any, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(ifOp.thenBlock());
+    gpu::LaunchFuncOp::create(rewriter, loc, func,
+                              gpu::KernelDim3{grid, one, one},
+                              gpu::KernelDim3{block, one, one},
+                              /*dynamicSharedMemorySize=*/Value(), operands);
+  }
+
+  /// Builds a kernel into the kernel module.
+  template <typename BuildFn>
+  gpu::GPUFuncOp buildKernel(StringRef prefix, BuildFn build) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToEnd(&kernels.getBodyRegion().front());
+    return build(rewriter, getUniqueName(kernels, prefix));
+  }
+
+  RewriterBase &rewriter;
+  Location loc;
+  const CrossEntropyConfig &config;
+  gpu::GPUModuleOp kernels;
+  const LaunchGeometry &geometry;
+};
+
+/// Where one result goes: the memref written by the kernel and the tensor
+/// that replaces the op's result.
+struct ResultBuffer {
+  Value buffer;                                  // in the result's shape
+  bufferization::MaterializeInDestinationOp sink; // erased when used
+};
+
+/// A result whose only use materializes it into a writable buffer is
+/// written there directly; otherwise it gets device memory.
+static ResultBuffer getResultBuffer(HostEmitter &host, Value result,
+                                    Value logitsBuffer,
+                                    ArrayRef<int64_t> logitsDims) {
+  auto tensorType = cast<RankedTensorType>(result.getType());
+  if (result.hasOneUse()) {
+    auto sink = dyn_cast<bufferization::MaterializeInDestinationOp>(
+        *result.getUsers().begin());
+    if (sink && sink.getWritable() && sink.getRestrict()) {
+      auto destType = dyn_cast<MemRefType>(sink.getDest().getType());
+      if (destType && destType.getLayout().isIdentity() &&
+          destType.getElementType() == tensorType.getElementType())
+        return {sink.getDest(), sink};
+    }
+  }
+  auto type = MemRefType::get(tensorType.getShape(),
+                              tensorType.getElementType());
+  return {host.allocate(type, logitsBuffer, logitsDims), nullptr};
+}
+
+/// Replaces `result` by the contents of `where`.
+static void replaceResult(RewriterBase &rewriter, Location loc, Value result,
+                          const ResultBuffer &where) {
+  auto tensor = bufferization::ToTensorOp::create(
+      rewriter, loc, result.getType(), where.buffer,
+      /*restrict=*/where.sink ? UnitAttr() : rewriter.getUnitAttr(),
+      /*writable=*/where.sink ? UnitAttr() : rewriter.getUnitAttr());
+  rewriter.replaceAllUsesWith(result, tensor);
+  if (where.sink)
+    rewriter.eraseOp(where.sink);
+}
+
+/// The dims of the logits that a per-element value has: all but the axis.
+static SmallVector<int64_t> getElementDims(int64_t rank, int64_t axis) {
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      dims.push_back(d);
+  return dims;
+}
+
+/// Lowers one forward or gradient op. `gradOutput` and `dlogits` are null
+/// for the forward op; `loss` / `zLoss` null for the gradient op.
+static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
+                             const CrossEntropyConfig &config,
+                             Value gradOutput, Value logits, Value target,
+                             Value weight, Value loss, Value zLoss,
+                             Value dlogits, const XentToGPUOptions &options) {
+  Location loc = op->getLoc();
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!module)
+    return rewriter.notifyMatchFailure(op, "not inside a module");
+  LaunchGeometry geometry = getLaunchGeometry(options);
+  gpu::GPUModuleOp kernels = getOrCreateKernelModule(rewriter, module);
+  rewriter.setInsertionPoint(op);
+  HostEmitter host(rewriter, loc, config, kernels, geometry);
+  MLIRContext *ctx = rewriter.getContext();
+  Type f32 = rewriter.getF32Type();
+
+  KernelSpec spec;
+  spec.config = config;
+  spec.logitsType = config.logitsType.getElementType();
+  spec.targetType = config.targetType.getElementType();
+  if (weight)
+    spec.weightType = cast<ShapedType>(weight.getType()).getElementType();
+  if (gradOutput)
+    spec.gradOutputType =
+        cast<ShapedType>(gradOutput.getType()).getElementType();
+  spec.withGrad = static_cast<bool>(dlogits);
+  bool reduced = spec.reduced();
+  // Reduced losses accumulate in f32; other types are converted afterwards.
+  if (loss)
+    spec.lossType =
+        reduced ? f32 : cast<ShapedType>(loss.getType()).getElementType();
+  if (zLoss)
+    spec.zLossType =
+        reduced ? f32 : cast<ShapedType>(zLoss.getType()).getElementType();
+
+  int64_t rank = config.logitsType.getRank();
+  SmallVector<int64_t> logitsDims =
+      llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  SmallVector<int64_t> elementDims = getElementDims(rank, config.axis);
+
+  Value xBuffer = host.toBuffer(logits);
+  Value x = host.rowsView(xBuffer);
+  Value t = config.probabilityTargets ? host.rowsView(host.toBuffer(target))
+                                      : host.elementsView(host.toBuffer(target));
+  Value w = weight ? Value(memref::CastOp::create(
+                         rewriter, loc,
+                         MemRefType::get({ShapedType::kDynamic},
+                                         spec.weightType),
+                         host.toBuffer(weight)))
+                   : Value();
+  Value rows = arith::MulIOp::create(rewriter, loc,
+                                     memref::DimOp::create(rewriter, loc, x, 0),
+                                     memref::DimOp::create(rewriter, loc, x, 2));
+
+  // Results.
+  std::optional<ResultBuffer> lossOut, zOut, gradOut;
+  Value lossAcc, zAcc;
+  if (loss) {
+    lossOut = getResultBuffer(host, loss, xBuffer,
+                              reduced ? ArrayRef<int64_t>() : elementDims);
+    lossAcc = lossOut->buffer;
+    if (reduced && !getElementTypeOrSelf(loss.getType()).isF32())
+      lossAcc = host.allocateScalar(f32);
+  }
+  if (zLoss) {
+    zOut = getResultBuffer(host, zLoss, xBuffer,
+                           reduced ? ArrayRef<int64_t>() : elementDims);
+    zAcc = zOut->buffer;
+    if (reduced && !getElementTypeOrSelf(zLoss.getType()).isF32())
+      zAcc = host.allocateScalar(f32);
+  }
+  if (dlogits)
+    gradOut = getResultBuffer(host, dlogits, xBuffer, logitsDims);
+
+  // Prologue: kept weight / count on the device, accumulators initialized.
+  Value stats;
+  if (spec.needsStats())
+    stats = host.allocate(MemRefType::get({2}, f32), Value(), {});
+  if (spec.needsStats() || (loss && reduced)) {
+    gpu::GPUFuncOp prologue =
+        host.buildKernel("xent_prologue", [&](OpBuilder &b, StringRef name) {
+          return buildPrologueKernel(b, loc, name, spec, geometry);
+        });
+    SmallVector<Value> operands = {t};
+    if (w)
+      operands.push_back(w);
+    if (stats)
+      operands.push_back(stats);
+    if (loss)
+      operands.push_back(lossAcc);
+    if (zLoss)
+      operands.push_back(zAcc);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    host.launch(prologue, one, operands, geometry.threads);
+  }
+
+  // The row kernel.
+  gpu::GPUFuncOp rowKernel =
+      host.buildKernel(dlogits ? "xent_grad" : "xent_loss",
+                       [&](OpBuilder &b, StringRef name) {
+                         return buildRowKernel(b, loc, name, spec, geometry);
+                       });
+  SmallVector<Value> operands = {x, t};
+  if (w)
+    operands.push_back(w);
+  if (stats)
+    operands.push_back(stats);
+  auto reducedOrElements = [&](Value buffer) -> Value {
+    if (reduced)
+      return buffer;
+    return host.elementsView(buffer);
+  };
+  if (gradOutput)
+    operands.push_back(reducedOrElements(host.toBuffer(gradOutput)));
+  if (loss)
+    operands.push_back(reducedOrElements(lossAcc));
+  if (zLoss)
+    operands.push_back(reducedOrElements(zAcc));
+  if (dlogits)
+    operands.push_back(host.rowsView(gradOut->buffer));
+  host.launch(rowKernel, rows, operands, geometry.threads);
+
+  // Epilogue: reduced results in another type than f32.
+  auto convert = [&](Value acc, Value out) {
+    if (acc == out)
+      return;
+    Type dstType = cast<MemRefType>(out.getType()).getElementType();
+    gpu::GPUFuncOp kernel =
+        host.buildKernel("xent_convert", [&](OpBuilder &b, StringRef name) {
+          return buildConvertKernel(b, loc, name, dstType);
+        });
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    host.launch(kernel, one, ValueRange{acc, out}, 32);
+    host.deallocate(acc);
+  };
+  if (loss)
+    convert(lossAcc, lossOut->buffer);
+  if (zLoss)
+    convert(zAcc, zOut->buffer);
+  if (stats)
+    host.deallocate(stats);
+
+  if (loss)
+    replaceResult(rewriter, loc, loss, *lossOut);
+  if (zLoss)
+    replaceResult(rewriter, loc, zLoss, *zOut);
+  if (dlogits)
+    replaceResult(rewriter, loc, dlogits, *gradOut);
+  rewriter.eraseOp(op);
+  (void)ctx;
+  return success();
+}
+
+struct CrossEntropyOpLowering : public OpRewritePattern<CrossEntropyOp> {
+  CrossEntropyOpLowering(MLIRContext *ctx, const XentToGPUOptions &options)
+      : OpRewritePattern(ctx), options(options) {}
+  LogicalResult matchAndRewrite(CrossEntropyOp op,
+                                PatternRewriter &rewriter) const override {
+    return lowerOp(rewriter, op, op.getConfig(), Value(), op.getLogits(),
+                   op.getTarget(), op.getWeight(), op.getLoss(), op.getZLoss(),
+                   Value(), options);
+  }
+  XentToGPUOptions options;
+};
+
+struct CrossEntropyGradOpLowering
+    : public OpRewritePattern<CrossEntropyGradOp> {
+  CrossEntropyGradOpLowering(MLIRContext *ctx, const XentToGPUOptions &options)
+      : OpRewritePattern(ctx), options(options) {}
+  LogicalResult matchAndRewrite(CrossEntropyGradOp op,
+                                PatternRewriter &rewriter) const override {
+    return lowerOp(rewriter, op, op.getConfig(), op.getGradOutput(),
+                   op.getLogits(), op.getTarget(), op.getWeight(), Value(),
+                   Value(), op.getDlogits(), options);
+  }
+  XentToGPUOptions options;
+};
+
+struct ConvertXentToGPUPass
+    : public xent::impl::ConvertXentToGPUBase<ConvertXentToGPUPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (threads < 32 || threads > 1024 || threads % 32 != 0) {
+      getOperation().emitError("threads must be a multiple of 32 in [32, 1024], got ")
+          << threads;
+      return signalPassFailure();
+    }
+    if (!StringRef(chip).starts_with("sm_")) {
+      getOperation().emitError("chip must name an NVIDIA chip such as 'sm_90', got '")
+          << chip << "'";
+      return signalPassFailure();
+    }
+    XentToGPUOptions options;
+    options.chip = chip;
+    options.threads = threads;
+    options.vectorWidth = vectorWidth;
+    RewritePatternSet patterns(&getContext());
+    populateXentToGPUConversionPatterns(patterns, options);
+    GreedyRewriteConfig config;
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                     config)))
+      return signalPassFailure();
+    // Every op must have been lowered.
+    WalkResult left = getOperation().walk([](Operation *op) {
+      if (isa<CrossEntropyOp, CrossEntropyGradOp>(op)) {
+        op->emitError("could not lower to the GPU");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (left.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mlir::xent::populateXentToGPUConversionPatterns(
+    RewritePatternSet &patterns, const XentToGPUOptions &options) {
+  patterns.add<CrossEntropyOpLowering, CrossEntropyGradOpLowering>(
+      patterns.getContext(), options);
+}
