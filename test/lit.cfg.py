@@ -53,5 +53,8 @@ llvm_config.with_environment("XENT_OPT",
 
 if os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-runner")):
     config.available_features.add("mlir-runner")
-if shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
+ptxas = shutil.which("ptxas") or (
+    "/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+if ptxas:
     config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

@@ -59,6 +59,10 @@ mlir::xent::buildXentGPUPipeline(OpPassManager &pm,
   conversion.threads = options.threads;
   conversion.vectorWidth = options.vectorWidth;
   pm.addPass(createConvertXentToGPU(conversion));
+  // A chip the conversion rejects would also trip the NVVM target while the
+  // pipeline is built; stop here and let the conversion's diagnostic speak.
+  if (!isValidChip(options.chip))
+    return success();
   // Host code: tensors become identity-layout memrefs; buffers returned by
   // the kernels are device memory owned by the caller (no host-side
   // deallocation pass may touch them).

@@ -52,6 +52,7 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",

@@ -22,11 +22,13 @@
 #include "KernelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -96,8 +98,21 @@ private:
   Value sub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
   Value mul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
   Value div(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
-  Value exp(Value x) { return math::ExpOp::create(b, x); }
-  Value log(Value x) { return math::LogOp::create(b, x); }
+  /// exp(x) as ex2.approx(x · log2 e): one MUFU op, no libdevice.
+  Value exp(Value x) { return exp2(mul(x, cstF(M_LOG2E))); }
+  Value exp2(Value x) { return callIntrinsic("llvm.nvvm.ex2.approx.ftz.f", x); }
+  /// log(x) as lg2.approx(x) · ln 2.
+  Value log(Value x) {
+    return mul(callIntrinsic("llvm.nvvm.lg2.approx.ftz.f", x), cstF(M_LN2));
+  }
+  /// tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)), with its Taylor series
+  /// near 0 where that form cancels.
+  Value tanh(Value x);
+  Value callIntrinsic(StringRef name, Value x) {
+    return LLVM::CallIntrinsicOp::create(b, f32, b.getStringAttr(name),
+                                         ValueRange{x})
+        .getResult(0);
+  }
   Value indexToF32(Value i) {
     Value i64 = arith::IndexCastUIOp::create(b, b.getI64Type(), i);
     return arith::UIToFPOp::create(b, f32, i64);
@@ -162,7 +177,27 @@ Value KernelEmitter::emitLogit(Value raw) {
   if (!config.softcap)
     return v;
   Value cap = cstF(*config.softcap);
-  return mul(cap, math::TanhOp::create(b, div(v, cap)));
+  return mul(cap, tanh(div(v, cap)));
+}
+
+Value KernelEmitter::tanh(Value x) {
+  // abs / copysign by compare and select: their math ops would call
+  // libdevice.
+  Value negative =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, x, cstF(0.0));
+  Value ax = select(negative, arith::NegFOp::create(b, x), x);
+  Value e = exp(mul(ax, cstF(2.0)));
+  Value far = sub(cstF(1.0), div(cstF(2.0), add(e, cstF(1.0))));
+  far = select(negative, arith::NegFOp::create(b, far), far);
+  // x - x³/3 + 2x⁵/15 - 17x⁷/315 for |x| < 1/16 (error below 1e-10).
+  Value x2 = mul(x, x);
+  Value poly = add(cstF(2.0 / 15.0), mul(x2, cstF(-17.0 / 315.0)));
+  poly = add(cstF(-1.0 / 3.0), mul(x2, poly));
+  poly = add(cstF(1.0), mul(x2, poly));
+  Value near = mul(x, poly);
+  Value small =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, ax, cstF(0.0625));
+  return select(small, near, far);
 }
 
 Value KernelEmitter::emitSoftcapSlope(Value capped) {

@@ -19,11 +19,11 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::xent {
 #define GEN_PASS_DEF_CONVERTXENTTOGPU
@@ -408,11 +408,13 @@ struct ConvertXentToGPUPass
   void runOnOperation() override {
     if (threads < 32 || threads > 1024 || threads % 32 != 0) {
       getOperation().emitError("threads must be a multiple of 32 in [32, 1024], got ")
-          << threads;
+          << static_cast<int64_t>(threads);
       return signalPassFailure();
     }
-    if (!StringRef(chip).starts_with("sm_")) {
-      getOperation().emitError("chip must name an NVIDIA chip such as 'sm_90', got '")
+    if (!isValidChip(chip)) {
+      getOperation().emitError(
+          "chip must name an NVIDIA chip sm_80 or newer, such as 'sm_90', "
+          "got '")
           << chip << "'";
       return signalPassFailure();
     }
@@ -420,27 +422,46 @@ struct ConvertXentToGPUPass
     options.chip = chip;
     options.threads = threads;
     options.vectorWidth = vectorWidth;
-    RewritePatternSet patterns(&getContext());
-    populateXentToGPUConversionPatterns(patterns, options);
-    GreedyRewriteConfig config;
-    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                     config)))
-      return signalPassFailure();
-    // Every op must have been lowered.
-    WalkResult left = getOperation().walk([](Operation *op) {
-      if (isa<CrossEntropyOp, CrossEntropyGradOp>(op)) {
-        op->emitError("could not lower to the GPU");
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
+    // Lower in program order so that kernels appear in the order of their
+    // ops; the patterns (populateXentToGPUConversionPatterns) do the same
+    // rewrite for drivers that want them.
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<CrossEntropyOp, CrossEntropyGradOp>(op))
+        ops.push_back(op);
     });
-    if (left.wasInterrupted())
+    IRRewriter rewriter(&getContext());
+    bool failedAny = false;
+    for (Operation *op : ops) {
+      LogicalResult result = failure();
+      if (auto fwd = dyn_cast<CrossEntropyOp>(op))
+        result = lowerOp(rewriter, fwd, fwd.getConfig(), Value(),
+                         fwd.getLogits(), fwd.getTarget(), fwd.getWeight(),
+                         fwd.getLoss(), fwd.getZLoss(), Value(), options);
+      else if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
+        result = lowerOp(rewriter, grad, grad.getConfig(),
+                         grad.getGradOutput(), grad.getLogits(),
+                         grad.getTarget(), grad.getWeight(), Value(), Value(),
+                         grad.getDlogits(), options);
+      if (failed(result)) {
+        op->emitError("could not lower to the GPU");
+        failedAny = true;
+      }
+    }
+    if (failedAny)
       signalPassFailure();
   }
 };
 
 } // namespace
+
+bool mlir::xent::isValidChip(StringRef chip) {
+  unsigned version = 0;
+  if (!chip.consume_front("sm_"))
+    return false;
+  chip.consume_back("a");
+  return !chip.getAsInteger(10, version) && version >= 80;
+}
 
 void mlir::xent::populateXentToGPUConversionPatterns(
     RewritePatternSet &patterns, const XentToGPUOptions &options) {

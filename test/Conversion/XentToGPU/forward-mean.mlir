@@ -1,0 +1,62 @@
+// RUN: xent-opt %s --convert-xent-to-gpu="threads=256" --canonicalize | FileCheck %s
+
+// Host side of a mean: the kept weight and count are summed on the device by
+// a one-block prologue (which also initializes the loss accumulator), then
+// one block of `threads` threads per row.
+
+// CHECK-LABEL: func @mean
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?xbf16>, %[[T:.*]]: tensor<?xi64>)
+// CHECK-DAG:   %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG:   %[[C256:.*]] = arith.constant 256 : index
+// CHECK:       %[[XB:.*]] = bufferization.to_buffer %[[X]] read_only : tensor<?x?xbf16> to memref<?x?xbf16>
+// CHECK:       %[[ROWS:.*]] = memref.cast %{{.*}} : memref<?x?x1xbf16> to memref<?x?x?xbf16>
+// CHECK:       %[[TB:.*]] = bufferization.to_buffer %[[T]] read_only
+// CHECK:       %[[TV:.*]] = memref.cast %{{.*}} : memref<?x1xi64> to memref<?x?xi64>
+// CHECK:       %[[N:.*]] = memref.dim
+// CHECK:       %[[LOSS:.*]] = gpu.alloc () : memref<f32>
+// CHECK:       %[[STATS:.*]] = gpu.alloc () : memref<2xf32>
+// CHECK:       gpu.launch_func @xent_kernels::@[[PROLOGUE:xent_prologue_[0-9]+]] blocks in (%[[C1]], %[[C1]], %[[C1]]) threads in (%[[C256]], %[[C1]], %[[C1]]) args(%[[TV]] : memref<?x?xi64>, %[[STATS]] : memref<2xf32>, %[[LOSS]] : memref<f32>)
+// CHECK:       %[[ANY:.*]] = arith.cmpi ugt, %[[N]], %{{.*}} : index
+// CHECK:       scf.if %[[ANY]] {
+// CHECK:         gpu.launch_func @xent_kernels::@[[ROW:xent_loss_[0-9]+]] blocks in (%[[N]], %[[C1]], %[[C1]]) threads in (%[[C256]], %[[C1]], %[[C1]]) args(%[[ROWS]] : memref<?x?x?xbf16>, %[[TV]] : memref<?x?xi64>, %[[STATS]] : memref<2xf32>, %[[LOSS]] : memref<f32>)
+// CHECK:       gpu.dealloc %[[STATS]]
+// CHECK:       %[[R:.*]] = bufferization.to_tensor %[[LOSS]] restrict writable : memref<f32> to tensor<f32>
+// CHECK:       return %[[R]]
+func.func @mean(%x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> tensor<f32> {
+  %l = xent.cross_entropy mean %x, %t : (tensor<?x?xbf16>, tensor<?xi64>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// The row kernel: online max / sum-exp over classes tid, tid + 256, ...,
+// xor butterflies over 16..1 lanes, one exchange through workgroup memory,
+// and the row's loss added atomically by thread 0 of kept rows.
+
+// CHECK: gpu.module @xent_kernels
+// CHECK: gpu.func @[[PROLOGUE]](
+// CHECK:   scf.for
+// CHECK:   memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<2xf32>
+// CHECK:   arith.cmpf oeq
+// CHECK:   memref.store %{{.*}}, %{{.*}}[] : memref<f32>
+// CHECK:   gpu.return
+// CHECK: gpu.func @[[ROW]](%[[KX:.*]]: memref<?x?x?xbf16>, %[[KT:.*]]: memref<?x?xi64>, %[[KS:.*]]: memref<2xf32>, %[[KL:.*]]: memref<f32>) workgroup(%[[SHM:.*]] : memref<4x32xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK:   %[[TID:.*]] = gpu.thread_id x
+// CHECK:   %[[ROWID:.*]] = gpu.block_id x
+// CHECK:   %[[TGT:.*]] = memref.load %[[KT]]
+// CHECK:   %[[KEPT:.*]] = arith.cmpi ne, %[[TGT]], %{{.*}} : i64
+// CHECK:   %[[STATS:.*]]:2 = scf.for %{{.*}} = %[[TID]] to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32)
+// CHECK:     memref.load %[[KX]]
+// CHECK:     arith.extf %{{.*}} : bf16 to f32
+// CHECK:     arith.maximumf
+// CHECK:     llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK:   gpu.shuffle xor %[[STATS]]#0, %{{.*}}, %{{.*}} : f32
+// CHECK:   gpu.shuffle xor
+// CHECK:   memref.store %{{.*}}, %[[SHM]]
+// CHECK:   gpu.barrier
+// CHECK:   memref.load %[[SHM]]
+// CHECK:   gpu.shuffle xor
+// CHECK:   gpu.barrier
+// CHECK:   llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"
+// CHECK:   scf.if
+// CHECK:     memref.load %[[KS]]
+// CHECK:     memref.atomic_rmw addf %{{.*}}, %[[KL]][] : (f32, memref<f32>) -> f32
+// CHECK:   gpu.return

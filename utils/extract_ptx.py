@@ -1,0 +1,14 @@
+#!/usr/bin/env python3
+"""Prints the PTX embedded in a `gpu.binary` (format=isa) of an MLIR module.
+
+Usage: xent-opt m.mlir --xent-gpu-pipeline=format=isa | extract_ptx.py > m.ptx
+MLIR prints the assembly as a string with two-digit hex escapes."""
+import re
+import sys
+
+text = sys.stdin.read()
+m = re.search(r'assembly = "((?:[^"\\]|\\.)*)"', text)
+if not m:
+    sys.exit("no gpu.binary with PTX assembly in the input")
+ptx = re.sub(r'\\([0-9A-Fa-f]{2})', lambda h: chr(int(h.group(1), 16)), m.group(1))
+sys.stdout.write(ptx.replace('\\\\', '\\'))
