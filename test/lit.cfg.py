@@ -27,17 +27,43 @@ config.substitutions.append(
 config.substitutions.append(
     ("%mlir_c_runner_utils",
      os.path.join(config.mlir_lib_dir, "libmlir_c_runner_utils" + config.shlib_ext)))
-# The stock mlir-opt of the LLVM installation, for the plugin tests.
-config.substitutions.append(
-    ("%stock_mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+# The stock mlir-opt of the LLVM installation, for the plugin tests. In a
+# sanitizer build XentPlugin.so is instrumented and needs the ASan runtime,
+# which the uninstrumented mlir-opt does not link: it is preloaded.
+stock_mlir_opt = os.path.join(config.llvm_tools_dir, "mlir-opt")
+if getattr(config, "xent_sanitizers", False) and config.xent_asan_runtime:
+    stock_mlir_opt = "env LD_PRELOAD=%s %s" % (config.xent_asan_runtime, stock_mlir_opt)
+config.substitutions.append(("%stock_mlir_opt", stock_mlir_opt))
 config.substitutions.append(("%python", config.python_executable))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+
+# Sanitizer build (XENT_ENABLE_SANITIZERS, docs/reliability.md): every report
+# aborts, so that a report is a failure even under `not` (which only inverts
+# a normal non-zero exit), and leaks are reported at exit.
+if getattr(config, "xent_sanitizers", False):
+    config.available_features.add("sanitizers")
+    suppressions = os.path.join(config.xent_src_root, "test", "sanitizers")
+    config.environment["ASAN_OPTIONS"] = ":".join([
+        "abort_on_error=1", "detect_leaks=1", "strict_string_checks=1",
+        "detect_stack_use_after_return=1", "check_initialization_order=1",
+        "handle_abort=0"])
+    config.environment["UBSAN_OPTIONS"] = ":".join([
+        "print_stacktrace=1", "halt_on_error=1", "abort_on_error=1"])
+    config.environment["LSAN_OPTIONS"] = ":".join([
+        "suppressions=" + os.path.join(suppressions, "lsan.supp"),
+        "print_suppressions=0"])
+    config.environment["ASAN_SYMBOLIZER_PATH"] = os.path.join(
+        config.llvm_tools_dir, "llvm-symbolizer")
+if getattr(config, "xent_fuzzers", False):
+    config.available_features.add("fuzzers")
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.xent_tools_dir, config.llvm_tools_dir]
 tools = [
     "xent-opt",
+    ToolSubst("xent-fuzz-passes", unresolved="ignore"),
+    ToolSubst("xent-fuzz-op", unresolved="ignore"),
     "not",
     "count",
     ToolSubst("mlir-runner", unresolved="ignore"),

@@ -1,0 +1,224 @@
+//===- FuzzSupport.cpp - Shared code of the xent fuzz harnesses -----------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FuzzSupport.h"
+
+#include "xent/Dialect/Xent/IR/XentOps.h"
+#include "xent/Dialect/Xent/Transforms/Passes.h"
+#include "xent/Pipelines/Pipelines.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassInstrumentation.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+
+namespace xent::fuzz {
+
+//===----------------------------------------------------------------------===//
+// The passes under test: one line per pass.
+//===----------------------------------------------------------------------===//
+
+static const PassUnderTest kPasses[] = {
+    {"xent-materialize-decomposition", false, Postcondition::RegionsFilled},
+    {"xent-inline-decomposition", false, Postcondition::NoXentOps},
+    {"xent-cpu-pipeline", true, Postcondition::NoXentOps},
+    // When they land:
+    // {"func.func(xent-recognize)", false, Postcondition::None},
+    // {"convert-xent-to-gpu", true, Postcondition::None},
+};
+
+llvm::ArrayRef<PassUnderTest> passesUnderTest() { return kPasses; }
+
+//===----------------------------------------------------------------------===//
+// Setup
+//===----------------------------------------------------------------------===//
+
+static DialectRegistry &mutableRegistry() {
+  static DialectRegistry *registry = [] {
+    auto *r = new DialectRegistry();
+    registerAllDialects(*r);
+    registerAllExtensions(*r);
+    r->insert<mlir::xent::XentDialect>();
+    return r;
+  }();
+  return *registry;
+}
+
+const DialectRegistry &registry() { return mutableRegistry(); }
+
+void initialize() {
+  static bool done = [] {
+    registerAllPasses();
+    mlir::xent::registerXentPasses();
+    mlir::xent::registerXentPipelines();
+    (void)mutableRegistry();
+    return true;
+  }();
+  (void)done;
+}
+
+std::unique_ptr<MLIRContext> makeContext() {
+  return std::make_unique<MLIRContext>(registry(),
+                                       MLIRContext::Threading::DISABLED);
+}
+
+DiagnosticCollector::DiagnosticCollector(MLIRContext &ctx) : ctx(ctx) {
+  handlerId = ctx.getDiagEngine().registerHandler([this](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
+      ++errors;
+    // Keep the report readable: the first few kilobytes are enough.
+    if (log.size() < 8192) {
+      llvm::raw_string_ostream os(log);
+      os << diag.getLocation() << ": " << diag << "\n";
+      for (Diagnostic &note : diag.getNotes())
+        os << "  note: " << note << "\n";
+    }
+    return success();
+  });
+}
+
+DiagnosticCollector::~DiagnosticCollector() {
+  ctx.getDiagEngine().eraseHandler(handlerId);
+}
+
+bool containsXentOp(Operation *op) {
+  bool found = false;
+  op->walk([&](Operation *inner) {
+    if (isa<mlir::xent::XentDialect>(inner->getDialect())) {
+      found = true;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+void reportFailure(const llvm::Twine &what, llvm::StringRef input,
+                   const DiagnosticCollector *diags, Operation *ir) {
+  llvm::errs() << "\n==== xent fuzz check failed: " << what << "\n";
+  llvm::errs() << "---- input (" << input.size() << " bytes)\n"
+               << input.take_front(16384) << "\n";
+  if (diags && !diags->text().empty())
+    llvm::errs() << "---- diagnostics\n" << diags->text();
+  if (ir) {
+    llvm::errs() << "---- IR (generic form)\n";
+    ir->print(llvm::errs(),
+              OpPrintingFlags().printGenericOpForm().assumeVerified());
+    llvm::errs() << "\n";
+  }
+  llvm::errs().flush();
+  std::abort();
+}
+
+//===----------------------------------------------------------------------===//
+// Running the passes
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Verifies the IR after every pass that succeeded, so that a pass producing
+/// invalid IR is told apart from a pass that fails on purpose.
+struct VerifyAfterEachPass : public PassInstrumentation {
+  VerifyAfterEachPass(const PassUnderTest &unit, llvm::StringRef input,
+                      DiagnosticCollector &diags)
+      : unit(unit), input(input), diags(diags) {}
+
+  void runAfterPass(Pass *pass, Operation *op) override {
+    if (succeeded(verify(op)))
+      return;
+    reportFailure(llvm::Twine("IR does not verify after pass '") +
+                      pass->getName() + "' (argument '" +
+                      pass->getArgument() + "') of '" + unit.pipeline + "'",
+                  input, &diags, op);
+  }
+
+  const PassUnderTest &unit;
+  llvm::StringRef input;
+  DiagnosticCollector &diags;
+};
+
+bool holds(Postcondition post, ModuleOp module) {
+  switch (post) {
+  case Postcondition::None:
+    return true;
+  case Postcondition::NoXentOps:
+    return !containsXentOp(module);
+  case Postcondition::RegionsFilled: {
+    bool ok = true;
+    module->walk([&](Operation *op) {
+      if (isa<mlir::xent::CrossEntropyOp, mlir::xent::CrossEntropyGradOp>(op) &&
+          op->getRegion(0).empty())
+        ok = false;
+    });
+    return ok;
+  }
+  }
+  return false;
+}
+
+const char *describe(Postcondition post) {
+  switch (post) {
+  case Postcondition::None:
+    return "none";
+  case Postcondition::NoXentOps:
+    return "no xent op is left";
+  case Postcondition::RegionsFilled:
+    return "every xent op has a decomposition";
+  }
+  return "?";
+}
+} // namespace
+
+void checkPasses(ModuleOp module, llvm::StringRef input,
+                 DiagnosticCollector &diags, FailurePolicy policy) {
+  MLIRContext *ctx = module->getContext();
+  for (const PassUnderTest &unit : passesUnderTest()) {
+    OwningOpRef<ModuleOp> clone = module.clone();
+    PassManager pm(ctx, ModuleOp::getOperationName());
+    // Verification is done by the instrumentation, after each pass.
+    pm.enableVerifier(false);
+    std::string pipelineErrors;
+    llvm::raw_string_ostream errs(pipelineErrors);
+    if (failed(parsePassPipeline(unit.pipeline, pm, errs)))
+      reportFailure(llvm::Twine("pipeline '") + unit.pipeline +
+                        "' does not parse: " + pipelineErrors,
+                    input, &diags);
+    pm.addInstrumentation(
+        std::make_unique<VerifyAfterEachPass>(unit, input, diags));
+
+    diags.clear();
+    if (failed(pm.run(*clone))) {
+      bool mayFail = policy == FailurePolicy::ArbitraryIR &&
+                     unit.mayFailOnArbitraryIR;
+      if (!mayFail)
+        reportFailure(llvm::Twine("'") + unit.pipeline + "' failed", input,
+                      &diags, *clone);
+      if (diags.numErrors() == 0)
+        reportFailure(llvm::Twine("'") + unit.pipeline +
+                          "' failed without an error diagnostic",
+                      input, &diags, *clone);
+      continue;
+    }
+    if (failed(verify(*clone)))
+      reportFailure(llvm::Twine("result of '") + unit.pipeline +
+                        "' does not verify",
+                    input, &diags, *clone);
+    if (!holds(unit.post, *clone))
+      reportFailure(llvm::Twine("after '") + unit.pipeline +
+                        "': postcondition violated: " + describe(unit.post),
+                    input, &diags, *clone);
+  }
+}
+
+} // namespace xent::fuzz

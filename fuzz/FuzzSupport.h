@@ -1,0 +1,111 @@
+//===- FuzzSupport.h - Shared code of the xent fuzz harnesses ---*- C++ -*-===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// What every xent fuzz harness needs: one registry with every upstream
+// dialect and extension plus xent, the passes under test, and the check that
+// runs each of them on its own clone of a verified module.
+//
+// The promise checked (docs/reliability.md): on any verified input, each pass
+// either transforms it into IR that verifies (after every single pass of a
+// pipeline) or, where it may fail, fails with an error diagnostic; it never
+// crashes, leaks or reads out of bounds (ASan/UBSan/LSan in the harness).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XENT_FUZZ_FUZZSUPPORT_H
+#define XENT_FUZZ_FUZZSUPPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+
+#include <memory>
+#include <string>
+
+namespace xent::fuzz {
+
+/// What must hold after a pass succeeded, beyond verification.
+enum class Postcondition {
+  None,
+  /// Every xent op has a non-empty decomposition region.
+  RegionsFilled,
+  /// No op of the xent dialect is left.
+  NoXentOps,
+};
+
+/// One pass or pipeline under test.
+struct PassUnderTest {
+  /// Textual pipeline nested in `builtin.module(...)`.
+  const char *pipeline;
+  /// Whether the pass may fail on arbitrary verified IR (it must then emit an
+  /// error). xent's own passes never fail; the CPU pipeline contains upstream
+  /// passes that reject IR they cannot bufferize or lower.
+  bool mayFailOnArbitraryIR;
+  Postcondition post;
+};
+
+/// Every pass the harnesses run, in order. Adding a pass is one line in
+/// FuzzSupport.cpp.
+llvm::ArrayRef<PassUnderTest> passesUnderTest();
+
+/// Registers every pass and pipeline (once); call from LLVMFuzzerInitialize.
+void initialize();
+
+/// Every upstream dialect and extension plus xent.
+const mlir::DialectRegistry &registry();
+
+/// A context for one input: single-threaded, dialects loaded on demand.
+std::unique_ptr<mlir::MLIRContext> makeContext();
+
+/// Collects the diagnostics of a context (instead of printing them) so that
+/// a failure report can show them.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(mlir::MLIRContext &ctx);
+  ~DiagnosticCollector();
+  unsigned numErrors() const { return errors; }
+  const std::string &text() const { return log; }
+  void clear() {
+    errors = 0;
+    log.clear();
+  }
+
+private:
+  mlir::MLIRContext &ctx;
+  uint64_t handlerId;
+  unsigned errors = 0;
+  std::string log;
+};
+
+/// True when `op` or anything nested in it belongs to the xent dialect.
+bool containsXentOp(mlir::Operation *op);
+
+/// Prints `what`, the input, the diagnostics and (when given) the IR, then
+/// aborts so that libFuzzer records the input as a crash.
+[[noreturn]] void reportFailure(const llvm::Twine &what, llvm::StringRef input,
+                                const DiagnosticCollector *diags,
+                                mlir::Operation *ir = nullptr);
+
+/// How strictly checkPasses judges a pass failure.
+enum class FailurePolicy {
+  /// Arbitrary IR: passes marked mayFailOnArbitraryIR may fail with an error.
+  ArbitraryIR,
+  /// IR that only holds valid xent ops on tensors: every pass must succeed.
+  MustSucceed,
+};
+
+/// Runs every pass of passesUnderTest() on its own clone of `module`
+/// (verified) and checks verification after each pass, the postcondition and
+/// the failure policy. Reports and aborts on a violation.
+void checkPasses(mlir::ModuleOp module, llvm::StringRef input,
+                 DiagnosticCollector &diags, FailurePolicy policy);
+
+} // namespace xent::fuzz
+
+#endif // XENT_FUZZ_FUZZSUPPORT_H
