@@ -74,6 +74,21 @@ std::unique_ptr<MLIRContext> makeContext() {
                                        MLIRContext::Threading::DISABLED);
 }
 
+MLIRContext &contextForInput() {
+  static std::unique_ptr<MLIRContext> ctx;
+  static unsigned uses = 0;
+  static const bool fresh = [] {
+    const char *env = std::getenv("XENT_FUZZ_FRESH_CONTEXT");
+    return env && *env && *env != '0';
+  }();
+  if (!ctx || fresh || ++uses >= 256) {
+    ctx.reset(); // destroy first: never two contexts alive
+    ctx = makeContext();
+    uses = 0;
+  }
+  return *ctx;
+}
+
 DiagnosticCollector::DiagnosticCollector(MLIRContext &ctx) : ctx(ctx) {
   handlerId = ctx.getDiagEngine().registerHandler([this](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error)

@@ -63,6 +63,13 @@ const mlir::DialectRegistry &registry();
 /// A context for one input: single-threaded, dialects loaded on demand.
 std::unique_ptr<mlir::MLIRContext> makeContext();
 
+/// The context to use for the next input. Loading the dialects that the
+/// passes need costs more than the passes on a small module, so a context is
+/// reused for up to 256 inputs (uniqued types and attributes do not change
+/// what an input computes); XENT_FUZZ_FRESH_CONTEXT=1 makes one per input,
+/// as does replaying a single input (a crash reproduces on a fresh context).
+mlir::MLIRContext &contextForInput();
+
 /// Collects the diagnostics of a context (instead of printing them) so that
 /// a failure report can show them.
 class DiagnosticCollector {

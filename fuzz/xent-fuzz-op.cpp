@@ -801,9 +801,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                  << "\n" << text;
   ++(expected ? stats.valid : stats.invalid);
 
-  std::unique_ptr<MLIRContext> ctx = makeContext();
+  MLIRContext *ctx = &contextForInput();
   DiagnosticCollector diags(*ctx);
-  ParserConfig config(ctx.get(), /*verifyAfterParse=*/false);
+  ParserConfig config(ctx, /*verifyAfterParse=*/false);
   OwningOpRef<ModuleOp> module =
       parseSourceString<ModuleOp>(text, config, "fuzz-op");
   bool parsed = static_cast<bool>(module);
@@ -828,7 +828,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // A valid op round-trips through its printed form.
   std::string printed = print(*module);
   {
-    ParserConfig reparseConfig(ctx.get(), /*verifyAfterParse=*/true);
+    ParserConfig reparseConfig(ctx, /*verifyAfterParse=*/true);
     OwningOpRef<ModuleOp> again =
         parseSourceString<ModuleOp>(printed, reparseConfig, "printed");
     if (!again)

@@ -45,9 +45,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > 16384)
     return -1;
 
-  std::unique_ptr<MLIRContext> ctx = makeContext();
+  MLIRContext *ctx = &contextForInput();
   DiagnosticCollector diags(*ctx);
-  ParserConfig config(ctx.get(), /*verifyAfterParse=*/true);
+  ParserConfig config(ctx, /*verifyAfterParse=*/true);
   OwningOpRef<ModuleOp> module =
       parseSourceString<ModuleOp>(text, config, "fuzz-input");
   if (!module)
