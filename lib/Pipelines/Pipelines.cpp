@@ -7,6 +7,7 @@
 #include "xent/Pipelines/Pipelines.h"
 
 #include "xent/Conversion/Passes.h"
+#include "xent/Dialect/Xent/Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -58,6 +59,8 @@ mlir::xent::buildXentGPUPipeline(OpPassManager &pm,
   conversion.chip = options.chip;
   conversion.threads = options.threads;
   conversion.vectorWidth = options.vectorWidth;
+  // A loss and its gradient in the same graph become one kernel.
+  pm.addPass(createXentFuseForwardBackward());
   pm.addPass(createConvertXentToGPU(conversion));
   // A chip the conversion rejects would also trip the NVVM target while the
   // pipeline is built; stop here and let the conversion's diagnostic speak.

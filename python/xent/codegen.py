@@ -43,6 +43,7 @@ class OpConfig:
     loss_dtype: str = "f32"           # element type of loss and z_loss
     with_z: bool = True               # second result of xent.cross_entropy
     with_grad: bool = True            # call xent.cross_entropy_grad too
+    joint: bool = False               # one xent.cross_entropy_and_grad instead
 
     def __post_init__(self):
         assert self.dtype in _FLOAT_DTYPES and self.loss_dtype in _FLOAT_DTYPES
@@ -136,6 +137,17 @@ def cross_entropy_function(name: str, c: OpConfig) -> Tuple[str, List[str]]:
     results, result_types, body = [], [], []
     fwd_results = [loss_t] + ([loss_t.replace(c.loss_dtype + ">", "f32>")] if c.with_z else [])
     names = "%l, %z" if c.with_z else "%l"
+    if c.joint:
+        assert c.with_grad, "the joint op computes the gradient"
+        body.append(f"  {names}, %d = xent.cross_entropy_and_grad {c.reduction} %g, %x, %t{weight}"
+                    f"{attrs} : ({', '.join([g_t] + operand_types)}) -> "
+                    f"({', '.join(fwd_results + [x_t])})")
+        results = ["%l"] + (["%z"] if c.with_z else []) + ["%d"]
+        result_types = fwd_results + [x_t]
+        text = (f"func.func @{name}({', '.join(args)}) -> ({', '.join(result_types)}) "
+                f"attributes {{llvm.emit_c_interface}} {{\n" + "\n".join(body) + "\n"
+                f"  return {', '.join(results)} : {', '.join(result_types)}\n}}\n")
+        return text, result_types
     body.append(f"  {names} = xent.cross_entropy {c.reduction} %x, %t{weight}{attrs} : "
                 f"({', '.join(operand_types)}) -> ({', '.join(fwd_results)})")
     results += ["%l"] + (["%z"] if c.with_z else [])

@@ -39,3 +39,17 @@ func.func @empty_region(%x: tensor<?x?xf32>, %t: tensor<?xi64>, %g: tensor<f32>)
   %d = xent.cross_entropy_grad mean %g, %x, %t {z_loss_scale = 1.0e-4 : f32} : (tensor<f32>, tensor<?x?xf32>, tensor<?xi64>) -> tensor<?x?xf32>
   return %l, %z, %d : tensor<f32>, tensor<f32>, tensor<?x?xf32>
 }
+
+// -----
+
+// The joint op inlines to the forward and the gradient decompositions.
+
+// CHECK-LABEL: func @joint
+// CHECK-NOT: xent.
+// CHECK: %[[LOSS:.*]] = tensor.from_elements
+// CHECK: %[[D:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK: return %[[LOSS]], %[[D]] : tensor<f32>, tensor<4x9xbf16>
+func.func @joint(%g: tensor<f32>, %x: tensor<4x9xbf16>, %t: tensor<4xi64>) -> (tensor<f32>, tensor<4x9xbf16>) {
+  %l, %d = xent.cross_entropy_and_grad sum %g, %x, %t : (tensor<f32>, tensor<4x9xbf16>, tensor<4xi64>) -> (tensor<f32>, tensor<4x9xbf16>)
+  return %l, %d : tensor<f32>, tensor<4x9xbf16>
+}

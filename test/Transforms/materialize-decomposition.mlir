@@ -48,8 +48,8 @@ func.func @bf16_mean(%x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> tensor<f32> {
 // CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<2x5xbf16>, tensor<2x5xf32>)
 // CHECK:   arith.truncf %{{.*}} : f32 to bf16
 // CHECK: xent.yield %[[R]]#0, %[[R]]#1 : tensor<2x5xbf16>, tensor<2x5xf32>
-func.func @none_axis_last(%x: tensor<2x5x32xf32>, %t: tensor<2x5xi32>) -> (tensor<2x5xbf16>, tensor<2x5xf32>) {
-  %l, %z = xent.cross_entropy none %x, %t {axis = 2 : i64, z_loss_scale = 1.0e-4 : f32} : (tensor<2x5x32xf32>, tensor<2x5xi32>) -> (tensor<2x5xbf16>, tensor<2x5xf32>)
+func.func @none_axis_last(%x: tensor<2x5x32xbf16>, %t: tensor<2x5xi32>) -> (tensor<2x5xbf16>, tensor<2x5xf32>) {
+  %l, %z = xent.cross_entropy none %x, %t {axis = 2 : i64, z_loss_scale = 1.0e-4 : f32} : (tensor<2x5x32xbf16>, tensor<2x5xi32>) -> (tensor<2x5xbf16>, tensor<2x5xf32>)
   return %l, %z : tensor<2x5xbf16>, tensor<2x5xf32>
 }
 

@@ -322,7 +322,8 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
 
   // The row kernel.
   gpu::GPUFuncOp rowKernel =
-      host.buildKernel(dlogits ? "xent_grad" : "xent_loss",
+      host.buildKernel(dlogits ? (loss ? "xent_loss_grad" : "xent_grad")
+                               : "xent_loss",
                        [&](OpBuilder &b, StringRef name) {
                          return buildRowKernel(b, loc, name, spec, geometry);
                        });
@@ -389,6 +390,20 @@ struct CrossEntropyOpLowering : public OpRewritePattern<CrossEntropyOp> {
   XentToGPUOptions options;
 };
 
+struct CrossEntropyAndGradOpLowering
+    : public OpRewritePattern<CrossEntropyAndGradOp> {
+  CrossEntropyAndGradOpLowering(MLIRContext *ctx,
+                                const XentToGPUOptions &options)
+      : OpRewritePattern(ctx), options(options) {}
+  LogicalResult matchAndRewrite(CrossEntropyAndGradOp op,
+                                PatternRewriter &rewriter) const override {
+    return lowerOp(rewriter, op, op.getConfig(), op.getGradOutput(),
+                   op.getLogits(), op.getTarget(), op.getWeight(),
+                   op.getLoss(), op.getZLoss(), op.getDlogits(), options);
+  }
+  XentToGPUOptions options;
+};
+
 struct CrossEntropyGradOpLowering
     : public OpRewritePattern<CrossEntropyGradOp> {
   CrossEntropyGradOpLowering(MLIRContext *ctx, const XentToGPUOptions &options)
@@ -427,7 +442,7 @@ struct ConvertXentToGPUPass
     // rewrite for drivers that want them.
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
-      if (isa<CrossEntropyOp, CrossEntropyGradOp>(op))
+      if (isa<CrossEntropyOp, CrossEntropyGradOp, CrossEntropyAndGradOp>(op))
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());
@@ -443,6 +458,11 @@ struct ConvertXentToGPUPass
                          grad.getGradOutput(), grad.getLogits(),
                          grad.getTarget(), grad.getWeight(), Value(), Value(),
                          grad.getDlogits(), options);
+      else if (auto joint = dyn_cast<CrossEntropyAndGradOp>(op))
+        result = lowerOp(rewriter, joint, joint.getConfig(),
+                         joint.getGradOutput(), joint.getLogits(),
+                         joint.getTarget(), joint.getWeight(), joint.getLoss(),
+                         joint.getZLoss(), joint.getDlogits(), options);
       if (failed(result)) {
         op->emitError("could not lower to the GPU");
         failedAny = true;
@@ -465,6 +485,7 @@ bool mlir::xent::isValidChip(StringRef chip) {
 
 void mlir::xent::populateXentToGPUConversionPatterns(
     RewritePatternSet &patterns, const XentToGPUOptions &options) {
-  patterns.add<CrossEntropyOpLowering, CrossEntropyGradOpLowering>(
+  patterns.add<CrossEntropyOpLowering, CrossEntropyGradOpLowering,
+               CrossEntropyAndGradOpLowering>(
       patterns.getContext(), options);
 }

@@ -1,5 +1,6 @@
 // The whole GPU pipeline on every attribute at once, down to PTX, assembled
-// by ptxas for sm_90: no stack frame and no spills in any kernel.
+// by ptxas for sm_90: no stack frame and no spills in any kernel. The loss
+// and its gradient are fused into one row kernel (xent_loss_grad).
 // REQUIRES: ptxas
 
 // RUN: xent-opt %s --xent-gpu-pipeline="chip=sm_90 format=isa" \
@@ -13,19 +14,19 @@
 // RUN: not grep -E "[1-9][0-9]* bytes (stack frame|spill)" %t.log
 
 // PTX: .target sm_90
-// PTX: .entry xent_prologue_
-// PTX: .entry xent_loss_
+// PTX: .entry xent_prologue_0
+// PTX: .entry xent_loss_grad_0
 // PTX-DAG: shfl.sync.bfly.b32
 // PTX-DAG: bar.sync
 // PTX-DAG: ex2.approx
+// PTX-DAG: lg2.approx
 // PTX-DAG: atom.global.add.f32
-// PTX: .entry xent_convert_
-// PTX:   cvt.rn.bf16.f32
-// PTX: .entry xent_grad_
+// PTX-DAG: cvt.rn.bf16.f32
+// PTX: .entry xent_convert_0
 
 // PTXAS-DAG: Compiling entry function 'xent_prologue_0' for 'sm_90'
-// PTXAS-DAG: Compiling entry function 'xent_loss_0' for 'sm_90'
-// PTXAS-DAG: Compiling entry function 'xent_grad_0' for 'sm_90'
+// PTXAS-DAG: Compiling entry function 'xent_loss_grad_0' for 'sm_90'
+// PTXAS-DAG: Compiling entry function 'xent_convert_0' for 'sm_90'
 // PTXAS-DAG: Used {{[0-9]+}} registers, used 1 barriers, 512 bytes smem
 // PTXAS-DAG: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 

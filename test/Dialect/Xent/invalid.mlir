@@ -120,6 +120,23 @@ func.func @z_loss_shape(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
 
 // -----
 
+// Found by xent-fuzz-op: results are f32 or the logits' element type.
+func.func @loss_element_type(%x: tensor<4x10xf16>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{loss element type 'bf16' must be f32 or the logits' element type 'f16'}}
+  %l = xent.cross_entropy sum %x, %t : (tensor<4x10xf16>, tensor<4xi64>) -> tensor<bf16>
+  return
+}
+
+// -----
+
+func.func @z_loss_element_type(%x: tensor<4x10xbf16>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{z_loss element type 'f16' must be f32 or the logits' element type 'bf16'}}
+  %l, %z = xent.cross_entropy mean %x, %t : (tensor<4x10xbf16>, tensor<4xi64>) -> (tensor<bf16>, tensor<f16>)
+  return
+}
+
+// -----
+
 func.func @smoothing_range(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
   // expected-error @+1 {{label_smoothing must be in [0, 1], got 1.5}}
   %l = xent.cross_entropy mean %x, %t {label_smoothing = 1.5 : f32} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
@@ -282,6 +299,41 @@ func.func @region_uses_outer_value(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
 // -----
 
 func.func @yield_outside(%x: tensor<f32>) {
-  // expected-error @+1 {{'xent.yield' op expects parent op to be one of 'xent.cross_entropy, xent.cross_entropy_grad'}}
+  // expected-error @+1 {{'xent.yield' op expects parent op to be one of 'xent.cross_entropy, xent.cross_entropy_grad, xent.cross_entropy_and_grad'}}
   xent.yield %x : tensor<f32>
+}
+
+// -----
+
+func.func @joint_loss_shape(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{'xent.cross_entropy_and_grad' op loss shape [4] must be [] for reduction 'mean'}}
+  %l, %d = xent.cross_entropy_and_grad mean %g, %x, %t : (tensor<f32>, tensor<4x10xf32>, tensor<4xi64>) -> (tensor<4xf32>, tensor<4x10xf32>)
+  return
+}
+
+// -----
+
+func.func @joint_grad_output(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{'xent.cross_entropy_and_grad' op grad_output shape [] must be [4] for reduction 'none'}}
+  %l, %d = xent.cross_entropy_and_grad none %g, %x, %t : (tensor<f32>, tensor<4x10xf32>, tensor<4xi64>) -> (tensor<4xf32>, tensor<4x10xf32>)
+  return
+}
+
+// -----
+
+func.func @joint_dlogits(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{'xent.cross_entropy_and_grad' op dlogits type 'tensor<4x10xf16>' must match the logits type 'tensor<4x10xf32>'}}
+  %l, %d = xent.cross_entropy_and_grad sum %g, %x, %t : (tensor<f32>, tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf16>)
+  return
+}
+
+// -----
+
+func.func @joint_region(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{'xent.cross_entropy_and_grad' op decomposition yields 1 values, expected 2}}
+  %l, %d = xent.cross_entropy_and_grad sum %g, %x, %t : (tensor<f32>, tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>) decomposition {
+  ^bb0(%a: tensor<f32>, %b: tensor<4x10xf32>, %c: tensor<4xi64>):
+    xent.yield %a : tensor<f32>
+  }
+  return
 }

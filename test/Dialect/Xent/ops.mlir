@@ -69,3 +69,13 @@ func.func @explicit_region(%x: tensor<1x1xf32>, %t: tensor<1xi64>) -> tensor<f32
 func.func @reduction_attr() attributes {xent.reduction = #xent.reduction<sum>} {
   return
 }
+
+// CHECK-LABEL: func @joint
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = xent.cross_entropy_and_grad sum %{{.*}}, %{{.*}}, %{{.*}} weight %{{.*}} {label_smoothing = 2.500000e-01 : f32} : (tensor<f32>, tensor<?x7xf16>, tensor<?xi32>, tensor<7xf32>) -> (tensor<f32>, tensor<f32>, tensor<?x7xf16>)
+// CHECK: %{{.*}}, %{{.*}} = xent.cross_entropy_and_grad none %{{.*}}, %{{.*}}, %{{.*}} : (tensor<3xf32>, tensor<3x5xf32>, tensor<3x5xf32>) -> (tensor<3xf32>, tensor<3x5xf32>)
+func.func @joint(%g: tensor<f32>, %x: tensor<?x7xf16>, %t: tensor<?xi32>, %w: tensor<7xf32>,
+                 %gn: tensor<3xf32>, %y: tensor<3x5xf32>, %p: tensor<3x5xf32>) {
+  %l, %z, %d = xent.cross_entropy_and_grad sum %g, %x, %t weight %w {label_smoothing = 0.25 : f32} : (tensor<f32>, tensor<?x7xf16>, tensor<?xi32>, tensor<7xf32>) -> (tensor<f32>, tensor<f32>, tensor<?x7xf16>)
+  %l2, %d2 = xent.cross_entropy_and_grad none %gn, %y, %p : (tensor<3xf32>, tensor<3x5xf32>, tensor<3x5xf32>) -> (tensor<3xf32>, tensor<3x5xf32>)
+  return
+}

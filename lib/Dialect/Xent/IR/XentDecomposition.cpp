@@ -842,3 +842,38 @@ void mlir::xent::materializeDecomposition(CrossEntropyGradOp op) {
                                      dlogits);
   YieldOp::create(b, op.getLoc(), dlogits);
 }
+
+void mlir::xent::materializeDecomposition(CrossEntropyAndGradOp op) {
+  if (!op.getDecomposition().empty())
+    return;
+  Block &block = createDecompositionBlock(op);
+  OpBuilder b = OpBuilder::atBlockBegin(&block);
+  Value weight = op.getWeight() ? block.getArgument(3) : Value();
+  CrossEntropyConfig config = op.getConfig();
+  SmallVector<Type> forwardTypes = {op.getLoss().getType()};
+  if (op.getZLoss())
+    forwardTypes.push_back(op.getZLoss().getType());
+  SmallVector<Value> results =
+      buildCrossEntropy(b, op.getLoc(), config, block.getArgument(1),
+                        block.getArgument(2), weight, forwardTypes);
+  Value dlogits = buildCrossEntropyGrad(
+      b, op.getLoc(), config, block.getArgument(0), block.getArgument(1),
+      block.getArgument(2), weight);
+  if (dlogits.getType() != op.getDlogits().getType())
+    dlogits = tensor::CastOp::create(b, op.getLoc(), op.getDlogits().getType(),
+                                     dlogits);
+  results.push_back(dlogits);
+  YieldOp::create(b, op.getLoc(), results);
+}
+
+bool mlir::xent::materializeDecomposition(Operation *op) {
+  if (auto fwd = dyn_cast<CrossEntropyOp>(op))
+    materializeDecomposition(fwd);
+  else if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
+    materializeDecomposition(grad);
+  else if (auto joint = dyn_cast<CrossEntropyAndGradOp>(op))
+    materializeDecomposition(joint);
+  else
+    return false;
+  return true;
+}

@@ -98,6 +98,18 @@ CrossEntropyConfig CrossEntropyConfig::get(CrossEntropyOp op) {
 CrossEntropyConfig CrossEntropyConfig::get(CrossEntropyGradOp op) {
   return getConfigOf(op);
 }
+CrossEntropyConfig CrossEntropyConfig::get(CrossEntropyAndGradOp op) {
+  return getConfigOf(op);
+}
+
+bool CrossEntropyConfig::operator==(const CrossEntropyConfig &other) const {
+  return reduction == other.reduction && ignoreIndex == other.ignoreIndex &&
+         labelSmoothing == other.labelSmoothing &&
+         zLossScale == other.zLossScale && softcap == other.softcap &&
+         axis == other.axis && weighted == other.weighted &&
+         probabilityTargets == other.probabilityTargets &&
+         logitsType == other.logitsType && targetType == other.targetType;
+}
 
 //===----------------------------------------------------------------------===//
 // Verification helpers shared by both ops
@@ -243,6 +255,59 @@ static LogicalResult verifyDecomposition(Operation *op) {
   return success();
 }
 
+/// Checks `loss` and `z_loss` (when present) against the reduction.
+template <typename OpTy>
+static LogicalResult verifyLossResults(OpTy op) {
+  SmallVector<int64_t> expected = getReducedShape(op);
+  // Results are f32 or the logits' element type (found by xent-fuzz-op).
+  Type logitsElt = op.getLogits().getType().getElementType();
+  for (auto [name, result] : {std::pair<StringRef, Value>{"loss", op.getLoss()},
+                              {"z_loss", op.getZLoss()}}) {
+    if (!result)
+      continue;
+    Type elt = cast<RankedTensorType>(result.getType()).getElementType();
+    if (!elt.isF32() && elt != logitsElt)
+      return op.emitOpError() << name << " element type " << elt
+                              << " must be f32 or the logits' element type "
+                              << logitsElt;
+  }
+  auto lossType = cast<RankedTensorType>(op.getLoss().getType());
+  if (!areShapesCompatible(lossType.getShape(), expected))
+    return op.emitOpError("loss shape ")
+           << formatShape(lossType.getShape()) << " must be "
+           << formatShape(expected) << " for reduction '"
+           << stringifyReduction(op.getReduction()) << "'";
+  if (Value z = op.getZLoss()) {
+    auto zType = cast<RankedTensorType>(z.getType());
+    if (!areShapesCompatible(zType.getShape(), expected))
+      return op.emitOpError("z_loss shape ")
+             << formatShape(zType.getShape()) << " must be "
+             << formatShape(expected) << " for reduction '"
+             << stringifyReduction(op.getReduction()) << "'";
+  }
+  return success();
+}
+
+/// Checks `grad_output` against the reduction and `dlogits` against the
+/// logits.
+template <typename OpTy>
+static LogicalResult verifyGradient(OpTy op) {
+  SmallVector<int64_t> expected = getReducedShape(op);
+  auto gradType = cast<RankedTensorType>(op.getGradOutput().getType());
+  if (!areShapesCompatible(gradType.getShape(), expected))
+    return op.emitOpError("grad_output shape ")
+           << formatShape(gradType.getShape()) << " must be "
+           << formatShape(expected) << " for reduction '"
+           << stringifyReduction(op.getReduction()) << "'";
+  auto logitsType = op.getLogits().getType();
+  auto dType = cast<RankedTensorType>(op.getDlogits().getType());
+  if (dType.getElementType() != logitsType.getElementType() ||
+      !areShapesCompatible(dType.getShape(), logitsType.getShape()))
+    return op.emitOpError("dlogits type ")
+           << dType << " must match the logits type " << logitsType;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // CrossEntropyOp
 //===----------------------------------------------------------------------===//
@@ -250,22 +315,7 @@ static LogicalResult verifyDecomposition(Operation *op) {
 LogicalResult CrossEntropyOp::verify() {
   if (failed(verifyCommon(*this)))
     return failure();
-  SmallVector<int64_t> expected = getReducedShape(*this);
-  auto lossType = cast<RankedTensorType>(getLoss().getType());
-  if (!areShapesCompatible(lossType.getShape(), expected))
-    return emitOpError("loss shape ")
-           << formatShape(lossType.getShape()) << " must be "
-           << formatShape(expected) << " for reduction '"
-           << stringifyReduction(getReduction()) << "'";
-  if (Value z = getZLoss()) {
-    auto zType = cast<RankedTensorType>(z.getType());
-    if (!areShapesCompatible(zType.getShape(), expected))
-      return emitOpError("z_loss shape ")
-             << formatShape(zType.getShape()) << " must be "
-             << formatShape(expected) << " for reduction '"
-             << stringifyReduction(getReduction()) << "'";
-  }
-  return success();
+  return verifyLossResults(*this);
 }
 
 LogicalResult CrossEntropyOp::verifyRegions() {
@@ -279,23 +329,24 @@ LogicalResult CrossEntropyOp::verifyRegions() {
 LogicalResult CrossEntropyGradOp::verify() {
   if (failed(verifyCommon(*this)))
     return failure();
-  SmallVector<int64_t> expected = getReducedShape(*this);
-  auto gradType = cast<RankedTensorType>(getGradOutput().getType());
-  if (!areShapesCompatible(gradType.getShape(), expected))
-    return emitOpError("grad_output shape ")
-           << formatShape(gradType.getShape()) << " must be "
-           << formatShape(expected) << " for reduction '"
-           << stringifyReduction(getReduction()) << "'";
-  auto logitsType = getLogits().getType();
-  auto dType = cast<RankedTensorType>(getDlogits().getType());
-  if (dType.getElementType() != logitsType.getElementType() ||
-      !areShapesCompatible(dType.getShape(), logitsType.getShape()))
-    return emitOpError("dlogits type ")
-           << dType << " must match the logits type " << logitsType;
-  return success();
+  return verifyGradient(*this);
 }
 
 LogicalResult CrossEntropyGradOp::verifyRegions() {
+  return verifyDecomposition(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// CrossEntropyAndGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyAndGradOp::verify() {
+  if (failed(verifyCommon(*this)) || failed(verifyLossResults(*this)))
+    return failure();
+  return verifyGradient(*this);
+}
+
+LogicalResult CrossEntropyAndGradOp::verifyRegions() {
   return verifyDecomposition(*this);
 }
 

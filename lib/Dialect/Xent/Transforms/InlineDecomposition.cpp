@@ -42,15 +42,12 @@ struct XentInlineDecompositionPass
     // Post-order: an op nested in another's region is inlined before its
     // parent, whose region is cloned with the already inlined body.
     getOperation()->walk([&](Operation *op) {
-      if (isa<CrossEntropyOp, CrossEntropyGradOp>(op))
+      if (isa<CrossEntropyOp, CrossEntropyGradOp, CrossEntropyAndGradOp>(op))
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());
     for (Operation *op : ops) {
-      if (auto fwd = dyn_cast<CrossEntropyOp>(op))
-        materializeDecomposition(fwd);
-      else
-        materializeDecomposition(cast<CrossEntropyGradOp>(op));
+      (void)materializeDecomposition(op);
       inlineDecomposition(rewriter, op);
     }
   }

@@ -38,6 +38,10 @@ Value buildCrossEntropyGrad(OpBuilder &b, Location loc,
 /// Does nothing when the region already has a body.
 void materializeDecomposition(CrossEntropyOp op);
 void materializeDecomposition(CrossEntropyGradOp op);
+void materializeDecomposition(CrossEntropyAndGradOp op);
+/// The same for any xent op; other ops are left alone. Returns true when
+/// `op` is a xent op with a decomposition region.
+bool materializeDecomposition(Operation *op);
 
 } // namespace mlir::xent
 

@@ -28,6 +28,7 @@
 namespace mlir::xent {
 class CrossEntropyOp;
 class CrossEntropyGradOp;
+class CrossEntropyAndGradOp;
 
 /// Everything that decides what a cross-entropy op computes, in one place:
 /// the decomposition builder and the kernel builders read this rather than
@@ -46,6 +47,9 @@ struct CrossEntropyConfig {
 
   static CrossEntropyConfig get(CrossEntropyOp op);
   static CrossEntropyConfig get(CrossEntropyGradOp op);
+  static CrossEntropyConfig get(CrossEntropyAndGradOp op);
+
+  bool operator==(const CrossEntropyConfig &other) const;
 
   /// Number of classes, or ShapedType::kDynamic.
   int64_t getNumClasses() const { return logitsType.getDimSize(axis); }

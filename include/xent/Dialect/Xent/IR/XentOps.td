@@ -156,9 +156,56 @@ def Xent_CrossEntropyGradOp : Xent_Op<"cross_entropy_grad", [
   let hasRegionVerifier = 1;
 }
 
+def Xent_CrossEntropyAndGradOp : Xent_Op<"cross_entropy_and_grad", [
+    Pure, IsolatedFromAbove]> {
+  let summary = "a cross-entropy loss and its gradient, computed together";
+  let description = [{
+    The joint form of `xent.cross_entropy` and `xent.cross_entropy_grad` on
+    the same operands and attributes: `loss` (and optionally `z_loss`) as
+    the forward op computes them, and `dlogits` as the gradient op computes
+    it for `grad_output`. `xent-fuse-forward-backward` forms it from a pair
+    of ops; the GPU lowering computes all results in one kernel that reads
+    each row of logits for the loss and again for the gradient, instead of
+    two kernels and three reads.
+
+    The `decomposition` region's block arguments mirror the operands
+    (`grad_output`, `logits`, `target`, optional `weight`) and it yields
+    `loss`, `z_loss` when present, and `dlogits`.
+
+    Example:
+
+    ```mlir
+    %loss, %dlogits = xent.cross_entropy_and_grad mean %one, %logits, %target
+        : (tensor<f32>, tensor<8x32000xbf16>, tensor<8xi64>)
+        -> (tensor<f32>, tensor<8x32000xbf16>)
+    ```
+  }];
+
+  let arguments = !con((ins
+    Xent_FloatTensor:$grad_output,
+    Xent_FloatTensor:$logits,
+    Xent_TargetTensor:$target,
+    Optional<Xent_FloatTensor>:$weight), xentCommonAttrs);
+  let results = (outs Xent_FloatTensor:$loss,
+                      Optional<Xent_FloatTensor>:$z_loss,
+                      Xent_FloatTensor:$dlogits);
+  let regions = (region MaxSizedRegion<1>:$decomposition);
+
+  let assemblyFormat = [{
+    custom<Reduction>($reduction) $grad_output `,` $logits `,` $target
+    (`weight` $weight^)? attr-dict `:` functional-type(operands, results)
+    (`decomposition` $decomposition^)?
+  }];
+
+  let extraClassDeclaration = xentCommonDecls;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
 def Xent_YieldOp : Xent_Op<"yield", [
     Pure, ReturnLike, Terminator,
-    ParentOneOf<["CrossEntropyOp", "CrossEntropyGradOp"]>]> {
+    ParentOneOf<["CrossEntropyOp", "CrossEntropyGradOp",
+                 "CrossEntropyAndGradOp"]>]> {
   let summary = "terminates the decomposition region of a xent op";
   let description = [{
     Returns the values computed by a `decomposition` region; their types

@@ -71,4 +71,32 @@ def XentInlineDecomposition : Pass<"xent-inline-decomposition"> {
   ];
 }
 
+def XentFuseForwardBackward : Pass<"xent-fuse-forward-backward"> {
+  let summary = "Merge a loss and its gradient into one xent.cross_entropy_and_grad";
+  let description = [{
+    In a joint forward + backward graph, finds each `xent.cross_entropy_grad`
+    whose logits, target, weight and attributes equal those of an
+    `xent.cross_entropy` in the same block, and replaces both by one
+    `xent.cross_entropy_and_grad` placed at the earlier of the two. It fires
+    only when `grad_output` is available there (it dominates that op), so
+    every use of either result stays dominated. The GPU lowering then
+    computes the loss and dlogits in one kernel.
+
+    Example:
+
+    ```mlir
+    %l = xent.cross_entropy mean %x, %t : (tensor<?x?xbf16>, tensor<?xi64>) -> tensor<f32>
+    %d = xent.cross_entropy_grad mean %one, %x, %t
+        : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>) -> tensor<?x?xbf16>
+    ```
+
+    becomes
+
+    ```mlir
+    %l, %d = xent.cross_entropy_and_grad mean %one, %x, %t
+        : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>) -> (tensor<f32>, tensor<?x?xbf16>)
+    ```
+  }];
+}
+
 #endif // XENT_DIALECT_XENT_TRANSFORMS_PASSES_TD

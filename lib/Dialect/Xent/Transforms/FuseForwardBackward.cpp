@@ -1,0 +1,69 @@
+//===- FuseForwardBackward.cpp - Merge a loss and its gradient ------------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xent/Dialect/Xent/Transforms/Passes.h"
+
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::xent {
+#define GEN_PASS_DEF_XENTFUSEFORWARDBACKWARD
+#include "xent/Dialect/Xent/Transforms/Passes.h.inc"
+} // namespace mlir::xent
+
+using namespace mlir;
+using namespace mlir::xent;
+
+/// The forward op in `grad`'s block computing the same loss, if any.
+static CrossEntropyOp findForward(CrossEntropyGradOp grad) {
+  CrossEntropyConfig config = grad.getConfig();
+  for (Operation *user : grad.getLogits().getUsers()) {
+    auto fwd = dyn_cast<CrossEntropyOp>(user);
+    if (!fwd || fwd->getBlock() != grad->getBlock())
+      continue;
+    if (fwd.getTarget() == grad.getTarget() &&
+        fwd.getWeight() == grad.getWeight() && fwd.getConfig() == config)
+      return fwd;
+  }
+  return nullptr;
+}
+
+namespace {
+struct XentFuseForwardBackwardPass
+    : public xent::impl::XentFuseForwardBackwardBase<
+          XentFuseForwardBackwardPass> {
+  void runOnOperation() override {
+    SmallVector<CrossEntropyGradOp> grads;
+    getOperation()->walk([&](CrossEntropyGradOp op) { grads.push_back(op); });
+    DominanceInfo dominance(getOperation());
+    IRRewriter rewriter(&getContext());
+    for (CrossEntropyGradOp grad : grads) {
+      CrossEntropyOp fwd = findForward(grad);
+      if (!fwd)
+        continue;
+      Operation *first = fwd->isBeforeInBlock(grad) ? fwd.getOperation()
+                                                    : grad.getOperation();
+      if (!dominance.properlyDominates(grad.getGradOutput(), first))
+        continue;
+      rewriter.setInsertionPoint(first);
+      SmallVector<Type> types = {fwd.getLoss().getType()};
+      if (fwd.getZLoss())
+        types.push_back(fwd.getZLoss().getType());
+      types.push_back(grad.getDlogits().getType());
+      SmallVector<Value> operands = {grad.getGradOutput(), fwd.getLogits(),
+                                     fwd.getTarget()};
+      if (fwd.getWeight())
+        operands.push_back(fwd.getWeight());
+      auto joint = CrossEntropyAndGradOp::create(
+          rewriter, fwd.getLoc(), types, operands, fwd->getAttrs());
+      // The regions of the pair are not reused; the joint op's canonical
+      // decomposition is materialized when it is needed.
+      rewriter.replaceOp(grad, joint.getDlogits());
+      rewriter.replaceOp(fwd, joint->getResults().drop_back());
+    }
+  }
+};
+} // namespace
