@@ -21,18 +21,13 @@ import numpy as np
 import pytest
 
 from xent import reference
-from xent.codegen import OpConfig, cross_entropy_function, make_inputs, module, to_float64
-from xent.driver import Library, compile_module
+from xent.codegen import OpConfig, cross_entropy_function, make_inputs, to_float64
+from xent.testing import (ROUNDING, UNIT_ROUNDOFF, build_library, check_config,  # noqa: F401
+                          default_xent_opt, expect_close, relative_l2)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-XENT_OPT = os.environ.get("XENT_OPT") or os.path.join(ROOT, "build", "bin", "xent-opt")
+XENT_OPT = default_xent_opt()
 ORACLE = os.path.join(ROOT, "test", "data", "torch_cases.json")
-
-# Unit roundoff of each element type: rounding an f32 result once is off by at
-# most this much, relatively, per element (and so in relative L2 norm).
-UNIT_ROUNDOFF = {"f32": 2.0 ** -24, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}
-# Per-element tolerance: the rounding plus f32 accumulation.
-ROUNDING = {k: 2 * u for k, u in UNIT_ROUNDOFF.items()}
 
 
 @pytest.fixture(scope="module")
@@ -41,25 +36,7 @@ def cache_dir(tmp_path_factory):
 
 
 def build(functions, cache_dir):
-    assert os.access(XENT_OPT, os.X_OK), f"xent-opt not built at {XENT_OPT} (set XENT_OPT)"
-    text = module(functions)
-    return Library(compile_module(text, ["--xent-cpu-pipeline"], XENT_OPT, out_dir=cache_dir))
-
-
-def expect_close(actual, expected, *, rtol, atol, what):
-    actual = to_float64(actual)
-    expected = np.asarray(expected, dtype=np.float64)
-    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    nan_a, nan_e = np.isnan(actual), np.isnan(expected)
-    assert np.array_equal(nan_a, nan_e), f"{what}: NaN at {np.argwhere(nan_a != nan_e)[:5]}"
-    ok = ~nan_e
-    np.testing.assert_allclose(actual[ok], expected[ok], rtol=rtol, atol=atol, err_msg=what)
-
-
-def relative_l2(actual, expected):
-    actual, expected = to_float64(actual), np.asarray(expected, dtype=np.float64)
-    denom = np.linalg.norm(expected)
-    return np.linalg.norm(actual - expected) / denom if denom > 0 else np.linalg.norm(actual)
+    return build_library(functions, cache_dir, XENT_OPT)
 
 
 # --------------------------------------------------------------------------- PyTorch oracle
@@ -169,32 +146,6 @@ MATRIX = _matrix()
 def matrix_lib(cache_dir):
     return build([cross_entropy_function(f"m{i}", c)[0] for i, c in enumerate(MATRIX)],
                  cache_dir)
-
-
-def check_config(lib, name, config, inputs):
-    """Calls `name` and compares loss, z-loss and dlogits with the reference."""
-    _, result_types = cross_entropy_function(name, config)
-    results = lib.call(name, inputs.args, result_types)
-    loss, z, dlogits = results
-    kwargs = config.reference_kwargs()
-    exp_loss, exp_z = reference.cross_entropy(inputs.logits, inputs.target,
-                                              weight=inputs.weight, **kwargs)
-    exp_grad = reference.cross_entropy_grad(inputs.grad_output, inputs.logits, inputs.target,
-                                            weight=inputs.weight, **kwargs)
-    scale = np.nanmax(np.abs(exp_loss)) if np.size(exp_loss) and not np.all(np.isnan(exp_loss)) else 1.0
-    loss_rtol = max(ROUNDING[config.loss_dtype], 1e-5)
-    expect_close(loss, exp_loss, rtol=loss_rtol, atol=2e-6 * (1 + scale),
-                 what=f"loss {name}: {config}")
-    expect_close(z, exp_z, rtol=1e-5, atol=1e-7, what=f"z_loss {name}: {config}")
-    gscale = np.abs(exp_grad).max() if exp_grad.size else 0.0
-    grad_rtol = max(ROUNDING[config.dtype], 1e-5)
-    grad_atol = 1e-6 * gscale + (6e-8 if config.dtype == "f16" else 0.0) + 1e-12
-    expect_close(dlogits, exp_grad, rtol=grad_rtol, atol=grad_atol,
-                 what=f"dlogits {name}: {config}")
-    if exp_grad.size and gscale > 0:
-        bound = UNIT_ROUNDOFF[config.dtype] + 2e-6
-        assert relative_l2(dlogits, exp_grad) <= bound, f"relative L2 of dlogits {name}"
-    return results
 
 
 @pytest.mark.parametrize("index", range(len(MATRIX)),

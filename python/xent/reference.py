@@ -108,12 +108,32 @@ def _prepare(logits, target, weight, ignore_index, reduction, label_smoothing,
     return _Problem(x_raw, x, kept, dist, w_row, w, probabilities, ax, C)
 
 
-def _logsumexp(x: np.ndarray) -> np.ndarray:
-    """Max-shifted logsumexp over the last axis (inf-safe like torch.logsumexp)."""
+def _shifted_logsumexp(x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """``(m, log_s)`` with ``logsumexp(x) = m + log_s`` over the last axis:
+    ``m`` the row maximum (0 where it is not finite, like torch.logsumexp)
+    and ``log_s = log sum exp(x - m)``. Kept apart, so that ``lse - x_c`` is
+    computed as ``(m - x_c) + log_s``: with logits near 1e30 the sum
+    ``m + log_s`` would round ``log_s`` away."""
     m = np.max(x, axis=-1, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore", over="ignore"):
-        return np.log(np.sum(np.exp(x - m), axis=-1)) + m[..., 0]
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        log_s = np.log(np.sum(np.exp(x - m), axis=-1))
+    return m[..., 0], log_s
+
+
+def _logsumexp(x: np.ndarray) -> np.ndarray:
+    """Max-shifted logsumexp over the last axis (inf-safe like torch.logsumexp)."""
+    m, log_s = _shifted_logsumexp(x)
+    return m + log_s
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    """exp(x - m) / sum exp(x - m) over the last axis."""
+    m = np.max(x, axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        e = np.exp(x - m)
+        return e / np.sum(e, axis=-1, keepdims=True)
 
 
 def _normalisers(p: _Problem) -> Tuple[float, float]:
@@ -140,15 +160,20 @@ def cross_entropy(logits, target, weight=None, ignore_index: int = -100,
                  softcap, axis)
     eps, C = label_smoothing, p.num_classes
     with np.errstate(invalid="ignore", over="ignore"):
-        lse = _logsumexp(p.x)
+        m, log_s = _shifted_logsumexp(p.x)
+        lse = m + log_s
+        gap = (m[..., None] - p.x) + log_s[..., None]  # lse - x_c
         if p.probabilities:
             # -sum_c w_c q'_c (x_c - lse)
-            ce = np.sum(p.weight * p.onehot_or_probs * (lse[..., None] - p.x), axis=-1)
+            ce = np.sum(p.weight * p.onehot_or_probs * gap, axis=-1)
         else:
-            nll = lse - np.sum(p.onehot_or_probs * p.x, axis=-1)
+            # x_t picked, not summed as onehot * x: 0 * -inf would turn a
+            # -inf logit of another class into NaN (PyTorch gives lse - x_t).
+            x_t = np.sum(np.where(p.onehot_or_probs > 0, p.x, 0.0), axis=-1)
+            nll = (m - x_t) + log_s
             ce = (1.0 - eps) * p.w_row * nll
             if eps > 0.0:
-                smooth = np.sum(p.weight * (lse[..., None] - p.x), axis=-1)
+                smooth = np.sum(p.weight * gap, axis=-1)
                 ce = ce + (eps / C) * smooth
         ce = np.where(p.kept, ce, 0.0)
         if z_loss_scale != 0.0:
@@ -203,7 +228,7 @@ def cross_entropy_grad(grad_output, logits, target, weight=None, ignore_index: i
 
     with np.errstate(invalid="ignore", over="ignore"):
         lse = _logsumexp(p.x)
-        prob = np.exp(p.x - lse[..., None])
+        prob = _softmax(p.x)
         if p.probabilities:
             wq = p.weight * p.onehot_or_probs
             d = np.sum(wq, axis=-1, keepdims=True) * prob - wq
