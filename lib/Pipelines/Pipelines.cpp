@@ -73,7 +73,10 @@ mlir::xent::buildXentGPUPipeline(OpPassManager &pm,
           "canonicalize,cse,"
           "one-shot-bufferize{bufferize-function-boundaries "
           "function-boundary-type-conversion=identity-layout-map},"
-          "canonicalize",
+          "canonicalize,"
+          // Stream-ordered launches, allocations and frees: what gpu-to-llvm
+          // lowers (one stream per call, the caller's with xentSetStream).
+          "func.func(gpu-async-region)",
           pm)))
     return failure();
   // Kernels and host code down to LLVM, kernels serialized by ptxas.

@@ -442,6 +442,11 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
   numClasses = memref::DimOp::create(b, x, 1);
   numClassesF = indexToF32(numClasses);
   numRows = arith::MulIOp::create(b, memref::DimOp::create(b, x, 0), numInner);
+  // The host launches max(rows, 1) blocks (a grid cannot be empty).
+  Value inRange =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, numRows);
+  auto guard = scf::IfOp::create(b, inRange, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(guard.thenBlock());
   o = arith::DivUIOp::create(b, row, numInner);
   i = arith::RemUIOp::create(b, row, numInner);
 
@@ -535,6 +540,7 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
 
   if (spec.withGrad)
     emitGradientPass();
+  b.setInsertionPointAfter(guard);
   gpu::ReturnOp::create(b);
 }
 

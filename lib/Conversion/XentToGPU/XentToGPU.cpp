@@ -141,17 +141,14 @@ public:
     gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange{}, buffer);
   }
 
-  /// Launches `func` on `grid` blocks (skipped when there is no row).
+  /// Launches `func` on max(`grid`, 1) blocks: a grid cannot be empty, and
+  /// the row kernel skips blocks past the last row. No host-side branch, so
+  /// all launches of an op stay in one stream-ordered chain.
   void launch(gpu::GPUFuncOp func, Value grid, ValueRange operands,
               int64_t threads) {
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value block = arith::ConstantIndexOp::create(rewriter, loc, threads);
-    Value any = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ugt,
-                                      grid, zero);
-    auto ifOp = scf::IfOp::create(rewriter, loc, any, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(ifOp.thenBlock());
+    grid = arith::MaxUIOp::create(rewriter, loc, grid, one);
     gpu::LaunchFuncOp::create(rewriter, loc, func,
                               gpu::KernelDim3{grid, one, one},
                               gpu::KernelDim3{block, one, one},
