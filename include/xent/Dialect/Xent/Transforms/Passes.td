@@ -99,4 +99,60 @@ def XentFuseForwardBackward : Pass<"xent-fuse-forward-backward"> {
   }];
 }
 
+def XentRecognize : Pass<"xent-recognize"> {
+  let summary = "Raise cross-entropy chains written with upstream ops to xent ops";
+  let description = [{
+    Finds tensor values that a frontend computed as a softmax cross-entropy
+    loss (log-softmax, the target's log-probability, the ignore mask and a
+    sum or mean) or as its gradient with respect to the logits (nll backward,
+    then log-softmax backward), and computes them with
+    `xent.cross_entropy` / `xent.cross_entropy_grad` instead. The ops that
+    computed the value become the op's `decomposition` region, so
+    `xent-inline-decomposition` gives back exactly the original computation.
+
+    Matching works on a semantic view of the IR, so the same chain is found
+    whether it is written with `linalg.generic` (torch-mlir's TorchToLinalg),
+    linalg named ops (`linalg.softmax`, `linalg.reduce`, ...), `tosa` ops or
+    `arith`/`math` on tensors, with broadcasts, unit dimensions, casts and
+    operand order as the frontend left them. The operands are the values the
+    chain reads: the logits before any widening cast, the class-index
+    targets (i32 or i64), the class weights and, for the gradient,
+    `grad_output`. `ignore_index` is the value the chain masks; a chain that
+    masks nothing gets the lowest i64, which no class index equals. Values
+    the chain computes on the way (the log-probabilities...) keep their other
+    users. Chains that only look similar (a softmax, a log-softmax without a
+    pick, an unshifted exp, a pick from the raw logits, a mean by the wrong
+    count...) are left untouched. See docs/recognition.md.
+
+    Example: the torch-mlir lowering of `F.cross_entropy(x, t, reduction="sum")`
+
+    ```mlir
+    %max = linalg.generic ... arith.maximumf ...   // row max
+    %lse = linalg.generic ... math.exp, arith.addf ...
+    %logp = linalg.generic ... arith.subf, math.log ...
+    %loss = linalg.generic ... tensor.extract %logp[%i, %t] ... arith.addf ...
+    ```
+
+    becomes
+
+    ```mlir
+    %loss = xent.cross_entropy sum %x, %t {ignore_index = -100 : i64}
+        : (tensor<8x10xf32>, tensor<8xi64>) -> tensor<f32> decomposition {
+      ^bb0(%a: tensor<8x10xf32>, %b: tensor<8xi64>):
+        // the original ops, reading %a and %b
+        xent.yield %l : tensor<f32>
+      }
+    ```
+  }];
+  let options = [
+    Option<"reportFailures", "report-failures", "bool", /*default=*/"false",
+           "Emit a remark on each returned value that is not raised, with "
+           "the reason">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::xent::XentDialect",
+  ];
+}
+
 #endif // XENT_DIALECT_XENT_TRANSFORMS_PASSES_TD

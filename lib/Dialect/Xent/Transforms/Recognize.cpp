@@ -1,0 +1,450 @@
+//===- Recognize.cpp - Raise cross-entropy chains to xent ops -------------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// `xent-recognize` finds values computed as a softmax cross-entropy (or its
+// gradient with respect to the logits) by ordinary upstream ops and computes
+// them with `xent.cross_entropy` / `xent.cross_entropy_grad` instead. The
+// matching happens on the semantic view (RecognizeView.h) with the matchers
+// of RecognizeMatchers.h; this file turns a match into the op:
+//
+//   * operands: the logits before any widening cast, the targets, the class
+//     weights and the gradient's grad_output, as the chain reads them;
+//   * attributes: reduction, ignore_index (when the chain masks), axis;
+//   * decomposition region: a clone of every op between those operands and
+//     the matched value, so that xent-inline-decomposition gives back exactly
+//     the original computation.
+//
+// The matched value's uses are replaced; the original ops stay for their
+// other users and the ones left dead are erased.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xent/Dialect/Xent/Transforms/Passes.h"
+
+#include "RecognizeMatchers.h"
+#include "RecognizeView.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <limits>
+
+namespace mlir::xent {
+#define GEN_PASS_DEF_XENTRECOGNIZE
+#include "xent/Dialect/Xent/Transforms/Passes.h.inc"
+} // namespace mlir::xent
+
+using namespace mlir;
+using namespace mlir::xent;
+using namespace mlir::xent::recognize;
+
+/// The ignore_index of a chain that does not mask: no in-range class index
+/// (and no i32 target, sign-extended) equals it, so the op ignores nothing
+/// the chain would have kept.
+static constexpr int64_t kNoIgnoreIndex = std::numeric_limits<int64_t>::min();
+
+//===----------------------------------------------------------------------===//
+// Building the raised op
+//===----------------------------------------------------------------------===//
+
+/// The ops that compute `root` from `leaves`, in an order in which they can
+/// be cloned. Fails when the computation reads a value it cannot carry into
+/// an isolated region (a block argument that is not a leaf) or has side
+/// effects.
+static FailureOr<SmallVector<Operation *>>
+collectSlice(Value root, ArrayRef<Value> leaves, std::string &reason) {
+  DenseSet<Value> stop(leaves.begin(), leaves.end());
+  DenseSet<Operation *> visited;
+  SmallVector<Operation *> order;
+  // Iterative post-order DFS over the values each op reads (operands and
+  // values its regions capture).
+  struct Frame {
+    Operation *op;
+    SmallVector<Value> inputs;
+    size_t next = 0;
+  };
+  SmallVector<Frame> stack;
+  auto push = [&](Value v) -> LogicalResult {
+    if (stop.contains(v))
+      return success();
+    Operation *def = v.getDefiningOp();
+    if (!def) {
+      reason = "the chain reads a block argument that is not one of the "
+               "raised op's operands";
+      return failure();
+    }
+    if (!visited.insert(def).second)
+      return success();
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(def);
+    if (!isMemoryEffectFree(def) &&
+        !(linalgOp && linalgOp.hasPureTensorSemantics())) {
+      reason = ("the chain contains '" + def->getName().getStringRef() +
+                "', which has side effects")
+                   .str();
+      return failure();
+    }
+    Frame frame{def, llvm::to_vector(def->getOperands())};
+    SetVector<Value> captured;
+    getUsedValuesDefinedAbove(def->getRegions(), captured);
+    frame.inputs.append(captured.begin(), captured.end());
+    stack.push_back(std::move(frame));
+    return success();
+  };
+  if (failed(push(root)))
+    return failure();
+  while (!stack.empty()) {
+    Frame &top = stack.back();
+    if (top.next < top.inputs.size()) {
+      Value input = top.inputs[top.next++];
+      if (failed(push(input)))
+        return failure();
+      continue;
+    }
+    order.push_back(top.op);
+    stack.pop_back();
+  }
+  // Keep the program order when the chain lives in one block, so that
+  // inlining the region gives back the ops in their original order.
+  Block *block = root.getDefiningOp()->getBlock();
+  if (llvm::all_of(order,
+                   [&](Operation *op) { return op->getBlock() == block; }))
+    llvm::sort(order, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+  return order;
+}
+
+/// Fills the decomposition region of `op` with clones of `slice`, its block
+/// arguments standing for `op`'s operands, and yields the clone of `root`.
+static void buildRegion(RewriterBase &rewriter, Operation *op,
+                        ArrayRef<Operation *> slice, Value root) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  SmallVector<Type> types(op->getOperandTypes());
+  SmallVector<Location> locs(op->getNumOperands(), op->getLoc());
+  Block *block = rewriter.createBlock(&op->getRegion(0), {}, types, locs);
+  IRMapping mapping;
+  mapping.map(op->getOperands(), block->getArguments());
+  for (Operation *inner : slice)
+    rewriter.clone(*inner, mapping);
+  YieldOp::create(rewriter, op->getLoc(), mapping.lookupOrDefault(root));
+}
+
+/// Verifies `op`, capturing the diagnostics instead of reporting them.
+static LogicalResult verifyQuietly(Operation *op, std::string &message) {
+  ScopedDiagnosticHandler handler(op->getContext(), [&](Diagnostic &diag) {
+    if (message.empty())
+      message = diag.str();
+    return success();
+  });
+  return verify(op);
+}
+
+namespace {
+/// What the patterns and the driver share: the view of the IR and the
+/// liveness of ops, both rebuilt after each rewrite, and whether the last
+/// failed match was a near miss.
+struct RecognizeState {
+  ViewAnalysis &view() {
+    if (!analysis)
+      analysis = std::make_unique<ViewAnalysis>();
+    return *analysis;
+  }
+  void invalidate() {
+    analysis.reset();
+    liveness.clear();
+  }
+  bool isLive(Operation *op);
+
+  std::unique_ptr<ViewAnalysis> analysis;
+  DenseMap<Operation *, bool> liveness;
+  bool lastNearMiss = false;
+};
+} // namespace
+
+/// True when `op` would not be trivially dead without users (side effects,
+/// also nested ones such as a cf.assert in a linalg body; a terminator), or
+/// when one of its results reaches such an op (through uses in nested
+/// regions too).
+bool RecognizeState::isLive(Operation *op) {
+  auto it = liveness.find(op);
+  if (it != liveness.end())
+    return it->second;
+  liveness[op] = true; // cycles (graph regions): assume live
+  bool live = !wouldOpBeTriviallyDead(op);
+  for (Value result : op->getResults()) {
+    for (Operation *user : result.getUsers()) {
+      if (live)
+        break;
+      Operation *ancestor = op->getBlock()->findAncestorOpInBlock(*user);
+      live = !ancestor || isLive(ancestor);
+    }
+  }
+  liveness[op] = live;
+  return live;
+}
+
+/// Erases `op` and every op using its results (they are all dead when `op`
+/// is), recording each erased op in `gone`.
+static void eraseDeadTree(RewriterBase &rewriter, Operation *op,
+                          DenseSet<Operation *> &gone) {
+  for (Value result : op->getResults()) {
+    while (!result.use_empty()) {
+      Operation *user = *result.getUsers().begin();
+      Operation *ancestor = op->getBlock()->findAncestorOpInBlock(*user);
+      eraseDeadTree(rewriter, ancestor ? ancestor : user, gone);
+    }
+  }
+  op->walk([&](Operation *nested) { gone.insert(nested); });
+  rewriter.eraseOp(op);
+}
+
+/// Rewrites the value `root` into the op described by `raised`; `isGrad`
+/// selects xent.cross_entropy_grad.
+static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
+                           Value root, const RaisedOp &raised, bool isGrad) {
+  Operation *rootOp = root.getDefiningOp();
+  SmallVector<Value> operands;
+  if (isGrad && raised.gradOutput)
+    operands.push_back(raised.gradOutput);
+  operands.push_back(raised.logits);
+  operands.push_back(raised.target);
+  if (raised.weight)
+    operands.push_back(raised.weight);
+  std::string reason;
+  FailureOr<SmallVector<Operation *>> slice =
+      collectSlice(root, operands, reason);
+  if (failed(slice))
+    return rewriter.notifyMatchFailure(rootOp, reason);
+
+  MLIRContext *ctx = rewriter.getContext();
+  Location loc = rootOp->getLoc();
+  auto logitsType = cast<RankedTensorType>(raised.logits.getType());
+  int64_t defaultAxis = logitsType.getRank() == 1 ? 0 : 1;
+  IntegerAttr axis = raised.axis == defaultAxis
+                         ? IntegerAttr()
+                         : rewriter.getI64IntegerAttr(raised.axis);
+  IntegerAttr ignoreIndex =
+      raised.probabilityTargets
+          ? IntegerAttr()
+          : rewriter.getI64IntegerAttr(
+                raised.ignoreIndex.value_or(kNoIgnoreIndex));
+  auto reduction = ReductionAttr::get(ctx, raised.reduction);
+  FloatAttr zero = rewriter.getF32FloatAttr(0.0f);
+
+  rewriter.setInsertionPoint(rootOp);
+  Value gradOutput = raised.gradOutput;
+  Operation *seed = nullptr;
+  if (isGrad && !gradOutput) {
+    // The chain is the gradient of the loss seeded with a constant.
+    auto type = RankedTensorType::get({}, rewriter.getF32Type());
+    seed = arith::ConstantOp::create(
+        rewriter, loc,
+        DenseElementsAttr::get(
+            type, static_cast<float>(raised.constantGradOutput.value_or(1))));
+    gradOutput = seed->getResult(0);
+  }
+  Operation *op;
+  if (isGrad)
+    op = CrossEntropyGradOp::create(
+        rewriter, loc, root.getType(), gradOutput, raised.logits, raised.target,
+        raised.weight, reduction, ignoreIndex, zero, zero, FloatAttr(), axis);
+  else
+    op = CrossEntropyOp::create(
+        rewriter, loc, root.getType(), Type(), raised.logits, raised.target,
+        raised.weight, reduction, ignoreIndex, zero, zero, FloatAttr(), axis);
+  buildRegion(rewriter, op, *slice, root);
+
+  // Never leave an op that does not verify: the matchers check every type,
+  // this is the last line of defense.
+  std::string message;
+  if (failed(verifyQuietly(op, message))) {
+    rewriter.eraseOp(op);
+    if (seed)
+      rewriter.eraseOp(seed);
+    return rewriter.notifyMatchFailure(
+        rootOp, "the raised op would not verify: " + message);
+  }
+
+  rewriter.replaceAllUsesWith(root, op->getResult(0));
+  state.invalidate();
+  // The ops of the chain that nothing else needs go, with the dead ops
+  // hanging off them (shape queries of intermediate tensors...).
+  DenseSet<Operation *> gone;
+  for (Operation *dead : llvm::reverse(*slice))
+    if (!gone.contains(dead) && !state.isLive(dead))
+      eraseDeadTree(rewriter, dead, gone);
+  state.invalidate();
+  return success();
+}
+
+/// True when `value` may be a loss or a gradient: a ranked float tensor
+/// (the matchers reject the types the ops do not support, saying so).
+static bool isCandidate(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
+namespace {
+
+/// Raises a value computed as a softmax cross-entropy loss (forward chain:
+/// log-softmax, target pick, ignore mask, reduction) to xent.cross_entropy.
+struct RaiseCrossEntropy : public RewritePattern {
+  RaiseCrossEntropy(MLIRContext *ctx, RecognizeState &state)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/2, ctx), state(state) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    std::string reason = "no float tensor result";
+    for (Value result : op->getResults()) {
+      if (!isCandidate(result))
+        continue;
+      Match<RaisedOp> m = matchCrossEntropy(state.view(), result);
+      if (!m) {
+        reason = m.getReason();
+        state.lastNearMiss |= m.isNearMiss();
+        continue;
+      }
+      return raise(rewriter, state, result, *m, /*isGrad=*/false);
+    }
+    return rewriter.notifyMatchFailure(op, reason);
+  }
+
+  RecognizeState &state;
+};
+
+/// Raises a value computed as the gradient of a softmax cross-entropy with
+/// respect to the logits (nll backward, then log-softmax backward) to
+/// xent.cross_entropy_grad.
+struct RaiseCrossEntropyGrad : public RewritePattern {
+  RaiseCrossEntropyGrad(MLIRContext *ctx, RecognizeState &state)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx), state(state) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    std::string reason = "no float tensor result";
+    for (Value result : op->getResults()) {
+      if (!isCandidate(result))
+        continue;
+      Match<RaisedOp> m = matchCrossEntropyGrad(state.view(), result);
+      if (!m) {
+        reason = m.getReason();
+        state.lastNearMiss |= m.isNearMiss();
+        continue;
+      }
+      return raise(rewriter, state, result, *m, /*isGrad=*/true);
+    }
+    return rewriter.notifyMatchFailure(op, reason);
+  }
+
+  RecognizeState &state;
+};
+
+/// Records erased ops (so that the driver never touches them again) and the
+/// last reason a pattern gave for not matching.
+struct RecognizeListener : public RewriterBase::Listener {
+  void notifyOperationErased(Operation *op) override { erased.insert(op); }
+  void notifyMatchFailure(Location,
+                          function_ref<void(Diagnostic &)> fn) override {
+    Diagnostic diag(UnknownLoc(), DiagnosticSeverity::Remark);
+    fn(diag);
+    lastReason = diag.str();
+  }
+
+  DenseSet<Operation *> erased;
+  std::string lastReason;
+};
+
+struct XentRecognizePass
+    : public xent::impl::XentRecognizeBase<XentRecognizePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    // Candidates in reverse program order, so that the outermost value of a
+    // chain (the mean, not the sum it divides) is matched first. Regions of
+    // existing xent ops are left alone.
+    SmallVector<Operation *> candidates;
+    getOperation()->walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<CrossEntropyOp, CrossEntropyGradOp>(op))
+        return WalkResult::skip();
+      if (llvm::any_of(op->getResults(), isCandidate))
+        candidates.push_back(op);
+      return WalkResult::advance();
+    });
+
+    RecognizeState state;
+    RaiseCrossEntropy forward(&getContext(), state);
+    RaiseCrossEntropyGrad backward(&getContext(), state);
+    RecognizeListener listener;
+    PatternRewriter rewriter(&getContext());
+    rewriter.setListener(&listener);
+    DenseSet<Operation *> blocked;
+    for (Operation *op : llvm::reverse(candidates)) {
+      if (listener.erased.contains(op) || blocked.contains(op) ||
+          !state.isLive(op))
+        continue;
+      rewriter.setInsertionPoint(op);
+      state.lastNearMiss = false;
+      if (succeeded(forward.matchAndRewrite(op, rewriter)))
+        continue;
+      std::string forwardReason = listener.lastReason;
+      if (succeeded(backward.matchAndRewrite(op, rewriter)))
+        continue;
+      // A value that contains the chain in a form the ops cannot compute is
+      // left whole: no piece of it is raised on its own.
+      if (state.lastNearMiss)
+        blockSlice(op, blocked);
+      if (reportFailures && isReturned(op)) {
+        InFlightDiagnostic diag = op->emitRemark()
+                                  << "not raised: not a cross-entropy ("
+                                  << forwardReason << "), nor its gradient ("
+                                  << listener.lastReason << ")";
+        std::string expr;
+        llvm::raw_string_ostream os(expr);
+        ViewAnalysis &view = state.view();
+        for (Value result : op->getResults())
+          if (isCandidate(result))
+            view.print(view.get(result).node, os);
+        diag.attachNote() << "seen as " << expr;
+      }
+    }
+  }
+
+  /// Adds every op `op` depends on to `blocked`.
+  static void blockSlice(Operation *op, DenseSet<Operation *> &blocked) {
+    SmallVector<Operation *> worklist = {op};
+    while (!worklist.empty()) {
+      Operation *current = worklist.pop_back_val();
+      auto visit = [&](Value v) {
+        if (Operation *def = v.getDefiningOp())
+          if (blocked.insert(def).second)
+            worklist.push_back(def);
+      };
+      for (Value operand : current->getOperands())
+        visit(operand);
+      SetVector<Value> captured;
+      getUsedValuesDefinedAbove(current->getRegions(), captured);
+      for (Value v : captured)
+        visit(v);
+    }
+  }
+
+  /// True when a result of `op` is returned by its block's terminator.
+  static bool isReturned(Operation *op) {
+    for (Operation *user : op->getUsers())
+      if (user->hasTrait<OpTrait::ReturnLike>())
+        return true;
+    return false;
+  }
+};
+} // namespace
