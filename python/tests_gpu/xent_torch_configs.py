@@ -1,0 +1,54 @@
+"""The xent.torch kernel configurations the GPU drop-in tests use.
+
+``make_xent_bundle.py`` compiles them on a machine with LLVM; the tests call
+xent.torch, which finds the same configurations in the cache. The set covers
+every combination of reduction × weights × label smoothing × z-loss × softcap
+× target kind, each paired in turn with a logits dtype and rank, with and
+without the gradient, and two ignore_index values.
+"""
+
+import itertools
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from xent.kernels import kernel_config  # noqa: E402
+
+DTYPES = ("bf16", "f32", "f16")
+
+
+def matrix():
+    """(config, description) pairs; every attribute combination appears."""
+    out = []
+    combos = itertools.product(("mean", "sum", "none"), (False, True), (0.0, 0.1),
+                               (0.0, 1e-4), (None, 30.0), ("index", "probs"))
+    for k, (reduction, weighted, eps, z, cap, kind) in enumerate(combos):
+        dtype = DTYPES[k % 3]
+        rank = 4 if (k // 3) % 4 == 3 else 2
+        target = "probs" if kind == "probs" else ("i32" if k % 5 == 0 else "i64")
+        ignore_index = -100 if k % 2 else 0
+        for with_grad in ((True, False) if k % 8 == 0 else (True,)):
+            out.append(kernel_config(dtype=dtype, target=target, rank=rank, weighted=weighted,
+                                     reduction=reduction, ignore_index=ignore_index,
+                                     label_smoothing=eps, z_loss_scale=z, softcap=cap,
+                                     with_grad=with_grad))
+    return out
+
+
+def specials():
+    """Configurations of the edge-case tests."""
+    base = dict(target="i64", rank=2, weighted=False, ignore_index=-100, label_smoothing=0.0,
+                z_loss_scale=0.0, softcap=None, with_grad=True)
+    out = []
+    for dtype in DTYPES:
+        out.append(kernel_config(dtype=dtype, reduction="mean", **base))
+    out.append(kernel_config(dtype="bf16", reduction="mean",
+                             **{**base, "label_smoothing": 0.1, "z_loss_scale": 1e-4}))
+    out.append(kernel_config(dtype="bf16", reduction="mean", **{**base, "rank": 1}))
+    out.append(kernel_config(dtype="bf16", reduction="none", **base))
+    out.append(kernel_config(dtype="bf16", reduction="mean", **{**base, "with_grad": False}))
+    return out
+
+
+CONFIGS = matrix() + specials()

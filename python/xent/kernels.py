@@ -1,0 +1,161 @@
+"""MLIR for the kernels behind xent.torch: one entry function per
+configuration, in destination-passing style (buffers in, results written into
+the caller's buffers), compiled by ``xent-gpu-pipeline``. Free of torch, so a
+machine without a GPU can precompile a cache (:func:`precompile`)."""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, Iterable, Optional
+
+from . import gpu
+
+__all__ = ["kernel_config", "kernel_module", "precompile", "pipeline_args", "CHIP", "THREADS"]
+
+_REDUCTIONS = ("mean", "sum", "none")
+CHIP = os.environ.get("XENT_CHIP", "sm_90")
+THREADS = int(os.environ.get("XENT_THREADS", "512"))
+
+
+def _memref(rank: int, dtype: str) -> str:
+    return "memref<" + "?x" * rank + dtype + ">"
+
+
+def _tensor(rank: int, dtype: str) -> str:
+    return "tensor<" + "?x" * rank + dtype + ">"
+
+
+def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reduction: str,
+                  ignore_index: int, label_smoothing: float, z_loss_scale: float,
+                  softcap: Optional[float], with_grad: bool) -> Dict:
+    """The configuration that names one compiled library in the cache."""
+    return {"op": "xent.torch", "version": 1, "chip": CHIP, "threads": THREADS,
+            "dtype": dtype, "target": target, "rank": rank, "weighted": weighted,
+            "reduction": reduction,
+            "ignore_index": None if target == "probs" else int(ignore_index),
+            "label_smoothing": float(label_smoothing), "z_loss_scale": float(z_loss_scale),
+            "softcap": None if softcap is None else float(softcap), "with_grad": with_grad}
+
+
+def _attributes(c: Dict) -> str:
+    attrs = []
+    if c["ignore_index"] is not None:
+        attrs.append(f"ignore_index = {c['ignore_index']} : i64")
+    if c["label_smoothing"]:
+        attrs.append(f"label_smoothing = {c['label_smoothing']!r} : f32")
+    if c["z_loss_scale"]:
+        attrs.append(f"z_loss_scale = {c['z_loss_scale']!r} : f32")
+    if c["softcap"] is not None:
+        attrs.append(f"softcap = {c['softcap']!r} : f32")
+    return " {" + ", ".join(attrs) + "}" if attrs else ""
+
+
+_SCALE_KERNEL = """
+  gpu.module @xent_scale {{
+    // dx *= g, skipped entirely when g == 1 (the usual loss.backward()).
+    gpu.func @scale(%dx: memref<?x{dt}>, %g: memref<f32>) kernel {{
+      %gv = memref.load %g[] : memref<f32>
+      %one = arith.constant 1.0 : f32
+      %skip = arith.cmpf oeq, %gv, %one : f32
+      scf.if %skip {{
+      }} else {{
+        %c0 = arith.constant 0 : index
+        %n = memref.dim %dx, %c0 : memref<?x{dt}>
+        %bid = gpu.block_id x
+        %bdim = gpu.block_dim x
+        %tid = gpu.thread_id x
+        %gdim = gpu.grid_dim x
+        %start0 = arith.muli %bid, %bdim : index
+        %start = arith.addi %start0, %tid : index
+        %stride = arith.muli %gdim, %bdim : index
+        scf.for %k = %start to %n step %stride {{
+          %v = memref.load %dx[%k] : memref<?x{dt}>
+{scale}
+          memref.store %r, %dx[%k] : memref<?x{dt}>
+        }}
+      }}
+      gpu.return
+    }}
+  }}
+  func.func @xent_scale_grad(%dx: memref<?x{dt}>, %g: memref<f32>) attributes {{llvm.emit_c_interface}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c256 = arith.constant 256 : index
+    %c4096 = arith.constant 4096 : index
+    %n = memref.dim %dx, %c0 : memref<?x{dt}>
+    // 8 elements per thread, at most 4096 blocks (grid-stride loop).
+    %per = arith.constant 2048 : index
+    %b0 = arith.ceildivui %n, %per : index
+    %b1 = arith.maxui %b0, %c1 : index
+    %blocks = arith.minui %b1, %c4096 : index
+    gpu.launch_func @xent_scale::@scale blocks in (%blocks, %c1, %c1) threads in (%c256, %c1, %c1) args(%dx : memref<?x{dt}>, %g : memref<f32>)
+    return
+  }}
+"""
+
+
+def kernel_module(c: Dict) -> str:
+    """MLIR of the entry function for configuration `c`: buffers in, results
+    written into the caller's buffers (destination-passing)."""
+    r, dt = c["rank"], c["dtype"]
+    probs = c["target"] == "probs"
+    elem_rank = r if probs else r - 1
+    t_dt = dt if probs else c["target"]
+    red_rank = 0 if c["reduction"] != "none" else r - 1
+    args = [f"%x: {_memref(r, dt)}", f"%t: {_memref(elem_rank, t_dt)}"]
+    body = [f"  %xt = bufferization.to_tensor %x restrict : {_memref(r, dt)} to {_tensor(r, dt)}",
+            f"  %tt = bufferization.to_tensor %t restrict : {_memref(elem_rank, t_dt)} to "
+            f"{_tensor(elem_rank, t_dt)}"]
+    operand_types = [_tensor(r, dt), _tensor(elem_rank, t_dt)]
+    weight = ""
+    if c["weighted"]:
+        args.append(f"%w: {_memref(1, 'f32')}")
+        body.append(f"  %wt = bufferization.to_tensor %w restrict : {_memref(1, 'f32')} to "
+                    f"{_tensor(1, 'f32')}")
+        operand_types.append(_tensor(1, "f32"))
+        weight = " weight %wt"
+    loss_t = _tensor(red_rank, "f32")
+    if c["with_grad"]:
+        args.append(f"%g: {_memref(red_rank, 'f32')}")
+        body.append(f"  %gt = bufferization.to_tensor %g restrict : {_memref(red_rank, 'f32')} to "
+                    f"{loss_t}")
+    args += [f"%loss: {_memref(red_rank, 'f32')}", f"%z: {_memref(red_rank, 'f32')}"]
+    attrs = _attributes(c)
+    if c["with_grad"]:
+        args.append(f"%dx: {_memref(r, dt)}")
+        body.append(f"  %l, %zz, %d = xent.cross_entropy_and_grad {c['reduction']} %gt, %xt, %tt"
+                    f"{weight}{attrs} : ({', '.join([loss_t] + operand_types)}) -> "
+                    f"({loss_t}, {loss_t}, {_tensor(r, dt)})")
+        body.append(f"  bufferization.materialize_in_destination %d in restrict writable %dx : "
+                    f"({_tensor(r, dt)}, {_memref(r, dt)}) -> ()")
+    else:
+        body.append(f"  %l, %zz = xent.cross_entropy {c['reduction']} %xt, %tt{weight}{attrs} : "
+                    f"({', '.join(operand_types)}) -> ({loss_t}, {loss_t})")
+    for v, dest in (("%l", "%loss"), ("%zz", "%z")):
+        body.append(f"  bufferization.materialize_in_destination {v} in restrict writable {dest} : "
+                    f"({loss_t}, {_memref(red_rank, 'f32')}) -> ()")
+    text = ("func.func @xent_entry(" + ", ".join(args) + ") attributes {llvm.emit_c_interface} {\n"
+            + "\n".join(body) + "\n  return\n}\n")
+    if c["with_grad"]:
+        if dt == "f32":
+            scale = "          %r = arith.mulf %v, %gv : f32"
+        else:
+            scale = (f"          %w = arith.extf %v : {dt} to f32\n"
+                     f"          %s = arith.mulf %w, %gv : f32\n"
+                     f"          %r = arith.truncf %s : f32 to {dt}")
+        text += _SCALE_KERNEL.format(dt=dt, scale=scale)
+    return "module attributes {gpu.container_module} {\n" + text + "}\n"
+
+
+def pipeline_args():
+    return [f"--xent-gpu-pipeline=chip={CHIP} threads={THREADS}"]
+
+
+
+def precompile(configs: Iterable[Dict], cache_dir: Optional[str] = None) -> None:
+    """Compiles `configs` into the cache (no GPU needed), for a GPU machine
+    without LLVM."""
+    cache = gpu.KernelCache(cache_dir or os.environ.get("XENT_CACHE_DIR"))
+    for config in configs:
+        cache.path(config, lambda c=config: kernel_module(c), pipeline_args=pipeline_args(),
+                   opt_tool=os.environ.get("XENT_OPT"))

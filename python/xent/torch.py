@@ -1,0 +1,160 @@
+"""A drop-in for ``torch.nn.functional.cross_entropy`` on CUDA, backed by
+kernels that ``xent-gpu-pipeline`` compiles from ``xent.cross_entropy``.
+
+    from xent.torch import cross_entropy, CrossEntropyLoss
+    loss = cross_entropy(logits, target, ignore_index=-100, label_smoothing=0.1,
+                         z_loss_scale=1e-4, softcap=30.0)
+
+Semantics are PyTorch's (class weights, ``ignore_index``, label smoothing,
+``mean``/``sum``/``none``, N-D inputs with the class axis at 1, probability
+targets) plus Liger's z-loss and a logit softcap; see docs/user-guide.md.
+
+When ``logits.requires_grad``, the forward launches one fused kernel that
+writes the loss and the gradient for ``grad_output = 1`` (the joint op
+``xent.cross_entropy_and_grad``); backward then only scales it: a scalar
+``grad_output`` is applied by a kernel that returns at once when it is 1 (no
+pass over the N×V gradient, no device→host read), a per-element one (``none``)
+by one fused multiply. Everything runs on PyTorch's current stream without a
+synchronization, so calls are CUDA-graph capturable.
+
+Kernels are compiled per configuration (dtypes, rank, attributes) into a
+:class:`xent.gpu.KernelCache` directory (``$XENT_CACHE_DIR``); compiling needs
+``xent-opt`` and LLVM (:func:`precompile` fills a cache on such a machine),
+running needs only the cache and the CUDA driver.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, Optional
+
+import torch
+
+from . import gpu
+from .kernels import kernel_config, kernel_module, pipeline_args, precompile
+
+__all__ = ["cross_entropy", "CrossEntropyLoss", "kernel_config", "kernel_module", "precompile"]
+
+_DTYPES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16",
+           torch.int64: "i64", torch.int32: "i32"}
+_REDUCTIONS = ("mean", "sum", "none")
+
+_CACHE: Optional[gpu.KernelCache] = None
+
+
+def _cache() -> gpu.KernelCache:
+    global _CACHE
+    if _CACHE is None:
+        _CACHE = gpu.KernelCache(os.environ.get("XENT_CACHE_DIR"))
+    return _CACHE
+
+
+def _library(config: Dict) -> gpu.GpuLibrary:
+    opt = os.environ.get("XENT_OPT")
+    return _cache().get(config, lambda: kernel_module(config), pipeline_args=pipeline_args(),
+                        opt_tool=opt)
+
+
+def _describe(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ignore_index,
+              label_smoothing, z_loss_scale, softcap, with_grad) -> Dict:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise TypeError(f"xent: unsupported logits dtype {logits.dtype}")
+    if logits.dim() == 0:
+        raise ValueError("xent: logits must have at least one dimension")
+    probs = target.is_floating_point()
+    if probs:
+        if target.shape != logits.shape:
+            raise ValueError("xent: probability targets must have the logits' shape")
+        tgt = "probs"
+    else:
+        if target.dtype not in (torch.int64, torch.int32):
+            raise TypeError(f"xent: unsupported target dtype {target.dtype}")
+        expected = logits.shape[:1] + logits.shape[2:] if logits.dim() > 1 else torch.Size([])
+        if target.shape != expected:
+            raise ValueError(f"xent: target shape {tuple(target.shape)} does not match "
+                             f"{tuple(expected)}")
+        tgt = _DTYPES[target.dtype]
+    if weight is not None and (weight.dim() != 1 or weight.numel() != logits.shape[
+            1 if logits.dim() > 1 else 0]):
+        raise ValueError("xent: weight must be a 1-D tensor with one entry per class")
+    return kernel_config(dtype=_DTYPES[logits.dtype], target=tgt, rank=logits.dim(),
+                         weighted=weight is not None, reduction=reduction,
+                         ignore_index=ignore_index, label_smoothing=label_smoothing,
+                         z_loss_scale=z_loss_scale, softcap=softcap, with_grad=with_grad)
+
+
+class _CrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits, target, weight, config, return_z):
+        logits = logits.contiguous()
+        target = target.contiguous()
+        lib = _library(config)
+        reduced = config["reduction"] != "none"
+        out_shape = () if reduced else (logits.shape[:1] + logits.shape[2:]
+                                        if logits.dim() > 1 else ())
+        loss = torch.empty(out_shape, device=logits.device, dtype=torch.float32)
+        z = torch.empty(out_shape, device=logits.device, dtype=torch.float32)
+        args = [logits, target]
+        if weight is not None:
+            args.append(weight.contiguous().to(torch.float32))
+        if config["with_grad"]:
+            ones = torch.ones(out_shape, device=logits.device, dtype=torch.float32)
+            dx = torch.empty_like(logits)
+            lib.call("xent_entry", *args, ones, loss, z, dx)
+            ctx.save_for_backward(dx)
+            ctx.reduced = reduced
+            ctx.lib = lib
+        else:
+            lib.call("xent_entry", *args, loss, z)
+        ctx.mark_non_differentiable(z)
+        out_dtype = logits.dtype
+        return loss.to(out_dtype), z.to(out_dtype)
+
+    @staticmethod
+    def backward(ctx, grad_loss, grad_z):
+        (dx,) = ctx.saved_tensors
+        if ctx.reduced:
+            g = grad_loss.to(torch.float32).contiguous()
+            ctx.lib.call("xent_scale_grad", dx.view(-1), g)
+        else:
+            g = grad_loss.to(torch.float32)
+            if dx.dim() > 1:
+                g = g.unsqueeze(1)
+            dx.mul_(g.to(dx.dtype) if dx.dtype != torch.float32 else g)
+        return dx, None, None, None, None
+
+
+def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor] = None,
+                  ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0,
+                  z_loss_scale: float = 0.0, softcap: Optional[float] = None,
+                  return_z_loss: bool = False):
+    """``torch.nn.functional.cross_entropy`` with xent's fused CUDA kernels.
+
+    Returns the loss (in the logits' dtype, like PyTorch), and the z-loss part
+    too when ``return_z_loss``. Differentiable with respect to ``logits``."""
+    if not logits.is_cuda:
+        raise ValueError("xent.torch.cross_entropy runs on CUDA tensors")
+    with_grad = torch.is_grad_enabled() and logits.requires_grad
+    config = _describe(logits, target, weight, reduction, ignore_index, label_smoothing,
+                       z_loss_scale, softcap, with_grad)
+    loss, z = _CrossEntropy.apply(logits, target, weight, config, return_z_loss)
+    return (loss, z) if return_z_loss else loss
+
+
+class CrossEntropyLoss(torch.nn.Module):
+    """``torch.nn.CrossEntropyLoss`` with xent's kernels (and z-loss, softcap)."""
+
+    def __init__(self, weight: Optional[torch.Tensor] = None, ignore_index: int = -100,
+                 reduction: str = "mean", label_smoothing: float = 0.0,
+                 z_loss_scale: float = 0.0, softcap: Optional[float] = None):
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.ignore_index, self.reduction = ignore_index, reduction
+        self.label_smoothing, self.z_loss_scale, self.softcap = (label_smoothing, z_loss_scale,
+                                                                  softcap)
+
+    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return cross_entropy(logits, target, self.weight, self.ignore_index, self.reduction,
+                             self.label_smoothing, self.z_loss_scale, self.softcap)
