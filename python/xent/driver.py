@@ -179,7 +179,9 @@ def _link_args(llvm_ir: str, tc: Toolchain) -> List[str]:
 
 def compile_module(mlir_text: str, pipeline_args: Sequence[str], opt_tool: str,
                    out_dir: Optional[str] = None, *,
-                   toolchain: Optional[Toolchain] = None) -> str:
+                   toolchain: Optional[Toolchain] = None,
+                   link_libraries: Sequence[str] = (),
+                   rpath: Sequence[str] = ()) -> str:
     """Lower ``mlir_text`` to a shared library and return its path.
 
     Runs ``<opt_tool> <pipeline_args>`` on the text, then
@@ -188,18 +190,28 @@ def compile_module(mlir_text: str, pipeline_args: Sequence[str], opt_tool: str,
     identities (path, mtime, size) in ``out_dir``, ``$XENT_CACHE_DIR`` or
     ``~/.cache/xent``.  Raises :class:`ToolError` (with the tool's stderr)
     when a step fails.
+
+    ``link_libraries``: shared libraries the module is linked against (e.g.
+    the CUDA runtime for GPU host code, see :mod:`xent.gpu`); ``rpath``:
+    run-time search paths recorded in the library (``$ORIGIN`` is the
+    library's own directory).  Both are part of the cache key.
     """
     tc = toolchain or Toolchain.from_env()
     opt = _resolve_tool(opt_tool)
     pipeline_args = [str(a) for a in pipeline_args]
-    key_material = json.dumps({
+    link_libraries = [os.path.abspath(str(p)) for p in link_libraries]
+    rpath = [str(p) for p in rpath]
+    key_fields = {
         "version": _RECIPE_VERSION,
         "text": mlir_text,
         "pipeline": pipeline_args,
         "opt": _tool_fingerprint(opt),
         "tools": [_tool_fingerprint(p) for p in
                   (tc.mlir_translate, tc.llc, tc.runner_utils)] + [tc.cc],
-    }, sort_keys=True)
+    }
+    if link_libraries or rpath:
+        key_fields["link"] = [_tool_fingerprint(p) for p in link_libraries] + rpath
+    key_material = json.dumps(key_fields, sort_keys=True)
     key = hashlib.sha256(key_material.encode()).hexdigest()[:32]
     cache = _cache_dir(out_dir)
     so_path = os.path.join(cache, f"xent_{key}.so")
@@ -219,6 +231,7 @@ def compile_module(mlir_text: str, pipeline_args: Sequence[str], opt_tool: str,
             extra = _link_args(f.read(), tc)
         # --no-undefined: a missing runtime symbol (e.g. libgcc < 13 has no
         # __truncsfbf2) fails here, with a message, not later in dlopen.
+        extra += link_libraries + [f"-Wl,-rpath,{p}" for p in rpath]
         _run("cc", [tc.cc, "-shared", "-Wl,--no-undefined", "-o", so_tmp, obj, *extra, "-lm"])
         os.replace(so_tmp, so_path)  # atomic: concurrent compilations are safe
     return so_path
