@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs the GPU checks of the CUDA runtime on a machine with a GPU, PyTorch
+# and compute-sanitizer but no LLVM, from a bundle that make_bundle.py built
+# elsewhere (docs/gpu-runtime.md):
+#
+#   python/tests_gpu/run_on_device.sh BUNDLE_DIR [LOG_DIR]
+#
+# 1. the integration runner on the three modules of test/Integration/GPU;
+# 2. pytest python/tests_gpu (PyTorch tensors, current and side streams,
+#    errors, timings), kernels from BUNDLE_DIR as XENT_CACHE_DIR;
+# 3. compute-sanitizer memcheck on the three runner checks, racecheck on the
+#    shared-memory reduction, memcheck on a PyTorch program through xent.gpu.
+# Prints a summary line per step; exit status 1 if one failed.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUNDLE="$(cd "${1:?usage: run_on_device.sh BUNDLE_DIR [LOG_DIR]}" && pwd)"
+LOGS="${2:-$BUNDLE/logs}"
+mkdir -p "$LOGS"
+export XENT_CACHE_DIR="$BUNDLE" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
+SANITIZER="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"
+declare -a SUMMARY
+status=0
+step() {  # step NAME COMMAND...: runs (at most 240 s), logs, records PASS/FAIL
+  local name="$1"; shift
+  local start=$SECONDS
+  timeout 240 "$@" >"$LOGS/$name.log" 2>&1
+  local rc=$?
+  local verdict=PASS; [[ $rc -eq 0 ]] || { verdict="FAIL(rc=$rc)"; status=1; }
+  SUMMARY+=("$(printf '%-28s %-12s %4ss' "$name" "$verdict" $((SECONDS - start)))")
+  tail -n 25 "$LOGS/$name.log"
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+
+for t in "vector-add vadd" "shared-memory rowsum" "host-ops hostops"; do
+  set -- $t
+  step "runner-$2" "$BUNDLE/runner" "$BUNDLE/$1.so" "$2"
+done
+
+step pytest python3 -m pytest -s -q -p no:cacheprovider -o addopts="" \
+  --rootdir "$ROOT/python/tests_gpu" "$ROOT/python/tests_gpu"
+
+if [[ -n "$SANITIZER" ]]; then
+  for t in "vector-add vadd" "shared-memory rowsum" "host-ops hostops"; do
+    set -- $t
+    step "memcheck-$2" "$SANITIZER" --tool memcheck --error-exitcode 9 --leak-check full \
+      "$BUNDLE/runner" "$BUNDLE/$1.so" "$2"
+  done
+  step racecheck-rowsum "$SANITIZER" --tool racecheck --error-exitcode 9 \
+    "$BUNDLE/runner" "$BUNDLE/shared-memory.so" rowsum
+  step memcheck-torch "$SANITIZER" --tool memcheck --error-exitcode 9 \
+    python3 "$ROOT/python/tests_gpu/sanitizer_torch.py"
+else
+  SUMMARY+=("compute-sanitizer          not found")
+fi
+
+echo "== summary"
+printf '%s\n' "${SUMMARY[@]}" | tee "$LOGS/summary.txt"
+exit $status
