@@ -58,8 +58,9 @@ static Node *stripFloatCasts(Node *n) {
 /// Looks through integer casts that preserve a signed class index (and its
 /// exact conversion to float, used by float compares).
 static Node *stripIndexCasts(Node *n) {
+  // trunci: a gather index narrowed to i32 (TOSA) keeps every class index.
   while (isCast(n, CastKind::ExtSI) || isCast(n, CastKind::IndexCast) ||
-         isCast(n, CastKind::SIToFP))
+         isCast(n, CastKind::SIToFP) || isCast(n, CastKind::TruncI))
     n = n->operands[0];
   return n;
 }
@@ -169,6 +170,16 @@ bool Equivalence::equal(Node *a, Node *b, unsigned depth) {
            (std::isnan(a->number) && std::isnan(b->number));
   case NodeKind::Index:
     return va.same(a->axes[0], b->axes[0]);
+  case NodeKind::Table:
+    return va.same(a->axes[0], b->axes[0]) && a->table == b->table;
+  case NodeKind::Concat:
+    if (!va.same(a->axes[0], b->axes[0]) ||
+        a->operands.size() != b->operands.size())
+      return false;
+    for (auto [x, y] : llvm::zip(a->operands, b->operands))
+      if (!equal(x, y, depth + 1))
+        return false;
+    return true;
   case NodeKind::Gather:
     return va.same(a->axes[0], b->axes[0]) &&
            equal(a->operands[0], b->operands[0], depth + 1) &&
@@ -278,10 +289,15 @@ static void flattenLinear(ViewAnalysis &va, Equivalence &eq, Node *n,
         recurse(arg->operands[0], coeff);
         return;
       }
-      if (isOp(arg, K::Div)) {
+      if (isOp(arg, K::Div) || isOp(arg, K::Mul)) {
+        double sign = isOp(arg, K::Div) ? -1 : 1;
         recurse(va.makeElementwise(K::Log, n->type, {arg->operands[0]}), coeff);
         recurse(va.makeElementwise(K::Log, n->type, {arg->operands[1]}),
-                -coeff);
+                sign * coeff);
+        return;
+      }
+      if (std::optional<double> k = getConstant(arg); k && *k > 0) {
+        form.constant += coeff * std::log(*k);
         return;
       }
       break;

@@ -16,6 +16,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 using namespace mlir;
@@ -220,6 +221,14 @@ void ViewAnalysis::collectFreeAxes(Node *node, SmallVectorImpl<Axis> &out,
           result.push_back(a);
       break;
     }
+    case NodeKind::Table:
+      result.append(node->axes.begin(), node->axes.end());
+      break;
+    case NodeKind::Concat:
+      result.append(node->axes.begin(), node->axes.end());
+      for (Node *operand : node->operands)
+        collectFreeAxes(operand, result, level + 1);
+      break;
     case NodeKind::Gather: {
       SmallVector<Axis, 4> source;
       collectFreeAxes(node->operands[0], source, level + 1);
@@ -380,6 +389,8 @@ View ViewAnalysis::analyzeResult(OpResult result) {
     return view;
   }
 
+  if (auto concat = dyn_cast<tensor::ConcatOp>(op))
+    return analyzeConcat(op, concat.getInputs(), concat.getDim());
   if (op->getDialect() && isa<tosa::TosaDialect>(op->getDialect()))
     return analyzeTosa(op);
 
@@ -416,9 +427,25 @@ View ViewAnalysis::analyzeConstant(Value value, Attribute attr) {
     view.node = makeConstant(*number, elementType);
     return view;
   }
+  if (type.getNumElements() > kMaxIotaElements)
+    return leaf(value);
+  if (isa<FloatType>(elementType)) {
+    // A vector along its one non-unit dimension.
+    SmallVector<int64_t> nonUnit;
+    for (auto [dim, size] : llvm::enumerate(type.getShape()))
+      if (size != 1)
+        nonUnit.push_back(dim);
+    if (nonUnit.size() != 1)
+      return leaf(value);
+    Node *node = newNode(NodeKind::Table, elementType);
+    node->axes = {view.dims[nonUnit[0]]};
+    for (const APFloat &v : dense.getValues<APFloat>())
+      node->table.push_back(v.convertToDouble());
+    view.node = node;
+    return view;
+  }
   // An iota along one dimension is the position along that axis.
-  if (!isa<IntegerType, IndexType>(elementType) ||
-      type.getNumElements() > kMaxIotaElements)
+  if (!isa<IntegerType, IndexType>(elementType))
     return leaf(value);
   SmallVector<APInt> values(dense.getValues<APInt>());
   ArrayRef<int64_t> shape = type.getShape();
@@ -437,6 +464,19 @@ View ViewAnalysis::analyzeConstant(Value value, Attribute attr) {
       view.node = node;
       return view;
     }
+  }
+  // A vector along its one non-unit dimension.
+  SmallVector<int64_t> nonUnit;
+  for (auto [dim, size] : llvm::enumerate(shape))
+    if (size != 1)
+      nonUnit.push_back(dim);
+  if (nonUnit.size() == 1) {
+    Node *node = newNode(NodeKind::Table, elementType);
+    node->axes = {view.dims[nonUnit[0]]};
+    for (const APInt &v : values)
+      node->table.push_back(static_cast<double>(v.getSExtValue()));
+    view.node = node;
+    return view;
   }
   return leaf(value);
 }
@@ -987,6 +1027,9 @@ View ViewAnalysis::analyzeTosaReduce(Operation *op, ReduceKind kind,
 
 View ViewAnalysis::analyzeTosaGather(Operation *op) {
   Value result = op->getResult(0);
+  View flattened = analyzeFlattenedGather(op);
+  if (flattened.node)
+    return flattened;
   View values = get(op->getOperand(0));
   View indices = get(op->getOperand(1));
   if (values.dims.size() != 3 || indices.dims.size() != 2)
@@ -1123,7 +1166,234 @@ View ViewAnalysis::analyzeTosa(Operation *op) {
         return view;
       })
       .Case<tosa::GatherOp>([&](auto) { return analyzeTosaGather(op); })
+      .Case<tosa::ConcatOp>([&](tosa::ConcatOp o) {
+        return analyzeConcat(op, o.getInput1(), o.getAxis());
+      })
       .Default([&](Operation *) { return leaf(result); });
+}
+
+//===----------------------------------------------------------------------===//
+// Concatenation and flattened gathers
+//===----------------------------------------------------------------------===//
+
+View ViewAnalysis::analyzeConcat(Operation *op, ValueRange inputs,
+                                 int64_t axis) {
+  Value result = op->getResult(0);
+  auto type = dyn_cast<RankedTensorType>(result.getType());
+  if (!type || axis < 0 || axis >= type.getRank() || inputs.empty())
+    return leaf(result);
+  // Only pieces of size 1 along the axis: position i is piece i.
+  SmallVector<View> pieces;
+  for (Value input : inputs) {
+    auto inputType = dyn_cast<RankedTensorType>(input.getType());
+    if (!inputType || inputType.getDimSize(axis) != 1)
+      return leaf(result);
+    pieces.push_back(get(input));
+  }
+  SmallVector<int64_t> shape(type.getShape());
+  shape[axis] = 1;
+  SmallVector<const View *> pointers =
+      llvm::map_to_vector(pieces, [](const View &v) { return &v; });
+  auto dims = broadcastDims(pointers, shape);
+  if (!dims)
+    return leaf(result);
+  Axis e = freshAxis();
+  (*dims)[axis] = e;
+  addDistinct(*dims);
+  Node *node = newNode(NodeKind::Concat, type.getElementType());
+  node->axes = {e};
+  for (const View &piece : pieces)
+    node->operands.push_back(piece.node);
+  return {node, *dims};
+}
+
+Node *ViewAnalysis::evaluateAt(Node *node, Axis axis, int64_t position,
+                               unsigned level) {
+  if (level > 32)
+    return nullptr;
+  if (!dependsOn(node, axis))
+    return node;
+  switch (node->kind) {
+  case NodeKind::Concat:
+    if (!same(node->axes[0], axis) || position < 0 ||
+        position >= static_cast<int64_t>(node->operands.size()))
+      return nullptr;
+    return node->operands[position];
+  case NodeKind::Table:
+    if (!same(node->axes[0], axis) || position < 0 ||
+        position >= static_cast<int64_t>(node->table.size()))
+      return nullptr;
+    return makeConstant(node->table[position], node->type);
+  case NodeKind::Index:
+    return makeConstant(static_cast<double>(position), node->type);
+  case NodeKind::Elementwise: {
+    SmallVector<Node *> operands;
+    for (Node *operand : node->operands) {
+      Node *n = evaluateAt(operand, axis, position, level + 1);
+      if (!n)
+        return nullptr;
+      operands.push_back(n);
+    }
+    Node *copy = makeElementwise(node->op, node->type, operands);
+    copy->predicate = node->predicate;
+    copy->cast = node->cast;
+    return copy;
+  }
+  default:
+    return nullptr;
+  }
+}
+
+bool ViewAnalysis::decomposeIndex(
+    Node *node, int64_t coeff,
+    SmallVectorImpl<std::pair<int64_t, Node *>> &terms, int64_t &constant,
+    unsigned level) {
+  using K = ElementwiseKind;
+  if (level > 32)
+    return false;
+  auto intConstant = [](Node *n) -> std::optional<int64_t> {
+    if (n->kind != NodeKind::Constant || n->number != std::trunc(n->number))
+      return std::nullopt;
+    return static_cast<int64_t>(n->number);
+  };
+  if (std::optional<int64_t> k = intConstant(node)) {
+    constant += coeff * *k;
+    return true;
+  }
+  if (node->kind == NodeKind::Elementwise) {
+    switch (node->op) {
+    case K::Add:
+      return decomposeIndex(node->operands[0], coeff, terms, constant,
+                            level + 1) &&
+             decomposeIndex(node->operands[1], coeff, terms, constant,
+                            level + 1);
+    case K::Sub:
+      return decomposeIndex(node->operands[0], coeff, terms, constant,
+                            level + 1) &&
+             decomposeIndex(node->operands[1], -coeff, terms, constant,
+                            level + 1);
+    case K::Mul:
+      if (std::optional<int64_t> k = intConstant(node->operands[0]))
+        return decomposeIndex(node->operands[1], coeff * *k, terms, constant,
+                              level + 1);
+      if (std::optional<int64_t> k = intConstant(node->operands[1]))
+        return decomposeIndex(node->operands[0], coeff * *k, terms, constant,
+                              level + 1);
+      break;
+    case K::Cast:
+      // Integer casts of class indices and positions keep their values.
+      if (node->cast == CastKind::ExtSI || node->cast == CastKind::TruncI ||
+          node->cast == CastKind::IndexCast)
+        return decomposeIndex(node->operands[0], coeff, terms, constant,
+                              level + 1);
+      break;
+    default:
+      break;
+    }
+  }
+  if (node->kind == NodeKind::Reduce && node->reduce == ReduceKind::Sum &&
+      node->axes.size() == 1) {
+    // Σ over a concatenated (or constant) axis: expand position by position.
+    Axis e = node->axes[0];
+    std::optional<int64_t> extent;
+    std::function<void(Node *, unsigned)> findExtent = [&](Node *n,
+                                                           unsigned d) {
+      if (d > 32 || extent)
+        return;
+      if ((n->kind == NodeKind::Concat || n->kind == NodeKind::Table) &&
+          same(n->axes[0], e)) {
+        extent = n->kind == NodeKind::Concat
+                     ? static_cast<int64_t>(n->operands.size())
+                     : static_cast<int64_t>(n->table.size());
+        return;
+      }
+      for (Node *operand : n->operands)
+        findExtent(operand, d + 1);
+    };
+    findExtent(node->operands[0], 0);
+    if (!extent)
+      return false;
+    for (int64_t i = 0; i < *extent; ++i) {
+      Node *at = evaluateAt(node->operands[0], e, i);
+      if (!at || !decomposeIndex(at, coeff, terms, constant, level + 1))
+        return false;
+    }
+    return true;
+  }
+  for (auto &term : terms) {
+    if (term.second == node) {
+      term.first += coeff;
+      return true;
+    }
+  }
+  terms.push_back({coeff, node});
+  return true;
+}
+
+/// A gather from a tensor flattened into one dimension, at an index
+/// computed as Σ position_d · stride_d (TF's gather_nd legalized to TOSA):
+/// `tosa.gather(reshape(S, [1, K, 1]), idx)` with K the number of elements
+/// of S reads S at the positions the strides decode.
+View ViewAnalysis::analyzeFlattenedGather(Operation *op) {
+  auto reshape = op->getOperand(0).getDefiningOp<tosa::ReshapeOp>();
+  if (!reshape)
+    return {};
+  Value source = reshape.getInput1();
+  auto sourceType = dyn_cast<RankedTensorType>(source.getType());
+  auto valuesType = dyn_cast<RankedTensorType>(reshape.getType());
+  if (!sourceType || !valuesType || !sourceType.hasStaticShape() ||
+      valuesType.getShape() !=
+          ArrayRef<int64_t>{1, sourceType.getNumElements(), 1})
+    return {};
+  View sourceView = get(source);
+  View indices = get(op->getOperand(1));
+  if (indices.dims.size() != 2 || indices.dims[0] != kUnitAxis)
+    return {};
+
+  // The strides of the source's non-unit dimensions, row-major.
+  SmallVector<std::pair<Axis, int64_t>> components;
+  int64_t stride = 1;
+  for (int64_t d = sourceType.getRank() - 1; d >= 0; --d) {
+    int64_t size = sourceType.getDimSize(d);
+    if (size != 1)
+      components.insert(components.begin(), {sourceView.dims[d], stride});
+    stride *= size;
+  }
+  SmallVector<std::pair<int64_t, Node *>> terms;
+  int64_t constant = 0;
+  if (!decomposeIndex(indices.node, 1, terms, constant) || constant != 0)
+    return {};
+  // Each component takes the term with its stride: a position along an
+  // axis (which then is that axis) or, for one component, the data index.
+  std::optional<std::pair<Axis, Node *>> data;
+  SmallVector<bool> used(terms.size(), false);
+  for (auto [axis, componentStride] : components) {
+    bool found = false;
+    for (auto [i, term] : llvm::enumerate(terms)) {
+      if (used[i] || term.first != componentStride)
+        continue;
+      Node *n = term.second;
+      if (n->kind == NodeKind::Index) {
+        if (!unify(axis, n->axes[0]))
+          return {};
+      } else {
+        if (data)
+          return {};
+        data = {axis, n};
+      }
+      used[i] = found = true;
+      break;
+    }
+    if (!found)
+      return {};
+  }
+  if (llvm::is_contained(used, false))
+    return {};
+  View view;
+  view.dims = {kUnitAxis, indices.dims[1], kUnitAxis};
+  view.node = data ? makeGather(sourceView.node, data->first, data->second)
+                   : sourceView.node;
+  return view;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1177,6 +1447,18 @@ void ViewAnalysis::print(Node *node, raw_ostream &os, unsigned level) {
     print(node->operands[0], os, level + 1);
     os << ", ";
     print(node->operands[1], os, level + 1);
+    os << ")";
+    return;
+  case NodeKind::Table:
+    os << "table";
+    axes(node->axes);
+    return;
+  case NodeKind::Concat:
+    os << "concat";
+    axes(node->axes);
+    os << "(";
+    llvm::interleaveComma(node->operands, os,
+                          [&](Node *n) { print(n, os, level + 1); });
     os << ")";
     return;
   case NodeKind::Elementwise:

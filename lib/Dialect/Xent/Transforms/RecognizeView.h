@@ -65,6 +65,10 @@ enum class NodeKind {
   Reduce,
   /// `source` read along `axis` at the position `index`.
   Gather,
+  /// Pieces concatenated along a new axis: operand i at position i.
+  Concat,
+  /// A constant vector along one axis: `table[i]` at position i.
+  Table,
 };
 
 enum class ElementwiseKind {
@@ -122,10 +126,14 @@ struct Node {
   std::optional<double> init;
   /// Constant: the splat value (integers and booleans as doubles).
   double number = 0;
-  /// Elementwise: the operands; Reduce: {body}; Gather: {source, index}.
+  /// Elementwise: the operands; Reduce: {body}; Gather: {source, index};
+  /// Concat: the pieces.
   SmallVector<Node *, 3> operands;
+  /// Table: the values along its axis.
+  SmallVector<double, 4> table;
   /// Leaf: one axis per dimension of `origin` (kUnitAxis for unit ones);
-  /// Index: {axis}; Reduce: the reduced axes; Gather: {gathered axis}.
+  /// Index, Concat, Table: {axis}; Reduce: the reduced axes; Gather:
+  /// {gathered axis}.
   SmallVector<Axis, 4> axes;
   /// The value this node was built for, when there is one: for a leaf the
   /// value itself, for other nodes the first tensor or scalar value whose
@@ -188,6 +196,17 @@ private:
   View analyzeTosa(Operation *op);
   View analyzeTosaReduce(Operation *op, ReduceKind kind, bool nanIgnoring);
   View analyzeTosaGather(Operation *op);
+  View analyzeFlattenedGather(Operation *op);
+  View analyzeConcat(Operation *op, ValueRange inputs, int64_t axis);
+  /// `node` as Σ coeff · term + constant over integers, looking through
+  /// integer casts and expanding sums over concatenated or constant axes;
+  /// false when it is not such a combination.
+  bool decomposeIndex(Node *node, int64_t coeff,
+                      SmallVectorImpl<std::pair<int64_t, Node *>> &terms,
+                      int64_t &constant, unsigned depth = 0);
+  /// `node` with its dependence on `axis` fixed at `position` (through
+  /// Concat and Table nodes), or null.
+  Node *evaluateAt(Node *node, Axis axis, int64_t position, unsigned depth = 0);
   View analyzeConstant(Value value, Attribute attr);
   /// The node of a scalar value inside the body of `op`; null when it is not
   /// expressible (it reads an accumulator, an unknown op...).

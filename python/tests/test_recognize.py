@@ -1,0 +1,207 @@
+"""xent-recognize changes no numbers, and the ops it creates mean what the chains compute.
+
+Every function of the recognizer's input corpus (test/Transforms/Recognize/
+Inputs, described by forms.json) is compiled three ways with xent-opt:
+
+* plain: the file's own lowering (TOSA -> linalg, the linalg.softmax
+  decomposition) and the CPU lowering, as the frontend IR stands;
+* recognized: ``xent-recognize``, then the fallback (``xent-inline-decomposition``,
+  the file's lowering, ``xent-cpu-pipeline``): the region the pass built is
+  what runs, and must give exactly the plain numbers;
+* canonical: ``xent-recognize``, then every decomposition region is dropped so
+  that ``xent-cpu-pipeline`` materializes the op's own canonical
+  decomposition: the numbers then come from the op's attributes (reduction,
+  ignore_index, axis, weight, probability targets) alone and must match the
+  float64 reference of PyTorch's semantics.
+
+Inputs are random, with about 30 % ignored targets. The text after
+``xent-recognize`` must contain the expected xent ops, and none for near
+misses.
+"""
+
+import os
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+from xent import forms
+from xent.driver import Library, compile_module
+from xent.pipelines import CPU_LOWERING_PASSES
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+XENT_OPT = os.environ.get("XENT_OPT") or os.path.join(ROOT, "build", "bin", "xent-opt")
+
+ENTRIES = forms.load_entries()
+FILES = sorted({e.file for e in ENTRIES})
+
+pytestmark = pytest.mark.skipif(not os.access(XENT_OPT, os.X_OK),
+                                reason=f"xent-opt not built at {XENT_OPT}")
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return os.environ.get("XENT_CACHE_DIR") or str(tmp_path_factory.mktemp("xent-cache"))
+
+
+def read(name):
+    with open(os.path.join(forms.INPUTS_DIR, name)) as f:
+        return f.read()
+
+
+def lowering(name):
+    """The file's own lowering before the CPU passes (empty for most)."""
+    entry = next(e for e in ENTRIES if e.file == name)
+    return forms.lowering_passes(entry)[:-len(CPU_LOWERING_PASSES)].rstrip(",")
+
+
+def run_xent_opt(text, *args):
+    p = subprocess.run([XENT_OPT, *args, "-"], input=text, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def function_bodies(text):
+    """{function name: its text} of a printed module."""
+    out, name, lines = {}, None, []
+    for line in text.split("\n"):
+        m = re.match(r"  func\.func @([\w$.]+)\(", line)
+        if m:
+            name, lines = m.group(1), []
+        if name is not None:
+            lines.append(line)
+            if line == "  }":
+                out[name] = "\n".join(lines)
+                name = None
+    return out
+
+
+def strip_regions(text):
+    """Removes every xent op's decomposition region (printed form)."""
+    out, skip = [], None
+    for line in text.split("\n"):
+        if skip is not None:
+            if line == skip:
+                skip = None
+            continue
+        if re.search(r"= xent\.cross_entropy(_grad)? ", line) and line.endswith(" decomposition {"):
+            out.append(line[:-len(" decomposition {")])
+            skip = " " * (len(line) - len(line.lstrip())) + "}"
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def pipeline(*parts):
+    return [f"--pass-pipeline=builtin.module({','.join(p for p in parts if p)})"]
+
+
+_RECOGNIZED = {}
+
+
+def recognized_text(name):
+    if name not in _RECOGNIZED:
+        _RECOGNIZED[name] = run_xent_opt(read(name), "--xent-recognize")
+    return _RECOGNIZED[name]
+
+
+_LIBS = {}
+
+
+def library(name, variant, cache_dir):
+    key = (name, variant)
+    if key not in _LIBS:
+        low = lowering(name)
+        if variant == "plain":
+            text, args = read(name), pipeline(low, CPU_LOWERING_PASSES)
+        elif variant == "recognized":
+            text = read(name)
+            args = pipeline("xent-recognize", "xent-inline-decomposition", low, "xent-cpu-pipeline")
+        else:
+            text = strip_regions(recognized_text(name))
+            args = pipeline(low, "xent-cpu-pipeline")
+        _LIBS[key] = Library(compile_module(text, args, XENT_OPT, out_dir=cache_dir))
+    return _LIBS[key]
+
+
+def call(lib, entry, inputs):
+    return list(lib.call(entry.function, inputs, forms.result_specs(entry), copy_inputs=True))
+
+
+def sizes_of(entry):
+    dynamic = not all(isinstance(d, int) for a in entry.args for d in a["dims"])
+    return forms.DEFAULT_SIZES[:2 if dynamic else 1]
+
+
+# --------------------------------------------------------------------------- the IR
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.id)
+def test_raised_or_left_alone(entry):
+    body = function_bodies(recognized_text(entry.file))[entry.function]
+    ops = re.findall(r"= xent\.(cross_entropy(?:_grad)?) (\w+)", body)
+    if entry.expected == "near_miss" or entry.expected == "optional":
+        # The only optional form (TF's unshifted log-softmax) is left alone by
+        # policy: its unshifted exp overflows where the op would not.
+        assert ops == [], f"{entry.id}: {ops}"
+        return
+    kinds = {"forward": ["cross_entropy"], "backward": ["cross_entropy_grad"],
+             "joint": ["cross_entropy", "cross_entropy_grad"]}[entry.kind]
+    assert sorted(o for o, _ in ops) == sorted(kinds), f"{entry.id}: {ops}"
+    assert {r for _, r in ops} == {entry.reduction}, f"{entry.id}: {ops}"
+    assert (" weight %" in body) == entry.weighted, entry.id
+
+
+# --------------------------------------------------------------------------- the numbers
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.id)
+def test_fallback_gives_the_same_numbers(entry, cache_dir):
+    plain = library(entry.file, "plain", cache_dir)
+    raised = library(entry.file, "recognized", cache_dir)
+    rng = np.random.default_rng(sum(map(ord, entry.function)) + 1)
+    for sizes in sizes_of(entry):
+        inputs = forms.make_inputs(entry, rng, sizes)
+        want = call(plain, entry, inputs)
+        got = call(raised, entry, inputs)
+        for res, g, w in zip(entry.results, got, want):
+            g, w = forms.to_float64(g), forms.to_float64(w)
+            assert g.shape == w.shape, f"{entry.id} {res['role']}"
+            assert np.array_equal(g, w, equal_nan=True), \
+                f"{entry.id} {res['role']}: max difference {np.nanmax(np.abs(g - w))}"
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if e.expected == "recognize"],
+                         ids=lambda e: e.id)
+def test_op_semantics_match_the_reference(entry, cache_dir):
+    lib = library(entry.file, "canonical", cache_dir)
+    rng = np.random.default_rng(sum(map(ord, entry.function)) + 2)
+    rtol, atol = forms.tolerance(entry)
+    for sizes in sizes_of(entry):
+        inputs = forms.make_inputs(entry, rng, sizes)
+        got = call(lib, entry, inputs)
+        for res, g, w in zip(entry.results, got, forms.expected_outputs(entry, inputs)):
+            if w is None:
+                continue
+            np.testing.assert_allclose(forms.to_float64(g), np.asarray(w, dtype=np.float64),
+                                       rtol=rtol, atol=atol, equal_nan=True,
+                                       err_msg=f"{entry.id} {res['role']}")
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if e.expected == "recognize"
+                                   and e.ignore_index is not None and e.reduction == "mean"],
+                         ids=lambda e: e.id)
+def test_all_ignored(entry, cache_dir):
+    """Every target ignored: NaN mean and zero gradient, in the fallback and in the op."""
+    rng = np.random.default_rng(11)
+    inputs = forms.make_inputs(entry, rng, forms.DEFAULT_SIZES[0])
+    for i, a in enumerate(entry.args):
+        if a["role"] == "target":
+            inputs[i] = np.full_like(inputs[i], entry.ignore_index)
+    for variant in ("recognized", "canonical"):
+        outs = call(library(entry.file, variant, cache_dir), entry, inputs)
+        for res, got in zip(entry.results, outs):
+            got = forms.to_float64(got)
+            if res["role"] == "loss":
+                assert np.isnan(got).all(), (variant, entry.id)
+            elif res["role"] == "grad_logits":
+                assert np.all(got == 0.0), (variant, entry.id)
