@@ -7,8 +7,9 @@ import re
 import sys
 
 text = sys.stdin.read()
-m = re.search(r'assembly = "((?:[^"\\]|\\.)*)"', text)
-if not m:
+found = re.findall(r'assembly = "((?:[^"\\]|\\.)*)"', text)
+if not found:
     sys.exit("no gpu.binary with PTX assembly in the input")
-ptx = re.sub(r'\\([0-9A-Fa-f]{2})', lambda h: chr(int(h.group(1), 16)), m.group(1))
-sys.stdout.write(ptx.replace('\\\\', '\\'))
+for assembly in found:  # one per gpu.binary
+    ptx = re.sub(r'\\([0-9A-Fa-f]{2})', lambda h: chr(int(h.group(1), 16)), assembly)
+    sys.stdout.write(ptx.replace('\\\\', '\\'))

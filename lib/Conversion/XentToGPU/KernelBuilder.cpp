@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <cmath>
@@ -39,11 +40,20 @@ static constexpr int64_t kMaxWarps = 32;
 /// Components reduced across the block at once: max, Σexp, Σf, Σf·(x - x0).
 static constexpr int64_t kMaxComponents = 4;
 
-LaunchGeometry mlir::xent::getLaunchGeometry(const XentToGPUOptions &options) {
+LaunchGeometry mlir::xent::getLaunchGeometry(const XentToGPUOptions &options,
+                                             Type logitsType) {
   int64_t threads = options.threads;
   threads = std::max<int64_t>(kWarpSize, std::min<int64_t>(1024, threads));
   threads = (threads / kWarpSize) * kWarpSize;
-  return {threads};
+  // 16-byte loads by default; vector-width=N asks for N elements per load.
+  int64_t bytes = logitsType.getIntOrFloatBitWidth() / 8;
+  int64_t vectorBytes = 16;
+  if (options.vectorWidth > 0)
+    vectorBytes = options.vectorWidth * bytes;
+  if (vectorBytes > 16 || vectorBytes < 2 * bytes ||
+      !llvm::isPowerOf2_64(vectorBytes))
+    vectorBytes = 0;
+  return {threads, vectorBytes};
 }
 
 MemRefType mlir::xent::getRowsType(MLIRContext *ctx, Type elementType) {
@@ -136,6 +146,21 @@ private:
   SmallVector<Value> combine(ArrayRef<Value> a, ArrayRef<Value> b);
   /// Statistics over the row (per thread), then across the block.
   void emitRowStatistics();
+  /// One step of the per-thread statistics over the logits `xs` of classes
+  /// `cs` (consecutive), from the accumulators `acc`.
+  SmallVector<Value> emitStatisticsStep(ArrayRef<Value> cs,
+                                        ArrayRef<Value> xs, ValueRange acc);
+  /// dlogits of class `c` whose capped logit is `xc` (f32).
+  Value emitGradientElement(Value c, Value xc);
+  /// True (uniformly in the block) when rows can be read with aligned
+  /// vector loads from every buffer in `buffers`.
+  Value emitCanVectorize(ArrayRef<Value> buffers, int64_t width);
+  /// [O, C, I] with I == 1 as [O, C], for vector loads along C.
+  Value rows2D(Value buffer) {
+    return memref::CollapseShapeOp::create(
+        b, buffer, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  }
+  Value gradScale, gradZScale, gradMass, gradTargetWeight, gradZFactor;
   /// The gradient pass over the row.
   void emitGradientPass();
 
@@ -292,6 +317,61 @@ SmallVector<Value> KernelEmitter::emitBlockAllReduce(ArrayRef<Value> values) {
 // Row statistics
 //===----------------------------------------------------------------------===//
 
+SmallVector<Value> KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs,
+                                                     ArrayRef<Value> xs,
+                                                     ValueRange acc) {
+  bool probs = config.probabilityTargets;
+  bool extras = acc.size() > 2;
+  // Online softmax: rescale the running sum once per step, then add the
+  // step's exponentials relative to the new maximum.
+  Value stepMax = xs[0];
+  for (Value x : xs.drop_front())
+    stepMax = arith::MaximumFOp::create(b, stepMax, x);
+  Value m = arith::MaximumFOp::create(b, acc[0], stepMax);
+  Value same = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, acc[0], m);
+  Value s = mul(acc[1], select(same, cstF(1.0), exp(sub(acc[0], m))));
+  for (Value x : xs)
+    s = add(s, exp(sub(x, m)));
+  SmallVector<Value> next = {m, s};
+  if (extras) {
+    Value mass = acc[2], gap = acc[3];
+    for (auto [c, x] : llvm::zip(cs, xs)) {
+      Value f = loadWeight(c);
+      if (probs)
+        f = mul(f, emitSmoothedProbability(memref::LoadOp::create(
+                       b, target, ValueRange{o, c, i})));
+      mass = add(mass, f);
+      gap = add(gap, mul(f, sub(x, reference)));
+    }
+    next.push_back(mass);
+    next.push_back(gap);
+  }
+  return next;
+}
+
+Value KernelEmitter::emitCanVectorize(ArrayRef<Value> buffers, int64_t width) {
+  Value divisible = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, numClasses, cstIdx(width)), cstIdx(0));
+  Value ok = divisible;
+  for (Value buffer : buffers) {
+    // The row starts at offset + row * C elements; with C a multiple of the
+    // width, only the buffer's own start must be 16-byte aligned.
+    auto type = cast<MemRefType>(buffer.getType());
+    int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
+    Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, buffer);
+    auto meta = memref::ExtractStridedMetadataOp::create(b, buffer);
+    Value start = arith::AddIOp::create(
+        b, ptr,
+        arith::MulIOp::create(b, meta.getOffset(), cstIdx(bytes)));
+    Value aligned = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(b, start, cstIdx(width * bytes)), cstIdx(0));
+    ok = arith::AndIOp::create(b, ok, aligned);
+  }
+  return ok;
+}
+
 void KernelEmitter::emitRowStatistics() {
   bool probs = config.probabilityTargets;
   bool smoothing = config.labelSmoothing != 0.0f;
@@ -306,27 +386,63 @@ void KernelEmitter::emitRowStatistics() {
     init.push_back(zero); // Σ f
     init.push_back(zero); // Σ f (x - x0)
   }
-  Value step = cstIdx(geometry.threads);
-  auto loop = scf::ForOp::create(
-      b, tid, numClasses, step, init,
-      [&](OpBuilder &nb, Location loc, Value c, ValueRange acc) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-        Value xc = loadLogit(c);
-        auto [m, s] = combineMaxSum(acc[0], acc[1], xc, cstF(1.0));
-        SmallVector<Value> next = {m, s};
-        if (extras) {
-          Value f = loadWeight(c);
-          if (probs)
-            f = mul(f, emitSmoothedProbability(memref::LoadOp::create(
-                           b, target, ValueRange{o, c, i})));
-          next.push_back(add(acc[2], f));
-          next.push_back(add(acc[3], mul(f, sub(xc, reference))));
-        }
-        scf::YieldOp::create(b, next);
-      });
-  SmallVector<Value> totals = emitBlockAllReduce(
-      SmallVector<Value>(loop.getResults().begin(), loop.getResults().end()));
+  SmallVector<Type> types(init.size(), f32);
+
+  // Scalar walk: classes tid, tid + T, ...
+  auto scalarLoop = [&]() -> SmallVector<Value> {
+    auto loop = scf::ForOp::create(
+        b, tid, numClasses, cstIdx(geometry.threads), init,
+        [&](OpBuilder &nb, Location loc, Value c, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          scf::YieldOp::create(
+              b, emitStatisticsStep({c}, {loadLogit(c)}, acc));
+        });
+    return SmallVector<Value>(loop.getResults());
+  };
+
+  SmallVector<Value> partial;
+  int64_t width = geometry.vectorWidth(spec.logitsType);
+  if (spec.contiguousRows && width > 1) {
+    // Vector walk: each thread loads `width` consecutive logits at a time
+    // (16 bytes), threads side by side.
+    Value canVectorize = emitCanVectorize({x}, width);
+    auto ifOp = scf::IfOp::create(b, types, canVectorize,
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      Value x2 = rows2D(x);
+      auto vecType = VectorType::get({width}, spec.logitsType);
+      Value first = arith::MulIOp::create(b, tid, cstIdx(width));
+      auto loop = scf::ForOp::create(
+          b, first, numClasses, cstIdx(geometry.threads * width), init,
+          [&](OpBuilder &nb, Location loc, Value c0, ValueRange acc) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+            Value vec = vector::LoadOp::create(
+                b, vecType, x2, ValueRange{o, c0}, /*nontemporal=*/false,
+                llvm::MaybeAlign(width * vecType.getElementTypeBitWidth() / 8));
+            SmallVector<Value> cs, xs;
+            for (int64_t k = 0; k < width; ++k) {
+              cs.push_back(arith::AddIOp::create(b, c0, cstIdx(k)));
+              xs.push_back(emitLogit(vector::ExtractOp::create(b, vec, k)));
+            }
+            scf::YieldOp::create(b, emitStatisticsStep(cs, xs, acc));
+          });
+      scf::YieldOp::create(b, loop.getResults());
+    }
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, scalarLoop());
+    }
+    partial = SmallVector<Value>(ifOp.getResults());
+  } else {
+    partial = scalarLoop();
+  }
+
+  SmallVector<Value> totals = emitBlockAllReduce(partial);
   rowMax = totals[0];
   rowSumExp = totals[1];
   if (extras) {
@@ -340,10 +456,41 @@ void KernelEmitter::emitRowStatistics() {
 // Gradient
 //===----------------------------------------------------------------------===//
 
+Value KernelEmitter::emitGradientElement(Value c, Value xc) {
+  bool probs = config.probabilityTargets;
+  float eps = config.labelSmoothing;
+  Value p = exp(sub(xc, lse));
+  Value wc = loadWeight(c);
+  Value coef;
+  if (probs) {
+    Value q = emitSmoothedProbability(
+        memref::LoadOp::create(b, target, ValueRange{o, c, i}));
+    coef = sub(mul(p, rowMass), mul(wc, q));
+  } else {
+    Value isTarget =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, c, targetIndex);
+    Value onehot = select(isTarget, cstF(1.0), cstF(0.0));
+    coef = mul(gradTargetWeight, sub(p, onehot));
+    if (eps != 0.0f)
+      coef = add(coef, mul(div(cstF(eps), numClassesF),
+                           sub(mul(gradMass, p), wc)));
+  }
+  Value grad = mul(gradScale, coef);
+  if (gradZFactor)
+    grad = add(grad, mul(gradZFactor, p));
+  if (config.softcap)
+    grad = mul(grad, emitSoftcapSlope(xc));
+  if (!probs) {
+    Value nan = cstF(std::numeric_limits<double>::quiet_NaN());
+    grad = select(valid, grad, nan);
+    grad = select(kept, grad, cstF(0.0));
+  }
+  return grad;
+}
+
 void KernelEmitter::emitGradientPass() {
   bool probs = config.probabilityTargets;
   bool smoothing = config.labelSmoothing != 0.0f;
-  float eps = config.labelSmoothing;
   float zScale = config.zLossScale;
 
   // Scale of this row's cross-entropy and z-loss terms.
@@ -364,49 +511,66 @@ void KernelEmitter::emitGradientPass() {
       gz = div(gz, count);
     }
   }
+  gradScale = g;
   // Σ_k w_k (smoothing) is the row's mass; without weights it is C.
-  Value mass = rowMass;
-  if (!probs && smoothing && !mass)
-    mass = numClassesF;
-  Value wt = probs ? Value() : loadWeight(targetIndex);
-  Value dz = zScale != 0.0f ? mul(cstF(2.0 * zScale), lse) : Value();
+  gradMass = rowMass;
+  if (!probs && smoothing && !gradMass)
+    gradMass = numClassesF;
+  if (!probs)
+    gradTargetWeight =
+        mul(cstF(1.0 - config.labelSmoothing), loadWeight(targetIndex));
+  // d(z·lse²)/dx_c = 2 z lse p_c
+  if (zScale != 0.0f)
+    gradZFactor = mul(gz, mul(cstF(2.0 * zScale), lse));
   Type outType = spec.logitsType;
 
+  auto scalarLoop = [&]() {
+    scf::ForOp::create(
+        b, tid, numClasses, cstIdx(geometry.threads), ValueRange{},
+        [&](OpBuilder &nb, Location loc, Value c, ValueRange) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value grad = emitGradientElement(c, loadLogit(c));
+          memref::StoreOp::create(b, fromF32(grad, outType), dlogits,
+                                  ValueRange{o, c, i});
+          scf::YieldOp::create(b);
+        });
+  };
+
+  int64_t width = geometry.vectorWidth(spec.logitsType);
+  if (!(spec.contiguousRows && width > 1)) {
+    scalarLoop();
+    return;
+  }
+  Value canVectorize = emitCanVectorize({x, dlogits}, width);
+  auto ifOp = scf::IfOp::create(b, canVectorize, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scalarLoop();
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value x2 = rows2D(x), d2 = rows2D(dlogits);
+  auto vecType = VectorType::get({width}, spec.logitsType);
+  llvm::MaybeAlign align(width * vecType.getElementTypeBitWidth() / 8);
+  Value first = arith::MulIOp::create(b, tid, cstIdx(width));
   scf::ForOp::create(
-      b, tid, numClasses, cstIdx(geometry.threads), ValueRange{},
-      [&](OpBuilder &nb, Location loc, Value c, ValueRange) {
+      b, first, numClasses, cstIdx(geometry.threads * width), ValueRange{},
+      [&](OpBuilder &nb, Location loc, Value c0, ValueRange) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-        Value xc = loadLogit(c);
-        Value p = exp(sub(xc, lse));
-        Value wc = loadWeight(c);
-        Value coef;
-        if (probs) {
-          Value q = emitSmoothedProbability(
-              memref::LoadOp::create(b, target, ValueRange{o, c, i}));
-          coef = sub(mul(p, rowMass), mul(wc, q));
-        } else {
-          Value isTarget = arith::CmpIOp::create(
-              b, arith::CmpIPredicate::eq, c, targetIndex);
-          Value onehot = select(isTarget, cstF(1.0), cstF(0.0));
-          coef = mul(mul(cstF(1.0 - eps), wt), sub(p, onehot));
-          if (smoothing) {
-            Value share = div(cstF(eps), numClassesF);
-            coef = add(coef, mul(share, sub(mul(mass, p), wc)));
-          }
+        Value vec = vector::LoadOp::create(b, vecType, x2, ValueRange{o, c0},
+                                           /*nontemporal=*/false, align);
+        SmallVector<Value> grads;
+        for (int64_t k = 0; k < width; ++k) {
+          Value c = arith::AddIOp::create(b, c0, cstIdx(k));
+          Value xc = emitLogit(vector::ExtractOp::create(b, vec, k));
+          grads.push_back(fromF32(emitGradientElement(c, xc), outType));
         }
-        Value grad = mul(g, coef);
-        if (dz)
-          grad = add(grad, mul(gz, mul(dz, p)));
-        if (config.softcap)
-          grad = mul(grad, emitSoftcapSlope(xc));
-        if (!probs) {
-          Value nan = cstF(std::numeric_limits<double>::quiet_NaN());
-          grad = select(valid, grad, nan);
-          grad = select(kept, grad, cstF(0.0));
-        }
-        memref::StoreOp::create(b, fromF32(grad, outType), dlogits,
-                                ValueRange{o, c, i});
+        Value out = vector::FromElementsOp::create(b, vecType, grads);
+        vector::StoreOp::create(b, out, d2, ValueRange{o, c0},
+                                /*nontemporal=*/false, align);
         scf::YieldOp::create(b);
       });
 }

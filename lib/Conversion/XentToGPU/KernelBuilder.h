@@ -30,6 +30,9 @@ struct KernelSpec {
   Type lossType;             // null when no loss is written
   Type zLossType;            // null when no z-loss is written
   bool withGrad = false;
+  /// The class axis is contiguous (no dim after it, or only static 1s): the
+  /// kernels may then read rows with vector loads.
+  bool contiguousRows = false;
   /// Loss accumulators (mean / sum) are f32 scratch or result buffers.
   bool reduced() const { return config.reduction != Reduction::none; }
   /// The prologue's kept weight / count (class-index targets under mean).
@@ -40,10 +43,17 @@ struct KernelSpec {
 
 /// The launch geometry of every xent kernel, decided in one place.
 struct LaunchGeometry {
-  int64_t threads; // per block, a multiple of 32
+  int64_t threads;     // per block, a multiple of 32
+  int64_t vectorBytes; // bytes per vector load (16), 0 for scalar loads
   int64_t warps() const { return threads / 32; }
+  /// Elements of `type` per vector load (1: scalar).
+  int64_t vectorWidth(Type type) const {
+    int64_t bytes = type.getIntOrFloatBitWidth() / 8;
+    return vectorBytes >= 2 * bytes ? vectorBytes / bytes : 1;
+  }
 };
-LaunchGeometry getLaunchGeometry(const XentToGPUOptions &options);
+LaunchGeometry getLaunchGeometry(const XentToGPUOptions &options,
+                                 Type logitsType);
 
 /// Kernel arguments, in order (all memrefs with identity layout and dynamic
 /// sizes):

@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::xent {
@@ -230,7 +231,8 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
   auto module = op->getParentOfType<ModuleOp>();
   if (!module)
     return rewriter.notifyMatchFailure(op, "not inside a module");
-  LaunchGeometry geometry = getLaunchGeometry(options);
+  LaunchGeometry geometry =
+      getLaunchGeometry(options, config.logitsType.getElementType());
   gpu::GPUModuleOp kernels = getOrCreateKernelModule(rewriter, module);
   rewriter.setInsertionPoint(op);
   HostEmitter host(rewriter, loc, config, kernels, geometry);
@@ -247,6 +249,9 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
     spec.gradOutputType =
         cast<ShapedType>(gradOutput.getType()).getElementType();
   spec.withGrad = static_cast<bool>(dlogits);
+  spec.contiguousRows = llvm::all_of(
+      config.logitsType.getShape().drop_front(config.axis + 1),
+      [](int64_t d) { return d == 1; });
   bool reduced = spec.reduced();
   // Reduced losses accumulate in f32; other types are converted afterwards.
   if (loss)
