@@ -6,6 +6,7 @@
 
 #include "FuzzSupport.h"
 
+#include "xent/Conversion/Passes.h"
 #include "xent/Dialect/Xent/IR/XentOps.h"
 #include "xent/Dialect/Xent/Transforms/Passes.h"
 #include "xent/Pipelines/Pipelines.h"
@@ -18,11 +19,21 @@
 #include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
 
 using namespace mlir;
+
+/// LLVM's BumpPtrAllocator, inlined into xent's instrumented code, poisons a
+/// whole new slab and unpoisons only what it hands out; the uninstrumented
+/// libMLIR.so then allocates from that slab without unpoisoning, and ASan
+/// reports a use-after-poison inside MLIR (found by both harnesses). Manual
+/// poisoning is turned off; heap overflows are still caught by redzones.
+extern "C" const char *__asan_default_options() {
+  return "allow_user_poisoning=0";
+}
 
 namespace xent::fuzz {
 
@@ -30,14 +41,40 @@ namespace xent::fuzz {
 // The passes under test: one line per pass.
 //===----------------------------------------------------------------------===//
 
+/// convert-xent-to-gpu views buffers through memref.collapse_shape with the
+/// result type that upstream infers; for a reassociation group holding a
+/// static 0 and a dynamic size that type is static 0, which the op's verifier
+/// rejects ("collapsed dim must be dynamic if and only if reassociation group
+/// is dynamic"). Found by xent-fuzz-op; test/Fuzz/gpu-collapse-zero-dynamic.mlir.
+static bool zeroAndDynamicLogits(ModuleOp module) {
+  bool found = false;
+  module->walk([&](Operation *op) {
+    if (!isa<mlir::xent::XentDialect>(op->getDialect()))
+      return;
+    for (Value v : op->getOperands())
+      if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+        if (llvm::is_contained(t.getShape(), 0) && !t.hasStaticShape())
+          found = true;
+  });
+  return found;
+}
+
 static const PassUnderTest kPasses[] = {
     {"xent-materialize-decomposition", false, Postcondition::RegionsFilled},
     {"xent-inline-decomposition", false, Postcondition::NoXentOps},
     {"xent-cpu-pipeline", true, Postcondition::NoXentOps},
-    // When they land:
-    // {"func.func(xent-recognize)", false, Postcondition::None},
-    // {"convert-xent-to-gpu", true, Postcondition::None},
+    {"xent-fuse-forward-backward", false, Postcondition::None},
+    {"convert-xent-to-gpu", true, Postcondition::None,
+     /*mayFailOnValidOps=*/true, /*needsXentOp=*/true,
+     /*knownIssue=*/zeroAndDynamicLogits},
+    {"xent-recognize", false, Postcondition::None,
+     /*mayFailOnValidOps=*/false, /*needsXentOp=*/false},
 };
+
+bool anyPassReadsArbitraryIR() {
+  return llvm::any_of(kPasses,
+                      [](const PassUnderTest &p) { return !p.needsXentOp; });
+}
 
 llvm::ArrayRef<PassUnderTest> passesUnderTest() { return kPasses; }
 
@@ -50,6 +87,7 @@ static DialectRegistry &mutableRegistry() {
     auto *r = new DialectRegistry();
     registerAllDialects(*r);
     registerAllExtensions(*r);
+    registerAllToLLVMIRTranslations(*r);
     r->insert<mlir::xent::XentDialect>();
     return r;
   }();
@@ -62,6 +100,7 @@ void initialize() {
   static bool done = [] {
     registerAllPasses();
     mlir::xent::registerXentPasses();
+    mlir::xent::registerXentConversionPasses();
     mlir::xent::registerXentPipelines();
     (void)mutableRegistry();
     return true;
@@ -198,7 +237,12 @@ const char *describe(Postcondition post) {
 void checkPasses(ModuleOp module, llvm::StringRef input,
                  DiagnosticCollector &diags, FailurePolicy policy) {
   MLIRContext *ctx = module->getContext();
+  bool hasXentOp = containsXentOp(module);
   for (const PassUnderTest &unit : passesUnderTest()) {
+    if (unit.needsXentOp && !hasXentOp)
+      continue;
+    if (unit.knownIssue && unit.knownIssue(module))
+      continue;
     OwningOpRef<ModuleOp> clone = module.clone();
     PassManager pm(ctx, ModuleOp::getOperationName());
     // Verification is done by the instrumentation, after each pass.
@@ -214,8 +258,9 @@ void checkPasses(ModuleOp module, llvm::StringRef input,
 
     diags.clear();
     if (failed(pm.run(*clone))) {
-      bool mayFail = policy == FailurePolicy::ArbitraryIR &&
-                     unit.mayFailOnArbitraryIR;
+      bool mayFail = unit.mayFailOnValidOps ||
+                     (policy == FailurePolicy::ArbitraryIR &&
+                      unit.mayFailOnArbitraryIR);
       if (!mayFail)
         reportFailure(llvm::Twine("'") + unit.pipeline + "' failed", input,
                       &diags, *clone);

@@ -48,6 +48,18 @@ struct PassUnderTest {
   /// passes that reject IR they cannot bufferize or lower.
   bool mayFailOnArbitraryIR;
   Postcondition post;
+  /// Whether the pass may also fail (with an error) on a module that only
+  /// holds one valid xent op on tensors: a lowering that supports only some
+  /// configurations.
+  bool mayFailOnValidOps = false;
+  /// Whether xent-fuzz-passes runs it only on modules that hold a xent op
+  /// (passes that lower xent ops); false for passes that read arbitrary IR
+  /// (xent-recognize).
+  bool needsXentOp = true;
+  /// A recorded, not yet fixed bug of this pass (docs/reliability.md, with
+  /// an XFAIL lit test): modules it matches skip the pass, so that fuzzing
+  /// goes on looking for new ones. Null when none.
+  bool (*knownIssue)(mlir::ModuleOp) = nullptr;
 };
 
 /// Every pass the harnesses run, in order. Adding a pass is one line in
@@ -112,6 +124,9 @@ enum class FailurePolicy {
 /// the failure policy. Reports and aborts on a violation.
 void checkPasses(mlir::ModuleOp module, llvm::StringRef input,
                  DiagnosticCollector &diags, FailurePolicy policy);
+
+/// Whether any pass under test reads modules without xent ops.
+bool anyPassReadsArbitraryIR();
 
 } // namespace xent::fuzz
 

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Decodes the fuzzer's bytes into one configuration of `xent.cross_entropy`
-// or `xent.cross_entropy_grad`: operand types (rank, shape, element type,
+// Decodes the fuzzer's bytes into one configuration of `xent.cross_entropy`,
+// `xent.cross_entropy_grad` or `xent.cross_entropy_and_grad`: operand types (rank, shape, element type,
 // sometimes not a ranked tensor at all), target kind, weight, grad_output,
 // reduction, every attribute including bad values and wrong attribute kinds,
 // result types and counts, and a hand-written decomposition region that may
@@ -183,8 +183,12 @@ enum class DecompRegion {
 // One op configuration
 //===----------------------------------------------------------------------===//
 
+enum class OpKind { Forward, Grad, Joint };
+
 struct OpDesc {
-  bool grad = false;
+  OpKind kind = OpKind::Forward;
+  /// Every op but the forward one takes grad_output first.
+  bool hasGradOutput() const { return kind != OpKind::Forward; }
   bool generic = false;
   bool propertiesSyntax = false; // generic: inherent attributes in <{...}>
 
@@ -204,7 +208,7 @@ struct OpDesc {
 
   std::vector<TypeDesc> operandTypes() const {
     std::vector<TypeDesc> ops;
-    if (grad && gradOutput)
+    if (hasGradOutput() && gradOutput)
       ops.push_back(*gradOutput);
     ops.push_back(logits);
     if (!dropTarget)
@@ -248,12 +252,12 @@ struct Contract {
     // target[, weight]. (The generator may drop or add operands; then the
     // types shift, and the op is judged on what it gets.)
     std::vector<TypeDesc> operands = desc.operandTypes();
-    size_t minOperands = desc.grad ? 3 : 2;
+    size_t minOperands = desc.hasGradOutput() ? 3 : 2;
     if (operands.size() < minOperands || operands.size() > minOperands + 1)
       return reject("operand count");
     OpDesc op = desc;
     size_t next = 0;
-    if (op.grad)
+    if (op.hasGradOutput())
       op.gradOutput = operands[next++];
     op.logits = operands[next++];
     op.target = operands[next++];
@@ -262,7 +266,7 @@ struct Contract {
       op.weight = operands[next];
 
     // Operand types (ODS constraints).
-    if (op.grad && !isFloatTensor(*op.gradOutput))
+    if (op.hasGradOutput() && !isFloatTensor(*op.gradOutput))
       return reject("grad_output is not a ranked f16/bf16/f32 tensor");
     if (!isFloatTensor(op.logits))
       return reject("logits is not a ranked f16/bf16/f32 tensor");
@@ -285,9 +289,17 @@ struct Contract {
         return reject("float attribute is not f32");
 
     // Result structure and types.
-    size_t maxResults = op.grad ? 1 : 2;
-    if (op.results.empty() || op.results.size() > maxResults)
+    // forward: loss[, z_loss]; grad: dlogits; joint: loss[, z_loss], dlogits.
+    size_t minResults = op.kind == OpKind::Joint ? 2 : 1;
+    size_t maxResults = op.kind == OpKind::Forward ? 2 : (op.kind == OpKind::Grad ? 1 : 3);
+    if (op.results.size() < minResults || op.results.size() > maxResults)
       return reject("result count");
+    std::vector<TypeDesc> lossResults = op.results;
+    std::optional<TypeDesc> dlogits;
+    if (op.kind != OpKind::Forward) {
+      dlogits = lossResults.back();
+      lossResults.pop_back();
+    }
     for (const TypeDesc &r : op.results)
       if (!isFloatTensor(r))
         return reject("result is not a ranked f16/bf16/f32 tensor");
@@ -355,22 +367,18 @@ struct Contract {
 
     std::vector<int64_t> reduced =
         op.reduction == Reduction::None ? elementShape : std::vector<int64_t>{};
-    if (op.grad) {
-      if (!compatible(op.gradOutput->shape, reduced))
-        return reject("grad_output shape");
-      const TypeDesc &d = op.results[0];
-      if (d.elt != op.logits.elt || !compatible(d.shape, op.logits.shape))
-        return reject("dlogits type");
-    } else {
-      // Any f16/bf16/f32 result type (checked above): the loss is computed
-      // in f32 and rounded once. (XentOps.td's description says "f32 or the
-      // logits' element type"; the implementation, the GPU lowering and
-      // test/Transforms/materialize-decomposition.mlir allow any: this
-      // harness found the difference, docs/reliability.md records it.)
-      for (const TypeDesc &r : op.results)
-        if (!compatible(r.shape, reduced))
-          return reject("loss / z_loss shape");
+    for (const TypeDesc &r : lossResults) {
+      if (!compatible(r.shape, reduced))
+        return reject("loss / z_loss shape");
+      // "Results may be f32 or the logits' element type" (XentOps.td).
+      if (r.elt != Elt::F32 && r.elt != op.logits.elt)
+        return reject("loss / z_loss element type neither f32 nor the logits'");
     }
+    if (op.hasGradOutput() && !compatible(op.gradOutput->shape, reduced))
+      return reject("grad_output shape");
+    if (dlogits && (dlogits->elt != op.logits.elt ||
+                    !compatible(dlogits->shape, op.logits.shape)))
+      return reject("dlogits type");
     return true;
   }
 };
@@ -383,9 +391,13 @@ class Decoder {
 public:
   explicit Decoder(FuzzedDataProvider &p) : p(p) {}
 
-  /// True with probability about num/den.
+  // Every decision maps 0 (what the provider returns once the bytes run
+  // out) to the common, valid choice, so that short inputs give valid ops
+  // and each byte can make one thing unusual.
+
+  /// True with probability about num/den; false once the bytes run out.
   bool chance(unsigned num, unsigned den) {
-    return p.ConsumeIntegralInRange<unsigned>(0, den - 1) < num;
+    return p.ConsumeIntegralInRange<unsigned>(0, den - 1) >= den - num;
   }
 
   Elt floatElt() {
@@ -421,22 +433,22 @@ public:
   std::vector<int64_t> shapeLike(const std::vector<int64_t> &like) {
     std::vector<int64_t> s = like;
     switch (p.ConsumeIntegralInRange<unsigned>(0, 15)) {
-    case 0: // a dimension becomes dynamic
+    case 15: // a dimension becomes dynamic
       if (!s.empty())
         s[p.ConsumeIntegralInRange<size_t>(0, s.size() - 1)] = kDynamic;
       break;
-    case 1: // a dimension changes
+    case 14: // a dimension changes
       if (!s.empty())
         s[p.ConsumeIntegralInRange<size_t>(0, s.size() - 1)] = dim();
       break;
-    case 2: // one dimension more
+    case 13: // one dimension more
       s.insert(s.begin() + p.ConsumeIntegralInRange<size_t>(0, s.size()), dim());
       break;
-    case 3: // one dimension less
+    case 12: // one dimension less
       if (!s.empty())
         s.erase(s.begin() + p.ConsumeIntegralInRange<size_t>(0, s.size() - 1));
       break;
-    case 4: // every dimension dynamic
+    case 11: // every dimension dynamic
       for (int64_t &d : s)
         d = kDynamic;
       break;
@@ -451,9 +463,9 @@ public:
     if (!chance(1, absentOdds))
       return a;
     unsigned k = p.ConsumeIntegralInRange<unsigned>(0, 15);
-    if (k == 0)
+    if (k == 15)
       a.kind = IntAttr::WrongIntType;
-    else if (k == 1)
+    else if (k == 14)
       a.kind = IntAttr::FloatKind;
     else
       a.kind = IntAttr::I64;
@@ -488,8 +500,8 @@ public:
     if (!chance(1, absentOdds))
       return a;
     unsigned k = p.ConsumeIntegralInRange<unsigned>(0, 15);
-    a.kind = k == 0 ? FloatAttr::WrongFloatType
-                    : (k == 1 ? FloatAttr::IntKind : FloatAttr::F32);
+    a.kind = k == 15 ? FloatAttr::WrongFloatType
+                     : (k == 14 ? FloatAttr::IntKind : FloatAttr::F32);
     if (chance(1, 6))
       a.bits = p.ConsumeIntegral<uint32_t>();
     else
@@ -500,11 +512,11 @@ public:
 
   OpDesc decode() {
     OpDesc op;
-    op.grad = p.ConsumeBool();
+    op.kind = static_cast<OpKind>(p.ConsumeIntegralInRange<int>(0, 2));
 
     // Logits.
-    unsigned rank = p.ConsumeIntegralInRange<unsigned>(0, 15);
-    rank = rank == 0 ? 0 : (rank < 4 ? 1 : (rank < 10 ? 2 : (rank < 13 ? 3 : 4)));
+    static const unsigned ranks[] = {2, 2, 2, 2, 2, 1, 1, 1, 3, 3, 3, 4, 4, 2, 1, 0};
+    unsigned rank = ranks[p.ConsumeIntegralInRange<size_t>(0, 15)];
     std::vector<int64_t> shape;
     for (unsigned i = 0; i < rank; ++i)
       shape.push_back(dim());
@@ -540,8 +552,8 @@ public:
 
     // Reduction and attributes.
     switch (p.ConsumeIntegralInRange<unsigned>(0, 31)) {
-    case 0: op.reduction = Reduction::Absent; break;
-    case 1: op.reduction = Reduction::WrongKind; break;
+    case 31: op.reduction = Reduction::Absent; break;
+    case 30: op.reduction = Reduction::WrongKind; break;
     default:
       op.reduction = static_cast<Reduction>(p.ConsumeIntegralInRange<int>(0, 2));
     }
@@ -553,17 +565,12 @@ public:
 
     std::vector<int64_t> reduced =
         op.reduction == Reduction::None ? elementShape : std::vector<int64_t>{};
-    if (op.grad) {
+    if (op.hasGradOutput()) {
       op.gradOutput = rankedTensor(shapeLike(reduced),
                                    chance(1, 16) ? anyElt() : floatElt());
       maybeBreakKind(*op.gradOutput);
-      TypeDesc d = op.logits;
-      if (d.isRankedTensor())
-        d.shape = shapeLike(d.shape);
-      if (chance(1, 10))
-        d.elt = floatElt();
-      op.results.push_back(d);
-    } else {
+    }
+    if (op.kind != OpKind::Grad) {
       unsigned n = chance(1, 2) ? 1 : 2;
       for (unsigned i = 0; i < n; ++i) {
         Elt e = Elt::F32;
@@ -578,6 +585,14 @@ public:
         maybeBreakKind(r);
         op.results.push_back(r);
       }
+    }
+    if (op.kind != OpKind::Forward) {
+      TypeDesc d = op.logits;
+      if (d.isRankedTensor())
+        d.shape = shapeLike(d.shape);
+      if (chance(1, 10))
+        d.elt = floatElt();
+      op.results.push_back(d);
     }
     if (chance(1, 40))
       op.results.push_back(op.results.back()); // one result too many
@@ -708,7 +723,9 @@ std::string moduleText(const OpDesc &op) {
   s += ") -> (" + joinTypes(op.results) + ") {\n  ";
   if (!op.results.empty())
     s += "%r:" + std::to_string(op.results.size()) + " = ";
-  const char *opName = op.grad ? "xent.cross_entropy_grad" : "xent.cross_entropy";
+  const char *opName = op.kind == OpKind::Forward ? "xent.cross_entropy"
+                       : op.kind == OpKind::Grad  ? "xent.cross_entropy_grad"
+                                                  : "xent.cross_entropy_and_grad";
   std::string operandList;
   for (size_t i = 0; i < operands.size(); ++i)
     operandList += (i ? ", " : "") + ("%v" + std::to_string(i));
