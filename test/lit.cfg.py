@@ -88,3 +88,24 @@ ptxas = shutil.which("ptxas") or (
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+
+# The CUDA runtime (lib/Runtime/CUDA, test/Integration/GPU) is built where
+# CMake found the CUDA toolkit: feature "cuda-toolkit"; "cuda-device" where
+# the runtime also finds a GPU (the probe loads it: no driver, no device).
+cuda_runtime = os.path.join(config.xent_libs_dir, "libxent_cuda_runtime" + config.shlib_ext)
+config.substitutions.append(("%cuda_runtime", cuda_runtime))
+config.substitutions.append(("%host_cc", config.host_cc))
+llvm_config.add_tool_substitutions(
+    [ToolSubst("llc", unresolved="ignore"), ToolSubst("llvm-nm", unresolved="ignore")],
+    tool_dirs)
+if os.path.exists(cuda_runtime):
+    import subprocess
+    config.available_features.add("cuda-toolkit")
+    probe = subprocess.run(
+        [config.python_executable, "-c",
+         "import ctypes, sys\n"
+         "sys.exit(0 if ctypes.CDLL(sys.argv[1]).xentDeviceCount() > 0 else 1)",
+         cuda_runtime],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    if probe.returncode == 0:
+        config.available_features.add("cuda-device")
