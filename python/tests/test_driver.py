@@ -255,3 +255,23 @@ def test_result_spec_parsing():
         ResultSpec.parse("tensor<?xcomplex>")
     with pytest.raises(ValueError):
         ResultSpec("u32", 1)
+
+
+LIBM_NAMES = """
+func.func @j0(%x: tensor<3xf32>) -> tensor<3xf32> attributes {llvm.emit_c_interface} {
+  %0 = func.call @j1(%x) : (tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+func.func @j1(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %e = tensor.empty() : tensor<3xf32>
+  %0 = linalg.add ins(%x, %x : tensor<3xf32>, tensor<3xf32>) outs(%e : tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+"""
+
+
+def test_functions_named_like_libm_symbols(cache_dir):
+    """@j0 / @j1 are also libm's Bessel functions: the library must call its own."""
+    lib = Library(compile_module(LIBM_NAMES, pass_pipeline_args(), MLIR_OPT, out_dir=cache_dir))
+    x = np.array([1.0, -2.0, 3.5], dtype=np.float32)
+    np.testing.assert_array_equal(lib.call("j0", [x], ("f32", 1)), 2 * x)

@@ -52,7 +52,7 @@ DEFAULT_LLVM_BIN = "/usr/lib/llvm-22/bin"
 DEFAULT_RUNNER_UTILS = "/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so"
 
 # Bumped whenever the compilation recipe changes, to invalidate cached objects.
-_RECIPE_VERSION = "2"
+_RECIPE_VERSION = "3"
 
 # MLIR's memref.get_global lowering stores this constant as the allocated
 # pointer of descriptors that point into a global: it must never be freed.
@@ -232,7 +232,11 @@ def compile_module(mlir_text: str, pipeline_args: Sequence[str], opt_tool: str,
         # --no-undefined: a missing runtime symbol (e.g. libgcc < 13 has no
         # __truncsfbf2) fails here, with a message, not later in dlopen.
         extra += link_libraries + [f"-Wl,-rpath,{p}" for p in rpath]
-        _run("cc", [tc.cc, "-shared", "-Wl,--no-undefined", "-o", so_tmp, obj, *extra, "-lm"])
+        # -Bsymbolic: calls between the module's own functions bind inside the
+        # library, so a function named like a libc/libm symbol (j0, y1, exp...)
+        # is not interposed by the process's copy.
+        _run("cc", [tc.cc, "-shared", "-Wl,--no-undefined", "-Wl,-Bsymbolic", "-o", so_tmp, obj,
+                    *extra, "-lm"])
         os.replace(so_tmp, so_path)  # atomic: concurrent compilations are safe
     return so_path
 
