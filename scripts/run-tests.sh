@@ -2,12 +2,20 @@
 # Sets up and builds xent (see setup.sh), then runs the whole test suite:
 # the lit suite (FileCheck, -verify-diagnostics, plugin, mlir-runner
 # integration) and the Python suite (float64 reference vs PyTorch's oracle,
-# the CPU semantic matrix through the compiled fallback). Prints each
-# runner's summary and a final "N passed, N failed" line.
+# the CPU semantic matrix through the compiled fallback, randomized
+# differential tests); with XENT_HARDENING=1 (the default) also the lit suite
+# again on the ASan+UBSan build and a short run of both fuzz harnesses
+# (docs/reliability.md). Prints each runner's summary and a final
+# "N passed, N failed" line.
+#
+#   XENT_HARDENING=0       skip the sanitizer build, its lit run and fuzzing
+#   XENT_FUZZ_SECONDS=60   length of the fuzz run (both harnesses at once)
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${XENT_BUILD_DIR:-$ROOT/build}"
+export XENT_HARDENING="${XENT_HARDENING:-1}"
+SAN="${XENT_SAN_BUILD_DIR:-$ROOT/build-san}"
 "$ROOT/scripts/setup.sh" || exit 1
 
 export XENT_OPT="$BUILD/bin/xent-opt"
@@ -23,6 +31,24 @@ lit_rc=${PIPESTATUS[0]}
 lit_passed=$(grep -oP '^\s*Passed\s*:\s*\K[0-9]+' "$LOG_DIR/lit.log" | head -1)
 lit_failed=$(grep -oP '^\s*(Failed|Unresolved|Timed Out|Unexpectedly Passed)\s*:\s*\K[0-9]+' "$LOG_DIR/lit.log" | awk '{s+=$1} END {print s+0}')
 
+san_passed=0; san_failed=0; fuzz_passed=0; fuzz_failed=0; san_rc=0; fuzz_rc=0
+if [[ "$XENT_HARDENING" == 1 ]]; then
+  echo "== lit (asan+ubsan)"
+  /usr/lib/llvm-22/bin/lit -sv "$SAN/test" 2>&1 | tee "$LOG_DIR/lit-san.log"
+  san_rc=${PIPESTATUS[0]}
+  san_passed=$(grep -oP '^\s*(Passed|Expectedly Failed)\s*:\s*\K[0-9]+' "$LOG_DIR/lit-san.log" | awk '{s+=$1} END {print s+0}')
+  san_failed=$(grep -oP '^\s*(Failed|Unresolved|Timed Out|Unexpectedly Passed)\s*:\s*\K[0-9]+' "$LOG_DIR/lit-san.log" | awk '{s+=$1} END {print s+0}')
+  if [[ $san_rc -ne 0 && $san_failed -eq 0 ]]; then san_failed=1; fi
+
+  echo "== fuzz (${XENT_FUZZ_SECONDS:-60} s, both harnesses at once)"
+  "$ROOT/fuzz/run-fuzzers.sh" "$SAN" "${XENT_FUZZ_SECONDS:-60}" 0 2>&1 | tee "$LOG_DIR/fuzz.log"
+  fuzz_rc=${PIPESTATUS[0]}
+  fuzz_passed=$(grep -oP '^fuzz: \K[0-9]+(?= passed)' "$LOG_DIR/fuzz.log" | tail -1)
+  fuzz_failed=$(grep -oP '^fuzz: [0-9]+ passed, \K[0-9]+(?= failed)' "$LOG_DIR/fuzz.log" | tail -1)
+  fuzz_passed=${fuzz_passed:-0}; fuzz_failed=${fuzz_failed:-0}
+  if [[ $fuzz_rc -ne 0 && $fuzz_failed -eq 0 ]]; then fuzz_failed=1; fi
+fi
+
 echo "== pytest"
 /usr/bin/python3 -m pytest "$ROOT/python/tests" -q -p no:cacheprovider 2>&1 | tee "$LOG_DIR/pytest.log"
 py_rc=${PIPESTATUS[0]}
@@ -35,7 +61,11 @@ if [[ $lit_rc -ne 0 && $lit_failed -eq 0 ]]; then lit_failed=1; fi
 if [[ $py_rc -ne 0 && $py_failed -eq 0 ]]; then py_failed=1; fi
 
 echo
+if [[ "$XENT_HARDENING" == 1 ]]; then
+  echo "lit (asan+ubsan): $san_passed passed, $san_failed failed"
+  echo "fuzz (${XENT_FUZZ_SECONDS:-60} s): $fuzz_passed passed, $fuzz_failed failed"
+fi
 echo "lit: $lit_passed passed, $lit_failed failed"
 echo "pytest: $py_passed passed, $py_failed failed"
-echo "xent: $((lit_passed + py_passed)) passed, $((lit_failed + py_failed)) failed"
-[[ $lit_rc -eq 0 && $py_rc -eq 0 ]]
+echo "xent: $((lit_passed + py_passed + san_passed + fuzz_passed)) passed, $((lit_failed + py_failed + san_failed + fuzz_failed)) failed"
+[[ $lit_rc -eq 0 && $py_rc -eq 0 && $san_rc -eq 0 && $fuzz_rc -eq 0 ]]

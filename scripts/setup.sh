@@ -5,6 +5,10 @@
 #
 #   XENT_BUILD_DIR   build directory (default: <repo>/build)
 #   XENT_CMAKE_ARGS  extra arguments for the first CMake configure
+#   XENT_HARDENING   1: also install clang-22 with its sanitizer and libFuzzer
+#                    runtimes and build the ASan+UBSan build with the fuzz
+#                    harnesses (docs/reliability.md); run-tests.sh sets it
+#   XENT_SAN_BUILD_DIR  that build's directory (default: <repo>/build-san)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,6 +19,11 @@ PACKAGES=(
   cmake ninja-build g++ python3 python3-numpy python3-pytest
   llvm-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
 )
+HARDENING="${XENT_HARDENING:-0}"
+if [[ "$HARDENING" == 1 ]]; then
+  # clang-22 and compiler-rt: ASan, UBSan, LSan and libFuzzer runtimes.
+  PACKAGES+=(clang-22 libclang-rt-22-dev)
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
@@ -42,3 +51,20 @@ fi
 # Two cores: build only what the tests and the example use.
 ninja -C "$BUILD" xent-opt XentPlugin mlir-doc | grep -v "^ninja: no work to do" || true
 test -x "$BUILD/bin/xent-opt"
+
+if [[ "$HARDENING" == 1 ]]; then
+  SAN="${XENT_SAN_BUILD_DIR:-$ROOT/build-san}"
+  if [[ ! -f "$SAN/build.ninja" ]]; then
+    cmake -G Ninja -S "$ROOT" -B "$SAN" \
+      -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+      -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
+      -DLLVM_EXTERNAL_LIT="$LLVM_PREFIX/bin/lit" \
+      -DPython3_EXECUTABLE=/usr/bin/python3 \
+      -DXENT_ENABLE_FUZZERS=ON >/dev/null
+  fi
+  # What the sanitizer lit run and the fuzz runs need, nothing more.
+  ninja -C "$SAN" xent-opt XentPlugin mlir-doc xent-fuzz-passes xent-fuzz-op \
+    | grep -v "^ninja: no work to do" || true
+  test -x "$SAN/bin/xent-fuzz-op"
+fi
