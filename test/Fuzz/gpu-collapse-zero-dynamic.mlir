@@ -1,13 +1,9 @@
-// Found by xent-fuzz-op (docs/reliability.md): convert-xent-to-gpu views the
+// Found by xent-fuzz-op (docs/reliability.md): convert-xent-to-gpu viewed the
 // logits through memref.collapse_shape with the result type that upstream
 // infers, which is a static 0 for a reassociation group holding a 0 and a
 // dynamic size; the op's verifier rejects that ("collapsed dim must be
-// dynamic if and only if reassociation group is dynamic"), so the pass
-// produces invalid IR for a valid op. Expected to fail until the lowering
-// builds that type itself; fuzz/FuzzSupport.cpp skips such modules for this
-// pass (zeroAndDynamicLogits) until then. When this test passes (XPASS),
-// remove the XFAIL line and that filter.
-// XFAIL: *
+// dynamic if and only if reassociation group is dynamic"). The lowering now
+// builds that type itself.
 
 // RUN: xent-opt %s --convert-xent-to-gpu | FileCheck %s
 // CHECK: gpu.launch_func

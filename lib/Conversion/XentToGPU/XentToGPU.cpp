@@ -113,8 +113,24 @@ public:
     collapse.emplace_back();
     for (int64_t p = next; p < rank + 2; ++p)
       collapse.back().push_back(p);
-    Value collapsed =
-        memref::CollapseShapeOp::create(rewriter, loc, padded, collapse);
+    // The collapsed type is built here: a group with a dynamic size stays
+    // dynamic even when another of its sizes is a static 0 (the verifier of
+    // collapse_shape requires it; the inferred type would say 0).
+    SmallVector<int64_t> collapsedShape;
+    for (const ReassociationIndices &group : collapse) {
+      int64_t size = 1;
+      for (int64_t p : group) {
+        if (ShapedType::isDynamic(paddedShape[p])) {
+          size = ShapedType::kDynamic;
+          break;
+        }
+        size *= paddedShape[p];
+      }
+      collapsedShape.push_back(size);
+    }
+    Value collapsed = memref::CollapseShapeOp::create(
+        rewriter, loc, MemRefType::get(collapsedShape, type.getElementType()),
+        padded, collapse);
     auto dynamicType = classAxis ? getRowsType(rewriter.getContext(),
                                                type.getElementType())
                                  : getElementsType(rewriter.getContext(),
