@@ -160,7 +160,8 @@ private:
     return memref::CollapseShapeOp::create(
         b, buffer, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
   }
-  Value gradScale, gradZScale, gradMass, gradTargetWeight, gradZFactor;
+  /// Per-row gradient coefficients (emitGradientPass).
+  Value gradScale, gradMass;
   /// The gradient pass over the row.
   void emitGradientPass();
 
@@ -457,40 +458,27 @@ void KernelEmitter::emitRowStatistics() {
 //===----------------------------------------------------------------------===//
 
 Value KernelEmitter::emitGradientElement(Value c, Value xc) {
-  bool probs = config.probabilityTargets;
-  float eps = config.labelSmoothing;
+  // grad_c = (A p_c - B w_c [q'_c]) · softcap'(x_c); the target's own
+  // -(1-ε) w_t term is added by emitTargetFixup.
   Value p = exp(sub(xc, lse));
-  Value wc = loadWeight(c);
-  Value coef;
-  if (probs) {
-    Value q = emitSmoothedProbability(
-        memref::LoadOp::create(b, target, ValueRange{o, c, i}));
-    coef = sub(mul(p, rowMass), mul(wc, q));
-  } else {
-    Value isTarget =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, c, targetIndex);
-    Value onehot = select(isTarget, cstF(1.0), cstF(0.0));
-    coef = mul(gradTargetWeight, sub(p, onehot));
-    if (eps != 0.0f)
-      coef = add(coef, mul(div(cstF(eps), numClassesF),
-                           sub(mul(gradMass, p), wc)));
+  Value grad = mul(gradScale, p);
+  if (gradMass) {
+    Value term = gradMass;
+    if (weight)
+      term = mul(term, loadWeight(c));
+    if (config.probabilityTargets)
+      term = mul(term, emitSmoothedProbability(memref::LoadOp::create(
+                           b, target, ValueRange{o, c, i})));
+    grad = sub(grad, term);
   }
-  Value grad = mul(gradScale, coef);
-  if (gradZFactor)
-    grad = add(grad, mul(gradZFactor, p));
   if (config.softcap)
     grad = mul(grad, emitSoftcapSlope(xc));
-  if (!probs) {
-    Value nan = cstF(std::numeric_limits<double>::quiet_NaN());
-    grad = select(valid, grad, nan);
-    grad = select(kept, grad, cstF(0.0));
-  }
   return grad;
 }
 
 void KernelEmitter::emitGradientPass() {
   bool probs = config.probabilityTargets;
-  bool smoothing = config.labelSmoothing != 0.0f;
+  float eps = config.labelSmoothing;
   float zScale = config.zLossScale;
 
   // Scale of this row's cross-entropy and z-loss terms.
@@ -511,68 +499,133 @@ void KernelEmitter::emitGradientPass() {
       gz = div(gz, count);
     }
   }
-  gradScale = g;
-  // Σ_k w_k (smoothing) is the row's mass; without weights it is C.
-  gradMass = rowMass;
-  if (!probs && smoothing && !gradMass)
-    gradMass = numClassesF;
-  if (!probs)
-    gradTargetWeight =
-        mul(cstF(1.0 - config.labelSmoothing), loadWeight(targetIndex));
-  // d(z·lse²)/dx_c = 2 z lse p_c
+  // Per-row coefficients, so that each element costs one exp and a few
+  // multiplies: grad_c = A p_c - B f_c - [c = t] T with
+  //   class indices: A = g ((1-ε) w_t + ε/C Σw) + 2 z gz lse,
+  //                  B = g ε/C (f_c = w_c), T = g (1-ε) w_t;
+  //   probabilities: A = g Σ w q' + 2 z gz lse, B = g (f_c = w_c q'_c).
+  Value targetTerm;
+  if (probs) {
+    gradScale = mul(g, rowMass);
+    gradMass = g;
+  } else {
+    // An out-of-range target makes the whole row NaN (never a wild read).
+    g = select(valid, g, cstF(std::numeric_limits<double>::quiet_NaN()));
+    Value wt = loadWeight(targetIndex);
+    targetTerm = mul(g, mul(cstF(1.0 - eps), wt));
+    gradScale = targetTerm;
+    if (eps != 0.0f) {
+      Value share = div(cstF(eps), numClassesF);
+      Value mass = rowMass ? rowMass : numClassesF;
+      gradScale = add(gradScale, mul(g, mul(share, mass)));
+      gradMass = mul(g, share);
+    }
+  }
   if (zScale != 0.0f)
-    gradZFactor = mul(gz, mul(cstF(2.0 * zScale), lse));
+    gradScale = add(gradScale, mul(gz, mul(cstF(2.0 * zScale), lse)));
   Type outType = spec.logitsType;
 
-  auto scalarLoop = [&]() {
+  // Writes fn(c, x_c) (or fn(c) without reading x) over the row, with
+  // 16-byte vectors when the row allows it.
+  auto emitRowWrite = [&](bool readLogits,
+                          function_ref<Value(Value, Value)> fn) {
+    auto scalarLoop = [&]() {
+      scf::ForOp::create(
+          b, tid, numClasses, cstIdx(geometry.threads), ValueRange{},
+          [&](OpBuilder &nb, Location loc, Value c, ValueRange) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(nb.getInsertionBlock(),
+                                nb.getInsertionPoint());
+            Value xc = readLogits ? loadLogit(c) : Value();
+            memref::StoreOp::create(b, fromF32(fn(c, xc), outType), dlogits,
+                                    ValueRange{o, c, i});
+            scf::YieldOp::create(b);
+          });
+    };
+    int64_t width = geometry.vectorWidth(spec.logitsType);
+    if (!(spec.contiguousRows && width > 1)) {
+      scalarLoop();
+      return;
+    }
+    SmallVector<Value> buffers = {dlogits};
+    if (readLogits)
+      buffers.push_back(x);
+    Value canVectorize = emitCanVectorize(buffers, width);
+    auto ifOp = scf::IfOp::create(b, canVectorize, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scalarLoop();
+    }
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value x2 = rows2D(x), d2 = rows2D(dlogits);
+    auto vecType = VectorType::get({width}, spec.logitsType);
+    llvm::MaybeAlign align(width * vecType.getElementTypeBitWidth() / 8);
+    Value first = arith::MulIOp::create(b, tid, cstIdx(width));
     scf::ForOp::create(
-        b, tid, numClasses, cstIdx(geometry.threads), ValueRange{},
-        [&](OpBuilder &nb, Location loc, Value c, ValueRange) {
+        b, first, numClasses, cstIdx(geometry.threads * width), ValueRange{},
+        [&](OpBuilder &nb, Location loc, Value c0, ValueRange) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          Value grad = emitGradientElement(c, loadLogit(c));
-          memref::StoreOp::create(b, fromF32(grad, outType), dlogits,
-                                  ValueRange{o, c, i});
+          Value vec = readLogits
+                          ? Value(vector::LoadOp::create(
+                                b, vecType, x2, ValueRange{o, c0},
+                                /*nontemporal=*/false, align))
+                          : Value();
+          SmallVector<Value> out;
+          for (int64_t k = 0; k < width; ++k) {
+            Value c = arith::AddIOp::create(b, c0, cstIdx(k));
+            Value xc = vec ? emitLogit(vector::ExtractOp::create(b, vec, k))
+                           : Value();
+            out.push_back(fromF32(fn(c, xc), outType));
+          }
+          Value packed = vector::FromElementsOp::create(b, vecType, out);
+          vector::StoreOp::create(b, packed, d2, ValueRange{o, c0},
+                                  /*nontemporal=*/false, align);
           scf::YieldOp::create(b);
         });
   };
 
-  int64_t width = geometry.vectorWidth(spec.logitsType);
-  if (!(spec.contiguousRows && width > 1)) {
-    scalarLoop();
+  auto emitKeptRow = [&]() {
+    emitRowWrite(/*readLogits=*/true,
+                 [&](Value c, Value xc) { return emitGradientElement(c, xc); });
+    if (probs)
+      return;
+    // The target's element, rewritten whole (rounded once) after every
+    // thread has stored its part of the row.
+    gpu::BarrierOp::create(b);
+    Value isThread0 =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cstIdx(0));
+    auto fix = scf::IfOp::create(b, isThread0, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(fix.thenBlock());
+    Value xt = loadLogit(targetIndex);
+    Value p = exp(sub(xt, lse));
+    Value grad = sub(mul(gradScale, p), targetTerm);
+    if (gradMass)
+      grad = sub(grad, mul(gradMass, loadWeight(targetIndex)));
+    if (config.softcap)
+      grad = mul(grad, emitSoftcapSlope(xt));
+    memref::StoreOp::create(b, fromF32(grad, outType), dlogits,
+                            ValueRange{o, targetIndex, i});
+  };
+
+  if (probs) {
+    emitKeptRow();
     return;
   }
-  Value canVectorize = emitCanVectorize({x, dlogits}, width);
-  auto ifOp = scf::IfOp::create(b, canVectorize, /*withElseRegion=*/true);
+  // Ignored rows get exact zeros, whatever their logits: a uniform branch.
+  auto ifKept = scf::IfOp::create(b, kept, /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    scalarLoop();
+    b.setInsertionPointToStart(ifKept.thenBlock());
+    emitKeptRow();
   }
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifOp.thenBlock());
-  Value x2 = rows2D(x), d2 = rows2D(dlogits);
-  auto vecType = VectorType::get({width}, spec.logitsType);
-  llvm::MaybeAlign align(width * vecType.getElementTypeBitWidth() / 8);
-  Value first = arith::MulIOp::create(b, tid, cstIdx(width));
-  scf::ForOp::create(
-      b, first, numClasses, cstIdx(geometry.threads * width), ValueRange{},
-      [&](OpBuilder &nb, Location loc, Value c0, ValueRange) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-        Value vec = vector::LoadOp::create(b, vecType, x2, ValueRange{o, c0},
-                                           /*nontemporal=*/false, align);
-        SmallVector<Value> grads;
-        for (int64_t k = 0; k < width; ++k) {
-          Value c = arith::AddIOp::create(b, c0, cstIdx(k));
-          Value xc = emitLogit(vector::ExtractOp::create(b, vec, k));
-          grads.push_back(fromF32(emitGradientElement(c, xc), outType));
-        }
-        Value out = vector::FromElementsOp::create(b, vecType, grads);
-        vector::StoreOp::create(b, out, d2, ValueRange{o, c0},
-                                /*nontemporal=*/false, align);
-        scf::YieldOp::create(b);
-      });
+  b.setInsertionPointToStart(ifKept.elseBlock());
+  emitRowWrite(/*readLogits=*/false,
+               [&](Value, Value) { return cstF(0.0); });
 }
 
 //===----------------------------------------------------------------------===//
