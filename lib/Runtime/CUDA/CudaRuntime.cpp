@@ -190,6 +190,20 @@ DeviceInfo *deviceInfo(int ordinal, const char *where) {
                                   CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
                                   info->device),
              where);
+  if (info->memoryPools) {
+    // Keep what the stream-ordered allocations of kernel scratch (a few
+    // bytes per call) release instead of returning it to the driver at every
+    // synchronization (the default threshold is 0): otherwise each call maps
+    // fresh memory again, which costs far more than the kernels on small
+    // problems.
+    CUmemoryPool pool = nullptr;
+    if (XENT_CHECK(cuDeviceGetDefaultMemPool(&pool, info->device), where)) {
+      cuuint64_t threshold = 64ull << 20;
+      XENT_CHECK(cuMemPoolSetAttribute(
+                     pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
+                 where);
+    }
+  }
   if (devices.size() <= static_cast<size_t>(ordinal))
     devices.resize(ordinal + 1);
   devices[ordinal] = std::move(info);
