@@ -1365,7 +1365,9 @@ View ViewAnalysis::analyzeFlattenedGather(Operation *op) {
     return {};
   // Each component takes the term with its stride: a position along an
   // axis (which then is that axis) or, for one component, the data index.
+  // The axes are unified only once the whole index is decoded.
   std::optional<std::pair<Axis, Node *>> data;
+  SmallVector<std::pair<Axis, Axis>> pairs;
   SmallVector<bool> used(terms.size(), false);
   for (auto [axis, componentStride] : components) {
     bool found = false;
@@ -1374,8 +1376,11 @@ View ViewAnalysis::analyzeFlattenedGather(Operation *op) {
         continue;
       Node *n = term.second;
       if (n->kind == NodeKind::Index) {
-        if (!unify(axis, n->axes[0]))
+        if (axis == kUnitAxis || n->axes[0] == kUnitAxis ||
+            (!same(axis, n->axes[0]) &&
+             areDistinct(find(axis), find(n->axes[0]))))
           return {};
+        pairs.push_back({axis, n->axes[0]});
       } else {
         if (data)
           return {};
@@ -1389,6 +1394,9 @@ View ViewAnalysis::analyzeFlattenedGather(Operation *op) {
   }
   if (llvm::is_contained(used, false))
     return {};
+  for (auto [a, b] : pairs)
+    if (!unify(a, b))
+      return {};
   View view;
   view.dims = {kUnitAxis, indices.dims[1], kUnitAxis};
   view.node = data ? makeGather(sourceView.node, data->first, data->second)
