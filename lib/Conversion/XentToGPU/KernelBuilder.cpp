@@ -39,6 +39,8 @@ static constexpr int64_t kWarpSize = 32;
 static constexpr int64_t kMaxWarps = 32;
 /// Components reduced across the block at once: max, Σexp, Σf, Σf·(x - x0).
 static constexpr int64_t kMaxComponents = 4;
+/// 16-byte loads each thread issues before using the first.
+static constexpr int64_t kUnroll = 4;
 
 LaunchGeometry mlir::xent::getLaunchGeometry(const XentToGPUOptions &options,
                                              Type logitsType) {
@@ -155,6 +157,24 @@ private:
   /// True (uniformly in the block) when rows can be read with aligned
   /// vector loads from every buffer in `buffers`.
   Value emitCanVectorize(ArrayRef<Value> buffers, int64_t width);
+  /// A 16-byte load of row `o` at class `c`, or zeros when `inside` is
+  /// false (past the row's end).
+  Value emitGuardedVectorLoad(VectorType type, Value rows, Value c,
+                              Value inside, int64_t width) {
+    auto ifOp = scf::IfOp::create(b, TypeRange{type}, inside,
+                                  /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value v = vector::LoadOp::create(
+        b, type, rows, ValueRange{o, c}, /*nontemporal=*/false,
+        llvm::MaybeAlign(width * type.getElementTypeBitWidth() / 8));
+    scf::YieldOp::create(b, v);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    Value zeros = arith::ConstantOp::create(
+        b, type, DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
+    scf::YieldOp::create(b, zeros);
+    return ifOp.getResult(0);
+  }
   /// [O, C, I] with I == 1 as [O, C], for vector loads along C.
   Value rows2D(Value buffer) {
     return memref::CollapseShapeOp::create(
@@ -416,20 +436,36 @@ void KernelEmitter::emitRowStatistics() {
       Value x2 = rows2D(x);
       auto vecType = VectorType::get({width}, spec.logitsType);
       Value first = arith::MulIOp::create(b, tid, cstIdx(width));
+      int64_t chunk = geometry.threads * width;
+      // kUnroll loads are issued before any is used, so each thread keeps
+      // several 16-byte requests in flight.
       auto loop = scf::ForOp::create(
-          b, first, numClasses, cstIdx(geometry.threads * width), init,
-          [&](OpBuilder &nb, Location loc, Value c0, ValueRange acc) {
+          b, first, numClasses, cstIdx(chunk * kUnroll), init,
+          [&](OpBuilder &nb, Location loc, Value c0, ValueRange accRange) {
             OpBuilder::InsertionGuard guard(b);
             b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-            Value vec = vector::LoadOp::create(
-                b, vecType, x2, ValueRange{o, c0}, /*nontemporal=*/false,
-                llvm::MaybeAlign(width * vecType.getElementTypeBitWidth() / 8));
-            SmallVector<Value> cs, xs;
-            for (int64_t k = 0; k < width; ++k) {
-              cs.push_back(arith::AddIOp::create(b, c0, cstIdx(k)));
-              xs.push_back(emitLogit(vector::ExtractOp::create(b, vec, k)));
+            SmallVector<Value> starts, inside, vecs;
+            for (int64_t u = 0; u < kUnroll; ++u) {
+              Value cu = arith::AddIOp::create(b, c0, cstIdx(u * chunk));
+              starts.push_back(cu);
+              inside.push_back(arith::CmpIOp::create(
+                  b, arith::CmpIPredicate::ult, cu, numClasses));
+              vecs.push_back(emitGuardedVectorLoad(vecType, x2, cu,
+                                                   inside.back(), width));
             }
-            scf::YieldOp::create(b, emitStatisticsStep(cs, xs, acc));
+            SmallVector<Value> acc(accRange);
+            for (int64_t u = 0; u < kUnroll; ++u) {
+              SmallVector<Value> cs, xs;
+              for (int64_t k = 0; k < width; ++k) {
+                cs.push_back(arith::AddIOp::create(b, starts[u], cstIdx(k)));
+                xs.push_back(
+                    emitLogit(vector::ExtractOp::create(b, vecs[u], k)));
+              }
+              SmallVector<Value> next = emitStatisticsStep(cs, xs, acc);
+              for (auto [a, n] : llvm::zip(acc, next))
+                a = select(inside[u], n, a);
+            }
+            scf::YieldOp::create(b, acc);
           });
       scf::YieldOp::create(b, loop.getResults());
     }
@@ -563,26 +599,40 @@ void KernelEmitter::emitGradientPass() {
     auto vecType = VectorType::get({width}, spec.logitsType);
     llvm::MaybeAlign align(width * vecType.getElementTypeBitWidth() / 8);
     Value first = arith::MulIOp::create(b, tid, cstIdx(width));
+    int64_t chunk = geometry.threads * width;
     scf::ForOp::create(
-        b, first, numClasses, cstIdx(geometry.threads * width), ValueRange{},
+        b, first, numClasses, cstIdx(chunk * kUnroll), ValueRange{},
         [&](OpBuilder &nb, Location loc, Value c0, ValueRange) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          Value vec = readLogits
-                          ? Value(vector::LoadOp::create(
-                                b, vecType, x2, ValueRange{o, c0},
-                                /*nontemporal=*/false, align))
-                          : Value();
-          SmallVector<Value> out;
-          for (int64_t k = 0; k < width; ++k) {
-            Value c = arith::AddIOp::create(b, c0, cstIdx(k));
-            Value xc = vec ? emitLogit(vector::ExtractOp::create(b, vec, k))
-                           : Value();
-            out.push_back(fromF32(fn(c, xc), outType));
+          SmallVector<Value> starts, inside, vecs;
+          for (int64_t u = 0; u < kUnroll; ++u) {
+            Value cu = arith::AddIOp::create(b, c0, cstIdx(u * chunk));
+            starts.push_back(cu);
+            inside.push_back(arith::CmpIOp::create(
+                b, arith::CmpIPredicate::ult, cu, numClasses));
+            vecs.push_back(readLogits ? emitGuardedVectorLoad(vecType, x2, cu,
+                                                              inside.back(),
+                                                              width)
+                                      : Value());
           }
-          Value packed = vector::FromElementsOp::create(b, vecType, out);
-          vector::StoreOp::create(b, packed, d2, ValueRange{o, c0},
-                                  /*nontemporal=*/false, align);
+          for (int64_t u = 0; u < kUnroll; ++u) {
+            SmallVector<Value> out;
+            for (int64_t k = 0; k < width; ++k) {
+              Value c = arith::AddIOp::create(b, starts[u], cstIdx(k));
+              Value xc = vecs[u] ? emitLogit(vector::ExtractOp::create(
+                                       b, vecs[u], k))
+                                 : Value();
+              out.push_back(fromF32(fn(c, xc), outType));
+            }
+            Value packed = vector::FromElementsOp::create(b, vecType, out);
+            auto store = scf::IfOp::create(b, inside[u],
+                                           /*withElseRegion=*/false);
+            OpBuilder::InsertionGuard storeGuard(b);
+            b.setInsertionPointToStart(store.thenBlock());
+            vector::StoreOp::create(b, packed, d2, ValueRange{o, starts[u]},
+                                    /*nontemporal=*/false, align);
+          }
           scf::YieldOp::create(b);
         });
   };
