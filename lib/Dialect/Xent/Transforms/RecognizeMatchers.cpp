@@ -1377,6 +1377,70 @@ static Match<Pieces> findSummedLoss(ViewAnalysis &va, const Monomial &top,
   return m;
 }
 
+/// Decides the reduction of a loss: `none` for a per-element value shaped
+/// like the logits without the class axis; `sum` for the sum over every
+/// element axis; `mean` for that sum divided by the kept count, the kept
+/// weight or, without a mask, the constant element count (also per element
+/// before the sum). `outer` holds the factors outside the sum, `coeff` the
+/// pick's own sign.
+static Match<Reduction> matchReduction(ViewAnalysis &va, bool reduced,
+                                       const Monomial &outer, double coeff,
+                                       ArrayRef<Axis> summed,
+                                       ArrayRef<Axis> rootDims,
+                                       RankedTensorType rootType,
+                                       const Pieces &p, const Operands &ops) {
+  using M = Match<Reduction>;
+  if (!outer.num.empty())
+    return M::failure("the loss is multiplied by a value that is not a "
+                      "constant");
+  double k = outer.coeff * coeff;
+
+  if (!reduced) {
+    if (!outer.den.empty())
+      return M::failure("the per-element loss is divided by a value");
+    if (!alignsWithLogits(va, ops, rootDims))
+      return M::failure("the per-element loss is not shaped like the "
+                        "logits without the class axis");
+    if (!approxEqual(k, -1))
+      return M::failure("the loss is scaled by " + formatNumber(-k) +
+                        ", not by 1");
+    return Reduction::none;
+  }
+
+  if (rootType.getRank() != 0)
+    return M::failure("a reduced loss that is not a 0-d tensor");
+  if (summed != ArrayRef<Axis>(ops.batchAxes))
+    return M::failure("the loss is not summed over every element axis");
+  if (outer.den.empty()) {
+    if (approxEqual(k, -1))
+      return Reduction::sum;
+    if (ops.numElements && *ops.numElements > 0 &&
+        approxEqual(k, -1.0 / *ops.numElements)) {
+      if (ops.ignoreIndex)
+        return M::failure("the mean divides by the element count, not by "
+                          "the count of kept targets");
+      if (ops.weight && !p.probabilities)
+        return M::failure("a weighted mean divides by the element count, "
+                          "not by the sum of the kept weights");
+      return Reduction::mean;
+    }
+    return M::failure("the loss is scaled by " + formatNumber(-k) +
+                      ", which is neither 1 (sum) nor one over the element "
+                      "count (mean)");
+  }
+  if (outer.den.size() != 1)
+    return M::failure("the loss is divided by several values");
+  if (!approxEqual(k, -1))
+    return M::failure("the mean is scaled by " + formatNumber(-k));
+  if (p.probabilities)
+    return M::failure("a mean of probability-target losses divides by "
+                      "something other than the element count");
+  Match<bool> total = matchTotalWeight(va, outer.den[0], p, ops);
+  if (!total)
+    return M::failure(total);
+  return Reduction::mean;
+}
+
 Match<RaisedOp> recognize::matchCrossEntropy(ViewAnalysis &va, Value root) {
   using M = Match<RaisedOp>;
   auto rootType = dyn_cast<RankedTensorType>(root.getType());
@@ -1424,59 +1488,12 @@ Match<RaisedOp> recognize::matchCrossEntropy(ViewAnalysis &va, Value root) {
     return M::nearMiss("a loss of element type " +
                        typeToString(rootType.getElementType()) +
                        " (the op computes f16, bf16 or f32)");
-  if (!outer.num.empty())
-    return M::nearMiss("the loss is multiplied by a value that is not a "
-                       "constant");
-  double k = outer.coeff * pieces->coeff;
-
-  if (!reduced) {
-    if (!outer.den.empty())
-      return M::nearMiss("the per-element loss is divided by a value");
-    if (!alignsWithLogits(va, *ops, view.dims))
-      return M::nearMiss("the per-element loss is not shaped like the "
-                         "logits without the class axis");
-    if (!approxEqual(k, -1))
-      return M::nearMiss("the loss is scaled by " + formatNumber(-k) +
-                         ", not by 1");
-    raised.reduction = Reduction::none;
-    return raised;
-  }
-
-  if (rootType.getRank() != 0)
-    return M::nearMiss("a reduced loss that is not a 0-d tensor");
-  if (summed != ops->batchAxes)
-    return M::nearMiss("the loss is not summed over every element axis");
-  if (outer.den.empty()) {
-    if (approxEqual(k, -1)) {
-      raised.reduction = Reduction::sum;
-      return raised;
-    }
-    if (ops->numElements && *ops->numElements > 0 &&
-        approxEqual(k, -1.0 / *ops->numElements)) {
-      if (ops->ignoreIndex)
-        return M::nearMiss("the mean divides by the element count, not by "
-                           "the count of kept targets");
-      if (ops->weight && !raised.probabilityTargets)
-        return M::nearMiss("a weighted mean divides by the element count, "
-                           "not by the sum of the kept weights");
-      raised.reduction = Reduction::mean;
-      return raised;
-    }
-    return M::nearMiss("the loss is scaled by " + formatNumber(-k) +
-                       ", which is neither 1 (sum) nor one over the element "
-                       "count (mean)");
-  }
-  if (outer.den.size() != 1)
-    return M::nearMiss("the loss is divided by several values");
-  if (!approxEqual(k, -1))
-    return M::nearMiss("the mean is scaled by " + formatNumber(-k));
-  if (raised.probabilityTargets)
-    return M::nearMiss("a mean of probability-target losses divides by "
-                       "something other than the element count");
-  Match<bool> total = matchTotalWeight(va, outer.den[0], *pieces, *ops);
-  if (!total)
-    return M::nearMiss(total.getReason());
-  raised.reduction = Reduction::mean;
+  Match<Reduction> reduction =
+      matchReduction(va, reduced, outer, pieces->coeff, summed, view.dims,
+                     rootType, *pieces, *ops);
+  if (!reduction)
+    return M::nearMiss(reduction.getReason());
+  raised.reduction = *reduction;
   return raised;
 }
 
@@ -1559,18 +1576,28 @@ static bool sameMonomial(ViewAnalysis &va, const Monomial &a,
   return sameSet(a.num, b.num) && sameSet(a.den, b.den) && sameSet(am, bm);
 }
 
-Match<RaisedOp> recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root) {
-  using M = Match<RaisedOp>;
-  auto rootType = dyn_cast<RankedTensorType>(root.getType());
-  if (!rootType || !isa<FloatType>(rootType.getElementType()))
-    return M::failure("not a float tensor");
-  View view = va.get(root);
-  Node *r = stripFloatCasts(view.node);
-  LinearForm form = flattenLinear(va, r);
+namespace {
+struct LogSoftmaxBackward {
+  LogSoftmax logSoftmax;
+  /// The incoming gradient g of `g - exp(logp) · Σ_c g`, as a monomial.
+  Monomial g;
+};
+
+struct NllBackward {
+  Pieces pieces;
+  /// The grad_output factor, or null when the chain scales by a constant.
+  Node *gradOutput = nullptr;
+};
+} // namespace
+
+/// Matches the log-softmax backward `g - exp(logp) · Σ_c g` (the softmax may
+/// also be written exp(e) / Σ exp(e)); returns the log-softmax and g.
+static Match<LogSoftmaxBackward> matchLogSoftmaxBackward(ViewAnalysis &va,
+                                                         Node *root) {
+  using M = Match<LogSoftmaxBackward>;
+  LinearForm form = flattenLinear(va, root);
   if (form.constant != 0 || form.terms.size() != 2)
     return M::failure("not of the form g - softmax · Σ g");
-
-  // matchLogSoftmaxBackward: one term is the softmax part, the other g.
   std::optional<SoftmaxTerm> softmax;
   const LinearTerm *gTerm = nullptr;
   std::string reason;
@@ -1594,28 +1621,37 @@ Match<RaisedOp> recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root) {
   if (!sameMonomial(va, g, summed))
     return M::nearMiss("the softmax is not scaled by the sum of the same "
                        "gradient (g - softmax · Σ_c g)");
+  return LogSoftmaxBackward{softmax->logSoftmax, g};
+}
 
-  // matchNllBackward: g = -grad_output · w / total · onehot(t) · kept.
-  Axis c = softmax->logSoftmax.axis;
-  Pieces p;
-  p.logSoftmax = softmax->logSoftmax;
+/// Matches the nll backward
+/// `g = -grad_output · w[t] / total · onehot(t) · kept` along the class axis
+/// of `ls`: the one-hot of the target, ignore masks, an optional class
+/// weight (read at the target or along the class axis), an optional
+/// grad_output factor; the divisor stays in `g.den`.
+static Match<NllBackward> matchNllBackward(ViewAnalysis &va, const Monomial &g,
+                                           const LogSoftmax &ls) {
+  using M = Match<NllBackward>;
+  Axis c = ls.axis;
+  NllBackward nll;
+  Pieces &p = nll.pieces;
+  p.logSoftmax = ls;
   for (const Mask &mask : splitMasks(g.masks)) {
     if (Node *index = matchOneHot(va, mask, c)) {
       if (p.index)
-        return M::nearMiss("two one-hot masks in the nll backward");
+        return M::failure("two one-hot masks in the nll backward");
       p.index = index;
       continue;
     }
     Match<IgnoreMask> ignore = matchIgnoreMask(va, mask);
     if (!ignore)
-      return M::nearMiss("the nll backward has a mask that is neither the "
-                         "one-hot of the target nor an ignore mask: " +
-                         ignore.getReason());
+      return M::failure("the nll backward has a mask that is neither the "
+                        "one-hot of the target nor an ignore mask: " +
+                        ignore.getReason());
     p.masks.push_back(*ignore);
   }
   if (!p.index)
-    return M::nearMiss("the nll backward has no one-hot of the target");
-  Node *gradOutput = nullptr;
+    return M::failure("the nll backward has no one-hot of the target");
   for (Node *f : g.num) {
     Match<ClassWeight> w = matchClassWeight(va, f);
     if (w && !p.weight && (w->index || va.dependsOn(f, c))) {
@@ -1623,13 +1659,35 @@ Match<RaisedOp> recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root) {
       continue;
     }
     Node *s = stripWidening(f);
-    if (!gradOutput && s->origin && !va.dependsOn(s, c) &&
+    if (!nll.gradOutput && s->origin && !va.dependsOn(s, c) &&
         isa<RankedTensorType>(s->origin.getType())) {
-      gradOutput = s;
+      nll.gradOutput = s;
       continue;
     }
-    return M::nearMiss("unexpected factor in the nll backward");
+    return M::failure("unexpected factor in the nll backward");
   }
+  return nll;
+}
+
+Match<RaisedOp> recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root) {
+  using M = Match<RaisedOp>;
+  auto rootType = dyn_cast<RankedTensorType>(root.getType());
+  if (!rootType || !isa<FloatType>(rootType.getElementType()))
+    return M::failure("not a float tensor");
+  View view = va.get(root);
+  Match<LogSoftmaxBackward> backward =
+      matchLogSoftmaxBackward(va, stripFloatCasts(view.node));
+  if (!backward)
+    return backward.isNearMiss() ? M::nearMiss(backward.getReason())
+                                 : M::failure(backward);
+  // From here on the value contains a log-softmax backward: every failure is
+  // a near miss.
+  const Monomial &g = backward->g;
+  Match<NllBackward> nll = matchNllBackward(va, g, backward->logSoftmax);
+  if (!nll)
+    return M::nearMiss(nll.getReason());
+  const Pieces &p = nll->pieces;
+  Node *gradOutput = nll->gradOutput;
 
   Match<Operands> ops = resolveOperands(va, p);
   if (!ops)

@@ -14,11 +14,14 @@
 //   matchIgnoreMask         t != ignore_index, as compare + select/multiply
 //   matchClassWeight        w[t] (or w along the class axis)
 //   matchTotalWeight        Σ kept w[t] / kept count, the mean's divisor
+//   matchReduction          none / sum over every element / mean
 //   matchNllBackward        d nll / d logp: one-hot · (-grad · w / total)
 //   matchLogSoftmaxBackward g - exp(logp) · Σ_c g
 //
 // and the two entry points that combine them, matchCrossEntropy and
 // matchCrossEntropyGrad, whose results say which xent op computes a value.
+// The first six are declared here; the others work on the matchers'
+// intermediate structures and are local to RecognizeMatchers.cpp.
 //
 // Normalization happens here, on the view: linear combinations are
 // flattened (x - (a + b) = x - a - b, log(a / b) = log a - log b,
