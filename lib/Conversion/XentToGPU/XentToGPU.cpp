@@ -69,11 +69,11 @@ public:
         geometry(geometry) {}
 
   /// An identity-layout buffer holding `tensor`.
-  Value toBuffer(Value tensor) {
+  Value toBuffer(Value tensor, bool readOnly = true) {
     auto type = cast<RankedTensorType>(tensor.getType());
     auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
     return bufferization::ToBufferOp::create(rewriter, loc, memrefType, tensor,
-                                             /*read_only=*/true);
+                                             readOnly);
   }
 
   /// `buffer` (rank r) as [prod(d < split), prod(d >= split)] when
@@ -198,7 +198,8 @@ struct ResultBuffer {
 /// written there directly; otherwise it gets device memory.
 static ResultBuffer getResultBuffer(HostEmitter &host, Value result,
                                     Value logitsBuffer,
-                                    ArrayRef<int64_t> logitsDims) {
+                                    ArrayRef<int64_t> logitsDims,
+                                    bool peek = false) {
   auto tensorType = cast<RankedTensorType>(result.getType());
   if (result.hasOneUse()) {
     auto sink = dyn_cast<bufferization::MaterializeInDestinationOp>(
@@ -210,6 +211,8 @@ static ResultBuffer getResultBuffer(HostEmitter &host, Value result,
         return {sink.getDest(), sink};
     }
   }
+  if (peek) // only asking whether a destination is given
+    return {Value(), nullptr};
   auto type = MemRefType::get(tensorType.getShape(),
                               tensorType.getElementType());
   return {host.allocate(type, logitsBuffer, logitsDims), nullptr};
@@ -282,7 +285,14 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
       llvm::to_vector(llvm::seq<int64_t>(0, rank));
   SmallVector<int64_t> elementDims = getElementDims(rank, config.axis);
 
-  Value xBuffer = host.toBuffer(logits);
+  // dlogits may take the logits' buffer when nothing reads the logits after
+  // this op (it is their only use) and no destination was given for it: each
+  // thread reads a class's logit before it writes that class's gradient, and
+  // the statistics of a row are complete before any of it is written.
+  bool gradInPlace = dlogits && logits.hasOneUse() &&
+                     !getResultBuffer(host, dlogits, Value(), {}, /*peek=*/true)
+                          .sink;
+  Value xBuffer = host.toBuffer(logits, /*readOnly=*/!gradInPlace);
   Value x = host.rowsView(xBuffer);
   Value t = config.probabilityTargets ? host.rowsView(host.toBuffer(target))
                                       : host.elementsView(host.toBuffer(target));
@@ -314,7 +324,8 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
       zAcc = host.allocateScalar(f32);
   }
   if (dlogits)
-    gradOut = getResultBuffer(host, dlogits, xBuffer, logitsDims);
+    gradOut = gradInPlace ? ResultBuffer{xBuffer, nullptr}
+                          : getResultBuffer(host, dlogits, xBuffer, logitsDims);
 
   // Prologue: kept weight / count on the device, accumulators initialized.
   Value stats;

@@ -1,0 +1,38 @@
+// RUN: xent-opt %s --convert-xent-to-gpu --canonicalize \
+// RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
+// RUN:   --canonicalize | FileCheck %s
+
+// dlogits takes the logits' buffer only when the logits are dead after the
+// op (their only use): each thread reads a class's logit before writing that
+// class's gradient, after the row's statistics are complete.
+
+// CHECK-LABEL: func.func @dead
+// CHECK-SAME: (%{{.*}}: memref<f32>, %[[X:.*]]: memref<?x?xbf16>, %{{.*}}: memref<?xi64>)
+// CHECK-NOT:   gpu.alloc (%{{.*}}, %{{.*}}) : memref<?x?xbf16>
+// CHECK:       gpu.launch_func @xent_kernels::@xent_loss_grad_0
+// CHECK:       return %{{.*}}, %[[X]] : memref<f32>, memref<?x?xbf16>
+func.func @dead(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> (tensor<f32>, tensor<?x?xbf16>) {
+  %l, %d = xent.cross_entropy_and_grad mean %g, %x, %t : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>) -> (tensor<f32>, tensor<?x?xbf16>)
+  return %l, %d : tensor<f32>, tensor<?x?xbf16>
+}
+
+// The logits are returned as well: never in place.
+
+// CHECK-LABEL: func.func @live
+// CHECK-SAME: (%{{.*}}: memref<f32>, %[[X:.*]]: memref<?x?xbf16>, %{{.*}}: memref<?xi64>)
+// CHECK:       %[[D:.*]] = gpu.alloc (%{{.*}}, %{{.*}}) : memref<?x?xbf16>
+// CHECK:       return %{{.*}}, %[[D]], %[[X]] : memref<f32>, memref<?x?xbf16>, memref<?x?xbf16>
+func.func @live(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> (tensor<f32>, tensor<?x?xbf16>, tensor<?x?xbf16>) {
+  %l, %d = xent.cross_entropy_and_grad mean %g, %x, %t : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>) -> (tensor<f32>, tensor<?x?xbf16>)
+  return %l, %d, %x : tensor<f32>, tensor<?x?xbf16>, tensor<?x?xbf16>
+}
+
+// A gradient op whose logits feed another op afterwards: never in place.
+
+// CHECK-LABEL: func.func @read_later
+// CHECK:       gpu.alloc (%{{.*}}, %{{.*}}) : memref<?x?xf32>
+func.func @read_later(%g: tensor<f32>, %x: tensor<?x?xf32>, %t: tensor<?xi64>) -> (tensor<?x?xf32>, tensor<f32>) {
+  %d = xent.cross_entropy_grad sum %g, %x, %t : (tensor<f32>, tensor<?x?xf32>, tensor<?xi64>) -> tensor<?x?xf32>
+  %l = xent.cross_entropy sum %x, %t : (tensor<?x?xf32>, tensor<?xi64>) -> tensor<f32>
+  return %d, %l : tensor<?x?xf32>, tensor<f32>
+}
