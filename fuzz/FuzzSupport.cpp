@@ -41,32 +41,13 @@ namespace xent::fuzz {
 // The passes under test: one line per pass.
 //===----------------------------------------------------------------------===//
 
-/// convert-xent-to-gpu views buffers through memref.collapse_shape with the
-/// result type that upstream infers; for a reassociation group holding a
-/// static 0 and a dynamic size that type is static 0, which the op's verifier
-/// rejects ("collapsed dim must be dynamic if and only if reassociation group
-/// is dynamic"). Found by xent-fuzz-op; test/Fuzz/gpu-collapse-zero-dynamic.mlir.
-static bool zeroAndDynamicLogits(ModuleOp module) {
-  bool found = false;
-  module->walk([&](Operation *op) {
-    if (!isa<mlir::xent::XentDialect>(op->getDialect()))
-      return;
-    for (Value v : op->getOperands())
-      if (auto t = dyn_cast<RankedTensorType>(v.getType()))
-        if (llvm::is_contained(t.getShape(), 0) && !t.hasStaticShape())
-          found = true;
-  });
-  return found;
-}
-
 static const PassUnderTest kPasses[] = {
     {"xent-materialize-decomposition", false, Postcondition::RegionsFilled},
     {"xent-inline-decomposition", false, Postcondition::NoXentOps},
     {"xent-cpu-pipeline", true, Postcondition::NoXentOps},
     {"xent-fuse-forward-backward", false, Postcondition::None},
     {"convert-xent-to-gpu", true, Postcondition::None,
-     /*mayFailOnValidOps=*/true, /*needsXentOp=*/true,
-     /*knownIssue=*/zeroAndDynamicLogits},
+     /*mayFailOnValidOps=*/true},
     {"xent-recognize", false, Postcondition::None,
      /*mayFailOnValidOps=*/false, /*needsXentOp=*/false},
 };

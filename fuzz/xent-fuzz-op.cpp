@@ -358,12 +358,31 @@ struct Contract {
     } else if (!compatible(op.target.shape, elementShape)) {
       return reject("class-index target shape");
     }
+
+    // The operands describe one tensor: a size that the target or the weight
+    // fixes holds for grad_output and the results too.
+    std::vector<int64_t> known = op.logits.shape;
+    auto learn = [](int64_t &size, int64_t seen) {
+      if (size == kDynamic)
+        size = seen;
+    };
+    for (int64_t d = 0, t = 0; d < rank; ++d) {
+      if (probabilities)
+        learn(known[d], op.target.shape[d]);
+      else if (d != axis)
+        learn(known[d], op.target.shape[t++]);
+    }
     if (op.weight) {
       if (op.weight->rank() != 1)
         return reject("weight rank");
-      if (!compatible(op.weight->shape, {classes}))
+      if (!compatible(op.weight->shape, {known[axis]}))
         return reject("weight size");
+      learn(known[axis], op.weight->shape[0]);
     }
+    elementShape.clear();
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis)
+        elementShape.push_back(known[d]);
 
     std::vector<int64_t> reduced =
         op.reduction == Reduction::None ? elementShape : std::vector<int64_t>{};
@@ -377,7 +396,7 @@ struct Contract {
     if (op.hasGradOutput() && !compatible(op.gradOutput->shape, reduced))
       return reject("grad_output shape");
     if (dlogits && (dlogits->elt != op.logits.elt ||
-                    !compatible(dlogits->shape, op.logits.shape)))
+                    !compatible(dlogits->shape, known)))
       return reject("dlogits type");
     return true;
   }

@@ -289,7 +289,10 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
   // this op (it is their only use) and no destination was given for it: each
   // thread reads a class's logit before it writes that class's gradient, and
   // the statistics of a row are complete before any of it is written.
-  bool gradInPlace = dlogits && logits.hasOneUse() &&
+  // The types must be equal, not only compatible: the buffer becomes the
+  // dlogits tensor as it is (found by xent-fuzz-op).
+  bool gradInPlace = dlogits && dlogits.getType() == logits.getType() &&
+                     logits.hasOneUse() &&
                      !getResultBuffer(host, dlogits, Value(), {}, /*peek=*/true)
                           .sink;
   Value xBuffer = host.toBuffer(logits, /*readOnly=*/!gradInPlace);

@@ -337,3 +337,37 @@ func.func @joint_region(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<4xi64>
   }
   return
 }
+
+// -----
+
+// Found by xent-fuzz-op: every operand describes the same tensor, so a size
+// that the target fixes holds for grad_output and the results too.
+func.func @grad_output_against_target(%g: tensor<2xf32>, %x: tensor<?x10xf32>, %t: tensor<1xi64>) {
+  // expected-error @+1 {{grad_output shape [2] must be [1] for reduction 'none'}}
+  %d = xent.cross_entropy_grad none %g, %x, %t : (tensor<2xf32>, tensor<?x10xf32>, tensor<1xi64>) -> tensor<?x10xf32>
+  return
+}
+
+// -----
+
+func.func @loss_against_target(%x: tensor<?x10xf32>, %t: tensor<3xi64>) {
+  // expected-error @+1 {{loss shape [4] must be [3] for reduction 'none'}}
+  %l = xent.cross_entropy none %x, %t : (tensor<?x10xf32>, tensor<3xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dlogits_against_target(%g: tensor<f32>, %x: tensor<?x10xf32>, %t: tensor<3xi64>) {
+  // expected-error @+1 {{dlogits type 'tensor<2x10xf32>' must match the logits type 'tensor<?x10xf32>'}}
+  %d = xent.cross_entropy_grad sum %g, %x, %t : (tensor<f32>, tensor<?x10xf32>, tensor<3xi64>) -> tensor<2x10xf32>
+  return
+}
+
+// -----
+
+func.func @weight_against_probabilities(%x: tensor<4x?xf32>, %q: tensor<4x10xf32>, %w: tensor<9xf32>) {
+  // expected-error @+1 {{weight has 9 elements but logits have 10 classes}}
+  %l = xent.cross_entropy mean %x, %q weight %w : (tensor<4x?xf32>, tensor<4x10xf32>, tensor<9xf32>) -> tensor<f32>
+  return
+}

@@ -147,6 +147,39 @@ static bool areShapesCompatible(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
   return true;
 }
 
+/// The logits shape with each dynamic size that `target` or `weight` fixes
+/// made static. All operands describe one tensor, so `grad_output` and the
+/// results must agree with every static size among them, not only with the
+/// logits' (found by xent-fuzz-op: a static batch of 2 in grad_output against
+/// a target of 1, each compatible with dynamic logits, gave a decomposition
+/// that canonicalize turned into invalid IR). Call after checking `target`
+/// against `logits`.
+template <typename OpTy>
+static SmallVector<int64_t> getKnownLogitsShape(OpTy op) {
+  SmallVector<int64_t> shape(op.getLogits().getType().getShape());
+  int64_t axis = op.getClassAxis();
+  auto refine = [](int64_t &size, int64_t known) {
+    if (ShapedType::isDynamic(size))
+      size = known;
+  };
+  ArrayRef<int64_t> target = op.getTarget().getType().getShape();
+  if (op.hasProbabilityTargets()) {
+    if (target.size() == shape.size())
+      for (auto [size, known] : llvm::zip(shape, target))
+        refine(size, known);
+  } else if (target.size() + 1 == shape.size()) {
+    for (int64_t d = 0, t = 0; d < static_cast<int64_t>(shape.size()); ++d)
+      if (d != axis)
+        refine(shape[d], target[t++]);
+  }
+  if (Value weight = op.getWeight()) {
+    auto weightType = cast<RankedTensorType>(weight.getType());
+    if (weightType.getRank() == 1)
+      refine(shape[axis], weightType.getDimSize(0));
+  }
+  return shape;
+}
+
 /// Checks the attributes, `target` and `weight` against `logits`. Both ops
 /// share these rules.
 template <typename OpTy>
@@ -205,6 +238,8 @@ static LogicalResult verifyCommon(OpTy op) {
     if (weightType.getRank() != 1)
       return op.emitOpError("weight must have rank 1, got rank ")
              << weightType.getRank();
+    // Probability targets may fix a dynamic class count.
+    numClasses = getKnownLogitsShape(op)[axis];
     if (!areShapesCompatible(weightType.getShape(), {numClasses}))
       return op.emitOpError("weight has ")
              << weightType.getDimSize(0) << " elements but logits have "
@@ -219,7 +254,7 @@ template <typename OpTy>
 static SmallVector<int64_t> getReducedShape(OpTy op) {
   if (op.getReduction() != Reduction::none)
     return {};
-  return dropAxis(op.getLogits().getType().getShape(), op.getClassAxis());
+  return dropAxis(getKnownLogitsShape(op), op.getClassAxis());
 }
 
 /// Checks the decomposition region, when present: one block whose arguments
@@ -302,7 +337,7 @@ static LogicalResult verifyGradient(OpTy op) {
   auto logitsType = op.getLogits().getType();
   auto dType = cast<RankedTensorType>(op.getDlogits().getType());
   if (dType.getElementType() != logitsType.getElementType() ||
-      !areShapesCompatible(dType.getShape(), logitsType.getShape()))
+      !areShapesCompatible(dType.getShape(), getKnownLogitsShape(op)))
     return op.emitOpError("dlogits type ")
            << dType << " must match the logits type " << logitsType;
   return success();
