@@ -386,6 +386,20 @@ struct Contract {
 
     std::vector<int64_t> reduced =
         op.reduction == Reduction::None ? elementShape : std::vector<int64_t>{};
+    if (op.hasGradOutput()) {
+      if (!compatible(op.gradOutput->shape, reduced))
+        return reject("grad_output shape");
+      // A per-element grad_output fixes sizes too.
+      if (op.reduction == Reduction::None) {
+        for (int64_t d = 0, g = 0; d < rank; ++d)
+          if (d != axis)
+            learn(known[d], op.gradOutput->shape[g++]);
+        reduced.clear();
+        for (int64_t d = 0; d < rank; ++d)
+          if (d != axis)
+            reduced.push_back(known[d]);
+      }
+    }
     for (const TypeDesc &r : lossResults) {
       if (!compatible(r.shape, reduced))
         return reject("loss / z_loss shape");
@@ -393,8 +407,6 @@ struct Contract {
       if (r.elt != Elt::F32 && r.elt != op.logits.elt)
         return reject("loss / z_loss element type neither f32 nor the logits'");
     }
-    if (op.hasGradOutput() && !compatible(op.gradOutput->shape, reduced))
-      return reject("grad_output shape");
     if (dlogits && (dlogits->elt != op.logits.elt ||
                     !compatible(dlogits->shape, known)))
       return reject("dlogits type");

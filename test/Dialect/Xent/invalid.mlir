@@ -371,3 +371,13 @@ func.func @weight_against_probabilities(%x: tensor<4x?xf32>, %q: tensor<4x10xf32
   %l = xent.cross_entropy mean %x, %q weight %w : (tensor<4x?xf32>, tensor<4x10xf32>, tensor<9xf32>) -> tensor<f32>
   return
 }
+
+// -----
+
+// Found by the second long xent-fuzz-op run: a per-element grad_output fixes
+// sizes too.
+func.func @dlogits_against_grad_output(%g: tensor<3xf32>, %x: tensor<?x1xf32>, %t: tensor<?xi32>) {
+  // expected-error @+1 {{dlogits type 'tensor<5x1xf32>' must match the logits type 'tensor<?x1xf32>'}}
+  %d = xent.cross_entropy_grad none %g, %x, %t : (tensor<3xf32>, tensor<?x1xf32>, tensor<?xi32>) -> tensor<5x1xf32>
+  return
+}

@@ -147,8 +147,8 @@ static bool areShapesCompatible(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
   return true;
 }
 
-/// The logits shape with each dynamic size that `target` or `weight` fixes
-/// made static. All operands describe one tensor, so `grad_output` and the
+/// The logits shape with each dynamic size that `target`, `weight` or a
+/// per-element `grad_output` fixes made static. All operands describe one tensor, so `grad_output` and the
 /// results must agree with every static size among them, not only with the
 /// logits' (found by xent-fuzz-op: a static batch of 2 in grad_output against
 /// a target of 1, each compatible with dynamic logits, gave a decomposition
@@ -176,6 +176,14 @@ static SmallVector<int64_t> getKnownLogitsShape(OpTy op) {
     auto weightType = cast<RankedTensorType>(weight.getType());
     if (weightType.getRank() == 1)
       refine(shape[axis], weightType.getDimSize(0));
+  }
+  // A per-element grad_output is an operand too.
+  if constexpr (!std::is_same_v<OpTy, CrossEntropyOp>) {
+    ArrayRef<int64_t> grad = op.getGradOutput().getType().getShape();
+    if (op.getReduction() == Reduction::none && grad.size() + 1 == shape.size())
+      for (int64_t d = 0, g = 0; d < static_cast<int64_t>(shape.size()); ++d)
+        if (d != axis)
+          refine(shape[d], grad[g++]);
   }
   return shape;
 }
