@@ -458,6 +458,13 @@ struct ConvertXentToGPUPass
           << static_cast<int64_t>(threads);
       return signalPassFailure();
     }
+    int64_t width = vectorWidth;
+    if (width < 0 || width > 16 || (width != 0 && !llvm::isPowerOf2_64(width))) {
+      getOperation().emitError("vector-width must be 0 (16 bytes' worth) or a "
+                               "power of two up to 16, got ")
+          << width;
+      return signalPassFailure();
+    }
     if (!isValidChip(chip)) {
       getOperation().emitError(
           "chip must name an NVIDIA chip sm_80 or newer, such as 'sm_90', "

@@ -6,6 +6,10 @@
 // RUN: not xent-opt %s --convert-xent-to-gpu="threads=2048" 2>&1 | FileCheck %s --check-prefix=THREADS-BIG
 // THREADS-BIG: error: threads must be a multiple of 32 in [32, 1024], got 2048
 
+// RUN: not xent-opt %s --convert-xent-to-gpu="vector-width=3" 2>&1 | FileCheck %s --check-prefix=WIDTH
+// RUN: not xent-opt %s --convert-xent-to-gpu="vector-width=-4" 2>&1 | FileCheck %s --check-prefix=WIDTH
+// WIDTH: error: vector-width must be 0 (16 bytes' worth) or a power of two up to 16, got
+
 // RUN: not xent-opt %s --convert-xent-to-gpu="chip=gfx90a" 2>&1 | FileCheck %s --check-prefix=CHIP
 // CHIP: error: chip must name an NVIDIA chip sm_80 or newer, such as 'sm_90', got 'gfx90a'
 
