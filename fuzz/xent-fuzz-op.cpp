@@ -403,6 +403,14 @@ struct Contract {
     for (const TypeDesc &r : lossResults) {
       if (!compatible(r.shape, reduced))
         return reject("loss / z_loss shape");
+      // Results fix sizes too (the decomposition computes them together).
+      if (op.reduction == Reduction::None) {
+        for (size_t i = 0; i < reduced.size(); ++i)
+          learn(reduced[i], r.shape[i]);
+        for (int64_t d = 0, k = 0; d < rank; ++d)
+          if (d != axis)
+            known[d] = reduced[k++];
+      }
       // "Results may be f32 or the logits' element type" (XentOps.td).
       if (r.elt != Elt::F32 && r.elt != op.logits.elt)
         return reject("loss / z_loss element type neither f32 nor the logits'");

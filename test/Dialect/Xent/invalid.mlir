@@ -381,3 +381,12 @@ func.func @dlogits_against_grad_output(%g: tensor<3xf32>, %x: tensor<?x1xf32>, %
   %d = xent.cross_entropy_grad none %g, %x, %t : (tensor<3xf32>, tensor<?x1xf32>, tensor<?xi32>) -> tensor<5x1xf32>
   return
 }
+
+// -----
+
+// Results fix sizes too: the decomposition computes them together.
+func.func @z_loss_against_loss(%x: tensor<1x?xf32>, %q: tensor<1x?xf32>) {
+  // expected-error @+1 {{z_loss shape [2] must be [3] for reduction 'none'}}
+  %l, %z = xent.cross_entropy none %x, %q {axis = 0 : i64} : (tensor<1x?xf32>, tensor<1x?xf32>) -> (tensor<3xf32>, tensor<2xf32>)
+  return
+}

@@ -147,8 +147,9 @@ static bool areShapesCompatible(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
   return true;
 }
 
-/// The logits shape with each dynamic size that `target`, `weight` or a
-/// per-element `grad_output` fixes made static. All operands describe one tensor, so `grad_output` and the
+/// The logits shape with each dynamic size that an operand or a result fixes
+/// made static (in this order: target, weight, grad_output, loss, z_loss,
+/// dlogits). All operands describe one tensor, so `grad_output` and the
 /// results must agree with every static size among them, not only with the
 /// logits' (found by xent-fuzz-op: a static batch of 2 in grad_output against
 /// a target of 1, each compatible with dynamic logits, gave a decomposition
@@ -177,14 +178,32 @@ static SmallVector<int64_t> getKnownLogitsShape(OpTy op) {
     if (weightType.getRank() == 1)
       refine(shape[axis], weightType.getDimSize(0));
   }
-  // A per-element grad_output is an operand too.
-  if constexpr (!std::is_same_v<OpTy, CrossEntropyOp>) {
-    ArrayRef<int64_t> grad = op.getGradOutput().getType().getShape();
-    if (op.getReduction() == Reduction::none && grad.size() + 1 == shape.size())
-      for (int64_t d = 0, g = 0; d < static_cast<int64_t>(shape.size()); ++d)
+  // Per-element values (grad_output, loss, z_loss) and dlogits fix sizes too:
+  // the decomposition computes them together, so two that disagree give IR
+  // that canonicalize makes invalid (found by xent-fuzz-op).
+  auto refineElements = [&](Value v) {
+    if (!v || op.getReduction() != Reduction::none)
+      return;
+    ArrayRef<int64_t> e = cast<RankedTensorType>(v.getType()).getShape();
+    if (e.size() + 1 == shape.size())
+      for (int64_t d = 0, k = 0; d < static_cast<int64_t>(shape.size()); ++d)
         if (d != axis)
-          refine(shape[d], grad[g++]);
+          refine(shape[d], e[k++]);
+  };
+  auto refineAll = [&](Value v) {
+    ArrayRef<int64_t> full = cast<RankedTensorType>(v.getType()).getShape();
+    if (full.size() == shape.size())
+      for (auto [size, known] : llvm::zip(shape, full))
+        refine(size, known);
+  };
+  if constexpr (!std::is_same_v<OpTy, CrossEntropyOp>)
+    refineElements(op.getGradOutput());
+  if constexpr (!std::is_same_v<OpTy, CrossEntropyGradOp>) {
+    refineElements(op.getLoss());
+    refineElements(op.getZLoss());
   }
+  if constexpr (!std::is_same_v<OpTy, CrossEntropyOp>)
+    refineAll(op.getDlogits());
   return shape;
 }
 
