@@ -91,6 +91,16 @@ private:
       return v;
     return arith::TruncFOp::create(nb, loc, type, v);
   }
+  /// Ends an element generic: each f32 term is added to its accumulator
+  /// (`reduce`) or rounded to its output's element type (per element).
+  static void emitTermsYield(OpBuilder &nb, Location loc, ValueRange terms,
+                             ValueRange outs, bool reduce) {
+    SmallVector<Value> yields;
+    for (auto [term, acc] : llvm::zip(terms, outs))
+      yields.push_back(reduce ? Value(arith::AddFOp::create(nb, loc, acc, term))
+                              : fromF32(nb, loc, term, acc.getType()));
+    linalg::YieldOp::create(nb, loc, yields);
+  }
   /// A logit as the computation sees it: widened to f32 and soft-capped.
   Value emitLogit(OpBuilder &nb, Location loc, Value raw) const;
   /// Derivative of the softcap at the capped value `x`: 1 - (x / cap)².
@@ -474,15 +484,7 @@ ElementTerms DecompositionEmitter::emitClassIndexTerms(const RowStats &stats,
           terms.push_back(arith::SelectOp::create(
               nb, loc, t.kept, constF32(nb, loc, 1.0), zero));
         }
-        SmallVector<Value> yields;
-        for (auto [i, term] : llvm::enumerate(terms)) {
-          Value acc = args[numInputs + i];
-          if (reduce)
-            yields.push_back(arith::AddFOp::create(nb, loc, acc, term));
-          else
-            yields.push_back(fromF32(nb, loc, term, acc.getType()));
-        }
-        linalg::YieldOp::create(nb, loc, yields);
+        emitTermsYield(nb, loc, terms, args.drop_front(numInputs), reduce);
       });
 
   ElementTerms result;
@@ -553,15 +555,7 @@ ElementTerms DecompositionEmitter::emitProbabilityTerms(const RowStats &stats,
           terms.push_back(z);
         if (reduce)
           terms.push_back(constF32(nb, loc, 1.0));
-        SmallVector<Value> yields;
-        for (auto [i, term] : llvm::enumerate(terms)) {
-          Value acc = args[numInputs + i];
-          if (reduce)
-            yields.push_back(arith::AddFOp::create(nb, loc, acc, term));
-          else
-            yields.push_back(fromF32(nb, loc, term, acc.getType()));
-        }
-        linalg::YieldOp::create(nb, loc, yields);
+        emitTermsYield(nb, loc, terms, args.drop_front(numInputs), reduce);
       });
 
   ElementTerms result;
