@@ -9,7 +9,8 @@
 # 2. pytest python/tests_gpu (PyTorch tensors, current and side streams,
 #    errors, timings), kernels from BUNDLE_DIR as XENT_CACHE_DIR;
 # 3. compute-sanitizer memcheck on the three runner checks, racecheck on the
-#    shared-memory reduction, memcheck on a PyTorch program through xent.gpu.
+#    shared-memory reduction, memcheck on a PyTorch program through xent.gpu,
+#    memcheck and racecheck on the drop-in (sanitizer_dropin.py).
 # Prints a summary line per step; exit status 1 if one failed.
 set -uo pipefail
 
@@ -53,6 +54,10 @@ if [[ -n "$SANITIZER" ]]; then
     "$BUNDLE/runner" "$BUNDLE/shared-memory.so" rowsum
   step memcheck-torch "$SANITIZER" --tool memcheck --error-exitcode 9 \
     python3 "$ROOT/python/tests_gpu/sanitizer_torch.py"
+  step memcheck-dropin "$SANITIZER" --tool memcheck --error-exitcode 9 \
+    python3 "$ROOT/python/tests_gpu/sanitizer_dropin.py"
+  step racecheck-dropin "$SANITIZER" --tool racecheck --error-exitcode 9 \
+    python3 "$ROOT/python/tests_gpu/sanitizer_dropin.py"
 else
   SUMMARY+=("compute-sanitizer          not found")
 fi

@@ -118,9 +118,14 @@ def check(c, shape, seed, grad_scale=None):
             torch.tensor(1.0, device="cuda")
     # backward() sees grad_output in the loss's dtype; the reference gets the same value.
     g = g.to(TORCH_DTYPES[c["dtype"]]).to(torch.float32)
+    return check_inputs(c, x, target, weight, g, f"config {c} shape {shape} seed {seed}")
+
+
+def check_inputs(c, x, target, weight, g, what):
+    """The drop-in on these tensors (any strides) against the float64 reference."""
+    shape = tuple(x.shape)
     loss, z, grad = run(c, x, target, weight, g)
     exp_loss, exp_z, exp_grad = reference(x, target, weight, c, g)
-    what = f"config {c} shape {shape} seed {seed}"
     torch.testing.assert_close(loss.to(torch.float64), exp_loss, rtol=LOSS_RTOL[c["dtype"]],
                                atol=1e-5 * (1 + exp_loss.abs().max().item()), equal_nan=True,
                                msg=lambda m: f"loss: {m}\n{what}")
@@ -257,4 +262,84 @@ def test_cuda_graph_capture():
     graph.replay()
     torch.cuda.synchronize()
     torch.testing.assert_close(out.double(), F.cross_entropy(x.double(), t), rtol=8e-3,
+                               atol=1e-4)
+
+
+# Views reach the kernels without a copy (xent.torch passes strides through):
+# each case compares with the float64 reference on the same view and, for the
+# forward, checks that no logits-sized buffer was allocated.
+
+def _config(**want):
+    for c in MATRIX + xent_torch_configs.specials():
+        if all(c[k] == v for k, v in want.items()):
+            return c
+    raise LookupError(want)
+
+
+def _strided_cases(gen):
+    """(name, config, x, target, weight) with non-contiguous tensors."""
+    cases = []
+    # A slice of a padded vocabulary: row stride V + 64 (rows stay 16-byte
+    # aligned: vector path) and V + 3 (rows misaligned: scalar path), and
+    # labels shifted by one (target stride 2 over a [N, 2] buffer).
+    for pad in (64, 3):
+        c = _config(dtype="bf16", target="i64", rank=2, weighted=False, reduction="mean",
+                    label_smoothing=0.0, z_loss_scale=0.0, softcap=None, with_grad=True)
+        full = (torch.randn(96, 4096 + pad, generator=gen, device="cuda") * 4).bfloat16()
+        labels = torch.randint(0, 4096, (96, 2), generator=gen, device="cuda")
+        labels[::7, 1] = -100
+        cases.append((f"vocab slice +{pad}", c, full[:, :4096], labels[:, 1], None))
+    # Every row of a [V, N] buffer read down a column: class stride N.
+    c = _config(dtype="f32", rank=2, target="i64", reduction="none", weighted=True)
+    xt_ = torch.randn(1000, 33, generator=gen, device="cuda") * 4
+    w = torch.rand(2000, generator=gen, device="cuda") + 0.25
+    cases.append(("transposed", c, xt_.t(), torch.randint(0, 1000, (33,), generator=gen,
+                                                         device="cuda"), w[::2]))
+    # Probability targets that are views as well.
+    c = _config(target="probs", rank=2, with_grad=True, dtype="bf16")
+    full = (torch.randn(40, 3000, generator=gen, device="cuda") * 4).bfloat16()
+    q = torch.softmax(torch.randn(40, 6000, generator=gen, device="cuda"), 1)[:, ::2]
+    q = (q / q.sum(1, keepdim=True)).bfloat16()
+    cases.append(("probs views", c, full[:, 1000:], q[:, 1000:], None))
+    # N-D (N, C, d1, d2) made from a channels-last buffer: class stride 1 but
+    # the class axis is not the last dim.
+    c = _config(rank=4, target="i64", with_grad=True, dtype="f32")
+    base = torch.randn(3, 5, 4, 37, generator=gen, device="cuda") * 4
+    t = torch.randint(0, 37, (3, 5, 4), generator=gen, device="cuda")
+    if c["target"] != "probs":
+        t[0, 0, :] = c["ignore_index"]
+    cases.append(("channels last", c, base.permute(0, 3, 1, 2), t, None))
+    return cases
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_strided_views(case):
+    gen = torch.Generator(device="cuda").manual_seed(77 + case)
+    name, c, x, target, weight = _strided_cases(gen)[case]
+    assert not x.is_contiguous(), name
+    reduced = c["reduction"] != "none"
+    gshape = () if reduced else tuple(target.shape if c["target"] != "probs" else
+                                       x.shape[:1] + x.shape[2:])
+    # A scalar grad_output of 1 (as check() does: another value rounds the
+    # gradient a second time, in backward); per-row values for `none`.
+    g = (torch.randn(gshape, generator=gen, device="cuda") if gshape else
+         torch.tensor(1.0, device="cuda")).to(TORCH_DTYPES[c["dtype"]])
+    if c["weighted"] and weight is None:
+        classes = x.shape[1] if x.dim() > 1 else x.shape[0]
+        weight = torch.rand(2 * classes, generator=gen, device="cuda")[1::2] + 0.25
+    check_inputs(c, x, target, weight, g.to(torch.float32), f"{name}: config {c}")
+
+
+def test_strided_forward_makes_no_copy():
+    full = torch.randn(512, 32000 + 64, device="cuda").bfloat16()
+    x, t = full[:, :32000], torch.randint(0, 32000, (512,), device="cuda")
+    xt.cross_entropy(x, t)  # loads the kernels
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    loss = xt.cross_entropy(x, t)
+    torch.cuda.synchronize()
+    extra = torch.cuda.max_memory_allocated() - before
+    assert extra < x.numel() * x.element_size() // 100, f"{extra} bytes allocated"
+    torch.testing.assert_close(loss.double(), F.cross_entropy(x.double(), t), rtol=8e-3,
                                atol=1e-4)

@@ -21,6 +21,12 @@ def _memref(rank: int, dtype: str) -> str:
     return "memref<" + "?x" * rank + dtype + ">"
 
 
+def _view(rank: int, dtype: str) -> str:
+    """A buffer with any strides and offset: a torch view is passed as it is."""
+    strides = ", ".join(["?"] * rank)
+    return "memref<" + "?x" * rank + dtype + f", strided<[{strides}], offset: ?>>"
+
+
 def _tensor(rank: int, dtype: str) -> str:
     return "tensor<" + "?x" * rank + dtype + ">"
 
@@ -29,7 +35,7 @@ def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reducti
                   ignore_index: int, label_smoothing: float, z_loss_scale: float,
                   softcap: Optional[float], with_grad: bool) -> Dict:
     """The configuration that names one compiled library in the cache."""
-    return {"op": "xent.torch", "version": 1, "chip": CHIP, "threads": THREADS,
+    return {"op": "xent.torch", "version": 2, "chip": CHIP, "threads": THREADS,
             "dtype": dtype, "target": target, "rank": rank, "weighted": weighted,
             "reduction": reduction,
             "ignore_index": None if target == "probs" else int(ignore_index),
@@ -102,15 +108,18 @@ def kernel_module(c: Dict) -> str:
     elem_rank = r if probs else r - 1
     t_dt = dt if probs else c["target"]
     red_rank = 0 if c["reduction"] != "none" else r - 1
-    args = [f"%x: {_memref(r, dt)}", f"%t: {_memref(elem_rank, t_dt)}"]
-    body = [f"  %xt = bufferization.to_tensor %x restrict : {_memref(r, dt)} to {_tensor(r, dt)}",
-            f"  %tt = bufferization.to_tensor %t restrict : {_memref(elem_rank, t_dt)} to "
+    # Logits, target, weight and dlogits are views with any strides (a slice
+    # of a padded vocabulary, shifted labels): the kernels read them through
+    # their strides, so the drop-in never copies them.
+    args = [f"%x: {_view(r, dt)}", f"%t: {_view(elem_rank, t_dt)}"]
+    body = [f"  %xt = bufferization.to_tensor %x restrict : {_view(r, dt)} to {_tensor(r, dt)}",
+            f"  %tt = bufferization.to_tensor %t restrict : {_view(elem_rank, t_dt)} to "
             f"{_tensor(elem_rank, t_dt)}"]
     operand_types = [_tensor(r, dt), _tensor(elem_rank, t_dt)]
     weight = ""
     if c["weighted"]:
-        args.append(f"%w: {_memref(1, 'f32')}")
-        body.append(f"  %wt = bufferization.to_tensor %w restrict : {_memref(1, 'f32')} to "
+        args.append(f"%w: {_view(1, 'f32')}")
+        body.append(f"  %wt = bufferization.to_tensor %w restrict : {_view(1, 'f32')} to "
                     f"{_tensor(1, 'f32')}")
         operand_types.append(_tensor(1, "f32"))
         weight = " weight %wt"
@@ -122,12 +131,12 @@ def kernel_module(c: Dict) -> str:
     args += [f"%loss: {_memref(red_rank, 'f32')}", f"%z: {_memref(red_rank, 'f32')}"]
     attrs = _attributes(c)
     if c["with_grad"]:
-        args.append(f"%dx: {_memref(r, dt)}")
+        args.append(f"%dx: {_view(r, dt)}")
         body.append(f"  %l, %zz, %d = xent.cross_entropy_and_grad {c['reduction']} %gt, %xt, %tt"
                     f"{weight}{attrs} : ({', '.join([loss_t] + operand_types)}) -> "
                     f"({loss_t}, {loss_t}, {_tensor(r, dt)})")
         body.append(f"  bufferization.materialize_in_destination %d in restrict writable %dx : "
-                    f"({_tensor(r, dt)}, {_memref(r, dt)}) -> ()")
+                    f"({_tensor(r, dt)}, {_view(r, dt)}) -> ()")
     else:
         body.append(f"  %l, %zz = xent.cross_entropy {c['reduction']} %xt, %tt{weight}{attrs} : "
                     f"({', '.join(operand_types)}) -> ({loss_t}, {loss_t})")

@@ -88,8 +88,9 @@ def _describe(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ign
 class _CrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, target, weight, config, return_z):
-        logits = logits.contiguous()
-        target = target.contiguous()
+        # Views are passed as they are (no copy): the kernels read through
+        # the strides, with 16-byte loads wherever a row is contiguous and
+        # aligned.
         lib = _library(config)
         reduced = config["reduction"] != "none"
         out_shape = () if reduced else (logits.shape[:1] + logits.shape[2:]
@@ -98,10 +99,11 @@ class _CrossEntropy(torch.autograd.Function):
         z = torch.empty(out_shape, device=logits.device, dtype=torch.float32)
         args = [logits, target]
         if weight is not None:
-            args.append(weight.contiguous().to(torch.float32))
+            args.append(weight.to(torch.float32))
         if config["with_grad"]:
             ones = torch.ones(out_shape, device=logits.device, dtype=torch.float32)
-            dx = torch.empty_like(logits)
+            # Dense (backward flattens it), whatever the logits' strides.
+            dx = torch.empty(logits.shape, device=logits.device, dtype=logits.dtype)
             lib.call("xent_entry", *args, ones, loss, z, dx)
             ctx.save_for_backward(dx)
             ctx.reduced = reduced

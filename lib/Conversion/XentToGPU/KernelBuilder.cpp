@@ -4,7 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The row kernel, per block (one row r = (o, i) of the [O, C, I] logits):
+// The row kernel, per block (one row: an index of every dim of the logits
+// but the class axis, the block id delinearized over those dims; every
+// buffer is read through its strides, so views reach the kernel uncopied):
 //
 //   1. emitRowStatistics: each thread walks classes c = tid, tid + T, ...
 //      keeping a running max m and Σ exp(x - m) (online softmax), and, for
@@ -58,22 +60,19 @@ LaunchGeometry mlir::xent::getLaunchGeometry(const XentToGPUOptions &options,
   return {threads, vectorBytes};
 }
 
-MemRefType mlir::xent::getRowsType(MLIRContext *ctx, Type elementType) {
+MemRefType mlir::xent::getBufferType(MLIRContext *ctx, int64_t rank,
+                                     Type elementType) {
   int64_t d = ShapedType::kDynamic;
-  return MemRefType::get({d, d, d}, elementType);
-}
-MemRefType mlir::xent::getElementsType(MLIRContext *ctx, Type elementType) {
-  int64_t d = ShapedType::kDynamic;
-  return MemRefType::get({d, d}, elementType);
-}
-MemRefType mlir::xent::getScalarType(MLIRContext *ctx, Type elementType) {
-  return MemRefType::get({}, elementType);
+  SmallVector<int64_t> dynamic(rank, d);
+  return MemRefType::get(dynamic, elementType,
+                         StridedLayoutAttr::get(ctx, d, dynamic));
 }
 
 namespace {
 
 /// Emits the body of one kernel. Values named in the kernel's terms: `tid`
-/// (thread in block), `row` (block), O / C / I (sizes of the row view).
+/// (thread in block), `rowIdx` (the block's row: its index in every dim but
+/// the class axis), C (numClasses).
 class KernelEmitter {
 public:
   KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
@@ -157,16 +156,16 @@ private:
   /// True (uniformly in the block) when rows can be read with aligned
   /// vector loads from every buffer in `buffers`.
   Value emitCanVectorize(ArrayRef<Value> buffers, int64_t width);
-  /// A 16-byte load of row `o` at class `c`, or zeros when `inside` is
-  /// false (past the row's end).
-  Value emitGuardedVectorLoad(VectorType type, Value rows, Value c,
+  /// A 16-byte load of the row view `row` at class `c`, or zeros when
+  /// `inside` is false (past the row's end).
+  Value emitGuardedVectorLoad(VectorType type, Value row, Value c,
                               Value inside, int64_t width) {
     auto ifOp = scf::IfOp::create(b, TypeRange{type}, inside,
                                   /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value v = vector::LoadOp::create(
-        b, type, rows, ValueRange{o, c}, /*nontemporal=*/false,
+        b, type, row, ValueRange{c}, /*nontemporal=*/false,
         llvm::MaybeAlign(width * type.getElementTypeBitWidth() / 8));
     scf::YieldOp::create(b, v);
     b.setInsertionPointToStart(ifOp.elseBlock());
@@ -175,19 +174,50 @@ private:
     scf::YieldOp::create(b, zeros);
     return ifOp.getResult(0);
   }
-  /// [O, C, I] with I == 1 as [O, C], for vector loads along C.
-  Value rows2D(Value buffer) {
-    return memref::CollapseShapeOp::create(
-        b, buffer, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  /// The index of class `c` of the row in a buffer of the logits' rank.
+  SmallVector<Value> rowIndex(Value c) {
+    SmallVector<Value> index(rowIdx);
+    index.insert(index.begin() + config.axis, c);
+    return index;
   }
+  /// The linear offset of the row's class 0 in `buffer` (logits' rank).
+  Value emitRowOffset(Value buffer) {
+    auto meta = memref::ExtractStridedMetadataOp::create(b, buffer);
+    Value offset = meta.getOffset();
+    for (auto [k, idx] : llvm::enumerate(rowIdx)) {
+      int64_t d = static_cast<int64_t>(k) < config.axis ? k : k + 1;
+      offset = arith::AddIOp::create(
+          b, offset, arith::MulIOp::create(b, idx, meta.getStrides()[d]));
+    }
+    return offset;
+  }
+  /// The row of `buffer` as memref<C x T, strided<[1], offset: ?>>, for
+  /// vector loads along the classes: only valid where emitCanVectorize
+  /// found the class stride to be 1.
+  Value rowVectorView(Value buffer) {
+    auto type = cast<MemRefType>(buffer.getType());
+    auto viewType = MemRefType::get(
+        {ShapedType::kDynamic}, type.getElementType(),
+        StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {1}));
+    auto meta = memref::ExtractStridedMetadataOp::create(b, buffer);
+    return memref::ReinterpretCastOp::create(
+        b, viewType, meta.getBaseBuffer(), OpFoldResult(emitRowOffset(buffer)),
+        ArrayRef<OpFoldResult>{OpFoldResult(numClasses)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  }
+  /// Row `row` (< emitRowCount) as an index of every dim of `buffer` but
+  /// `skip` (the class axis, or -1 for a per-row buffer), row-major.
+  SmallVector<Value> emitDelinearize(Value row, Value buffer, int64_t skip);
+  /// The number of rows: the product of the dims of `buffer` but `skip`.
+  Value emitRowCount(Value buffer, int64_t skip);
   /// Per-row gradient coefficients (emitGradientPass).
   Value gradScale, gradMass;
   /// The gradient pass over the row.
   void emitGradientPass();
 
-  /// Loads x[o, c, i] as the loss sees it.
+  /// Loads the row's logit of class `c` as the loss sees it.
   Value loadLogit(Value c) {
-    return emitLogit(memref::LoadOp::create(b, x, ValueRange{o, c, i}));
+    return emitLogit(memref::LoadOp::create(b, x, rowIndex(c)));
   }
   Value loadWeight(Value c) {
     if (!weight)
@@ -205,7 +235,8 @@ private:
   // Kernel arguments and shared values.
   Value x, target, weight, stats, gradOutput, loss, zLoss, dlogits;
   Value shared; // workgroup memref<kMaxComponents x kMaxWarps x f32>
-  Value tid, lane, warp, o, i, numClasses, numClassesF, numRows;
+  Value tid, lane, warp, numClasses, numClassesF, numRows;
+  SmallVector<Value> rowIdx; // the row's index in every dim but the axis
   // Row statistics (f32, identical in every thread after the reduction).
   Value rowMax, rowSumExp, rowMass, rowGap, reference, lse;
   // Class-index target of the row.
@@ -334,6 +365,35 @@ SmallVector<Value> KernelEmitter::emitBlockAllReduce(ArrayRef<Value> values) {
   return total;
 }
 
+SmallVector<Value> KernelEmitter::emitDelinearize(Value row, Value buffer,
+                                                  int64_t skip) {
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < cast<MemRefType>(buffer.getType()).getRank(); ++d)
+    if (d != skip)
+      dims.push_back(d);
+  SmallVector<Value> index(dims.size());
+  // Innermost dim first: index_d = rest mod size_d, rest /= size_d; the
+  // outermost takes the rest (row < count, so no size is 0 here).
+  Value rest = row;
+  for (int64_t k = static_cast<int64_t>(dims.size()) - 1; k > 0; --k) {
+    Value size = memref::DimOp::create(b, buffer, dims[k]);
+    index[k] = arith::RemUIOp::create(b, rest, size);
+    rest = arith::DivUIOp::create(b, rest, size);
+  }
+  if (!dims.empty())
+    index[0] = rest;
+  return index;
+}
+
+Value KernelEmitter::emitRowCount(Value buffer, int64_t skip) {
+  Value count = cstIdx(1);
+  for (int64_t d = 0; d < cast<MemRefType>(buffer.getType()).getRank(); ++d)
+    if (d != skip)
+      count = arith::MulIOp::create(b, count,
+                                    memref::DimOp::create(b, buffer, d));
+  return count;
+}
+
 //===----------------------------------------------------------------------===//
 // Row statistics
 //===----------------------------------------------------------------------===//
@@ -360,7 +420,7 @@ SmallVector<Value> KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs,
       Value f = loadWeight(c);
       if (probs)
         f = mul(f, emitSmoothedProbability(memref::LoadOp::create(
-                       b, target, ValueRange{o, c, i})));
+                       b, target, rowIndex(c))));
       mass = add(mass, f);
       gap = add(gap, mul(f, sub(x, reference)));
     }
@@ -376,15 +436,18 @@ Value KernelEmitter::emitCanVectorize(ArrayRef<Value> buffers, int64_t width) {
       arith::RemUIOp::create(b, numClasses, cstIdx(width)), cstIdx(0));
   Value ok = divisible;
   for (Value buffer : buffers) {
-    // The row starts at offset + row * C elements; with C a multiple of the
-    // width, only the buffer's own start must be 16-byte aligned.
+    // Classes side by side (stride 1) from a 16-byte aligned row start.
     auto type = cast<MemRefType>(buffer.getType());
     int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
-    Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, buffer);
     auto meta = memref::ExtractStridedMetadataOp::create(b, buffer);
+    ok = arith::AndIOp::create(
+        b, ok,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                              meta.getStrides()[config.axis], cstIdx(1)));
+    Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, buffer);
     Value start = arith::AddIOp::create(
         b, ptr,
-        arith::MulIOp::create(b, meta.getOffset(), cstIdx(bytes)));
+        arith::MulIOp::create(b, emitRowOffset(buffer), cstIdx(bytes)));
     Value aligned = arith::CmpIOp::create(
         b, arith::CmpIPredicate::eq,
         arith::RemUIOp::create(b, start, cstIdx(width * bytes)), cstIdx(0));
@@ -433,7 +496,7 @@ void KernelEmitter::emitRowStatistics() {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      Value x2 = rows2D(x);
+      Value x2 = rowVectorView(x);
       auto vecType = VectorType::get({width}, spec.logitsType);
       Value first = arith::MulIOp::create(b, tid, cstIdx(width));
       int64_t chunk = geometry.threads * width;
@@ -504,7 +567,7 @@ Value KernelEmitter::emitGradientElement(Value c, Value xc) {
       term = mul(term, loadWeight(c));
     if (config.probabilityTargets)
       term = mul(term, emitSmoothedProbability(memref::LoadOp::create(
-                           b, target, ValueRange{o, c, i})));
+                           b, target, rowIndex(c))));
     grad = sub(grad, term);
   }
   if (config.softcap)
@@ -520,7 +583,7 @@ void KernelEmitter::emitGradientPass() {
   // Scale of this row's cross-entropy and z-loss terms.
   Value g, gz;
   if (config.reduction == Reduction::none) {
-    g = gz = toF32(memref::LoadOp::create(b, gradOutput, ValueRange{o, i}));
+    g = gz = toF32(memref::LoadOp::create(b, gradOutput, rowIdx));
   } else {
     g = gz = toF32(memref::LoadOp::create(b, gradOutput, ValueRange{}));
     if (config.reduction == Reduction::mean) {
@@ -574,7 +637,7 @@ void KernelEmitter::emitGradientPass() {
                                 nb.getInsertionPoint());
             Value xc = readLogits ? loadLogit(c) : Value();
             memref::StoreOp::create(b, fromF32(fn(c, xc), outType), dlogits,
-                                    ValueRange{o, c, i});
+                                    rowIndex(c));
             scf::YieldOp::create(b);
           });
     };
@@ -595,7 +658,8 @@ void KernelEmitter::emitGradientPass() {
     }
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    Value x2 = rows2D(x), d2 = rows2D(dlogits);
+    Value x2 = readLogits ? rowVectorView(x) : Value();
+    Value d2 = rowVectorView(dlogits);
     auto vecType = VectorType::get({width}, spec.logitsType);
     llvm::MaybeAlign align(width * vecType.getElementTypeBitWidth() / 8);
     Value first = arith::MulIOp::create(b, tid, cstIdx(width));
@@ -630,7 +694,7 @@ void KernelEmitter::emitGradientPass() {
                                            /*withElseRegion=*/false);
             OpBuilder::InsertionGuard storeGuard(b);
             b.setInsertionPointToStart(store.thenBlock());
-            vector::StoreOp::create(b, packed, d2, ValueRange{o, starts[u]},
+            vector::StoreOp::create(b, packed, d2, ValueRange{starts[u]},
                                     /*nontemporal=*/false, align);
           }
           scf::YieldOp::create(b);
@@ -658,7 +722,7 @@ void KernelEmitter::emitGradientPass() {
     if (config.softcap)
       grad = mul(grad, emitSoftcapSlope(xt));
     memref::StoreOp::create(b, fromF32(grad, outType), dlogits,
-                            ValueRange{o, targetIndex, i});
+                            rowIndex(targetIndex));
   };
 
   if (probs) {
@@ -705,20 +769,18 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
   lane = arith::RemUIOp::create(b, tid, cstIdx(kWarpSize));
   warp = arith::DivUIOp::create(b, tid, cstIdx(kWarpSize));
   Value row = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  Value numInner = memref::DimOp::create(b, x, 2);
-  numClasses = memref::DimOp::create(b, x, 1);
+  numClasses = memref::DimOp::create(b, x, config.axis);
   numClassesF = indexToF32(numClasses);
-  numRows = arith::MulIOp::create(b, memref::DimOp::create(b, x, 0), numInner);
+  numRows = emitRowCount(x, config.axis);
   // The host launches max(rows, 1) blocks (a grid cannot be empty).
   Value inRange =
       arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, numRows);
   auto guard = scf::IfOp::create(b, inRange, /*withElseRegion=*/false);
   b.setInsertionPointToStart(guard.thenBlock());
-  o = arith::DivUIOp::create(b, row, numInner);
-  i = arith::RemUIOp::create(b, row, numInner);
+  rowIdx = emitDelinearize(row, x, config.axis);
 
   if (!probs) {
-    Value t = memref::LoadOp::create(b, target, ValueRange{o, i});
+    Value t = memref::LoadOp::create(b, target, rowIdx);
     Type i64 = b.getI64Type();
     if (t.getType() != i64)
       t = arith::ExtSIOp::create(b, i64, t);
@@ -777,10 +839,10 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
         rowZ = select(kept, rowZ, zero);
       }
       memref::StoreOp::create(b, fromF32(total, spec.lossType), loss,
-                              ValueRange{o, i});
+                              rowIdx);
       if (zLoss)
         memref::StoreOp::create(b, fromF32(rowZ, spec.zLossType), zLoss,
-                                ValueRange{o, i});
+                                rowIdx);
     } else {
       Value lossPart = rowLoss, zPart = rowZ;
       if (config.reduction == Reduction::mean) {
@@ -831,9 +893,7 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, tid, cstIdx(kWarpSize));
   warp = arith::DivUIOp::create(b, tid, cstIdx(kWarpSize));
-  Value numOuter = memref::DimOp::create(b, target, 0);
-  Value numInner = memref::DimOp::create(b, target, probs ? 2 : 1);
-  numRows = arith::MulIOp::create(b, numOuter, numInner);
+  numRows = emitRowCount(target, probs ? config.axis : -1);
   Value zero = cstF(0.0);
 
   Value weightTotal, count;
@@ -843,9 +903,8 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
         [&](OpBuilder &nb, Location loc, Value r, ValueRange acc) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          Value ro = arith::DivUIOp::create(b, r, numInner);
-          Value ri = arith::RemUIOp::create(b, r, numInner);
-          Value t = memref::LoadOp::create(b, target, ValueRange{ro, ri});
+          Value t = memref::LoadOp::create(
+              b, target, emitDelinearize(r, target, /*skip=*/-1));
           Type i64 = b.getI64Type();
           if (t.getType() != i64)
             t = arith::ExtSIOp::create(b, i64, t);
@@ -936,23 +995,27 @@ static gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
   return func;
 }
 
+/// Class indices have one dim less than the logits; probabilities as many.
+static MemRefType getTargetType(MLIRContext *ctx, const KernelSpec &spec) {
+  return getBufferType(ctx,
+                       spec.config.probabilityTargets ? spec.rank()
+                                                      : spec.rowRank(),
+                       spec.targetType);
+}
+
 gpu::GPUFuncOp mlir::xent::buildRowKernel(OpBuilder &b, Location loc,
                                           StringRef name,
                                           const KernelSpec &spec,
                                           const LaunchGeometry &geometry) {
   MLIRContext *ctx = b.getContext();
-  const CrossEntropyConfig &config = spec.config;
-  SmallVector<Type> args = {getRowsType(ctx, spec.logitsType)};
-  args.push_back(config.probabilityTargets
-                     ? getRowsType(ctx, spec.targetType)
-                     : getElementsType(ctx, spec.targetType));
+  SmallVector<Type> args = {getBufferType(ctx, spec.rank(), spec.logitsType)};
+  args.push_back(getTargetType(ctx, spec));
   if (spec.weightType)
-    args.push_back(MemRefType::get({ShapedType::kDynamic}, spec.weightType));
+    args.push_back(getBufferType(ctx, 1, spec.weightType));
   if (spec.needsStats() && (spec.lossType || spec.gradOutputType))
     args.push_back(MemRefType::get({2}, b.getF32Type()));
   auto reducedOrElements = [&](Type t) -> Type {
-    return spec.reduced() ? Type(getScalarType(ctx, t))
-                          : Type(getElementsType(ctx, t));
+    return getBufferType(ctx, spec.reduced() ? 0 : spec.rowRank(), t);
   };
   if (spec.gradOutputType)
     args.push_back(reducedOrElements(spec.gradOutputType));
@@ -961,7 +1024,7 @@ gpu::GPUFuncOp mlir::xent::buildRowKernel(OpBuilder &b, Location loc,
   if (spec.zLossType)
     args.push_back(reducedOrElements(spec.zLossType));
   if (spec.withGrad)
-    args.push_back(getRowsType(ctx, spec.logitsType));
+    args.push_back(getBufferType(ctx, spec.rank(), spec.logitsType));
 
   gpu::GPUFuncOp func =
       createKernel(b, loc, name, args, geometry, /*withSharedMemory=*/true);
@@ -977,19 +1040,15 @@ gpu::GPUFuncOp mlir::xent::buildPrologueKernel(OpBuilder &b, Location loc,
                                                const KernelSpec &spec,
                                                const LaunchGeometry &geometry) {
   MLIRContext *ctx = b.getContext();
-  const CrossEntropyConfig &config = spec.config;
-  SmallVector<Type> args;
-  args.push_back(config.probabilityTargets
-                     ? getRowsType(ctx, spec.targetType)
-                     : getElementsType(ctx, spec.targetType));
+  SmallVector<Type> args = {getTargetType(ctx, spec)};
   if (spec.weightType)
-    args.push_back(MemRefType::get({ShapedType::kDynamic}, spec.weightType));
+    args.push_back(getBufferType(ctx, 1, spec.weightType));
   if (spec.needsStats())
     args.push_back(MemRefType::get({2}, b.getF32Type()));
   if (spec.lossType)
-    args.push_back(getScalarType(ctx, b.getF32Type()));
+    args.push_back(getBufferType(ctx, 0, b.getF32Type()));
   if (spec.zLossType)
-    args.push_back(getScalarType(ctx, b.getF32Type()));
+    args.push_back(getBufferType(ctx, 0, b.getF32Type()));
   gpu::GPUFuncOp func =
       createKernel(b, loc, name, args, geometry, /*withSharedMemory=*/true);
   ImplicitLocOpBuilder ib(loc, b);
@@ -1005,7 +1064,7 @@ gpu::GPUFuncOp mlir::xent::buildConvertKernel(OpBuilder &b, Location loc,
   LaunchGeometry single{kWarpSize};
   gpu::GPUFuncOp func = createKernel(
       b, loc, name,
-      {getScalarType(ctx, b.getF32Type()), getScalarType(ctx, dstType)},
+      {getBufferType(ctx, 0, b.getF32Type()), getBufferType(ctx, 0, dstType)},
       single, /*withSharedMemory=*/false);
   ImplicitLocOpBuilder ib(loc, b);
   OpBuilder::InsertionGuard guard(ib);

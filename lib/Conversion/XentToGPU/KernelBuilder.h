@@ -4,9 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Builds the device side of the xent GPU lowering: gpu.func kernels over a
-// logical [O, C, I] view of the logits (O = the dims before the class axis,
-// I = the dims after it; a row is one (o, i) pair), one block per row.
+// Builds the device side of the xent GPU lowering: gpu.func kernels that take
+// the op's buffers in their own rank with any strides, one block per row (a
+// row is one index of every dim but the class axis).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,9 +30,13 @@ struct KernelSpec {
   Type lossType;             // null when no loss is written
   Type zLossType;            // null when no z-loss is written
   bool withGrad = false;
-  /// The class axis is contiguous (no dim after it, or only static 1s): the
-  /// kernels may then read rows with vector loads.
+  /// The class axis is the innermost dim (no dim after it, or only static
+  /// 1s): the kernels then read rows with vector loads when, at run time,
+  /// its stride is 1 and the row is aligned.
   bool contiguousRows = false;
+  int64_t rank() const { return config.logitsType.getRank(); }
+  /// Rank of a per-row buffer (class-index target, per-row loss).
+  int64_t rowRank() const { return rank() - 1; }
   /// Loss accumulators (mean / sum) are f32 scratch or result buffers.
   bool reduced() const { return config.reduction != Reduction::none; }
   /// The prologue's kept weight / count (class-index targets under mean).
@@ -55,13 +59,14 @@ struct LaunchGeometry {
 LaunchGeometry getLaunchGeometry(const XentToGPUOptions &options,
                                  Type logitsType);
 
-/// Kernel arguments, in order (all memrefs with identity layout and dynamic
-/// sizes):
-///   row kernel:  x[O,C,I], target[O,I] or [O,C,I], weight[C]?, stats[2]?,
-///                grad_output[] or [O,I]?, loss[] or [O,I]?, z[] or [O,I]?,
-///                dlogits[O,C,I]?
-///   prologue:    target[O,I] or [O,C,I], weight[C]?, stats[2]?, loss[]?,
-///                z[]?   (mean / sum only; accumulators are f32)
+/// Kernel arguments, in order. Every buffer but `stats` has the type of
+/// getBufferType (dynamic sizes, any strides and offset), the logits' rank R
+/// or R - 1 for per-row values (class indices, per-row loss / grad_output):
+///   row kernel:  x[R], target[R-1] or [R], weight[C]?, stats[2]?,
+///                grad_output[] or ?, loss[] or ?, z[] or ?,
+///                dlogits[R]?
+///   prologue:    target[R-1] or [R], weight[C]?, stats[2]?, loss[]?, z[]?
+///                (mean / sum only; accumulators are f32)
 ///   convert:     src[] f32, dst[] of another float type
 gpu::GPUFuncOp buildRowKernel(OpBuilder &b, Location loc, StringRef name,
                               const KernelSpec &spec,
@@ -72,10 +77,11 @@ gpu::GPUFuncOp buildPrologueKernel(OpBuilder &b, Location loc, StringRef name,
 gpu::GPUFuncOp buildConvertKernel(OpBuilder &b, Location loc, StringRef name,
                                   Type dstType);
 
-/// Memref types of the row kernel's arguments, shared with the host side.
-MemRefType getRowsType(MLIRContext *ctx, Type elementType);     // [O, C, I]
-MemRefType getElementsType(MLIRContext *ctx, Type elementType); // [O, I]
-MemRefType getScalarType(MLIRContext *ctx, Type elementType);   // []
+/// memref<?x...x?xT, strided<[?, ...], offset: ?>> of `rank` dims: the type
+/// of every buffer a kernel takes from the host, so that views with any
+/// strides (a slice of a padded vocabulary, shifted labels) reach the
+/// kernels without a copy.
+MemRefType getBufferType(MLIRContext *ctx, int64_t rank, Type elementType);
 
 } // namespace mlir::xent
 

@@ -5,10 +5,11 @@
 //===----------------------------------------------------------------------===//
 //
 // The host side: each xent op becomes `gpu.launch_func` of the kernels that
-// KernelBuilder generates, on buffers taken from the op's tensors. Every
-// tensor is viewed as [O, C, I] (logits, probabilities, dlogits) or [O, I]
-// (class indices, per-element loss and grad_output) with memref reshapes, so
-// the kernels handle any rank and class axis.
+// KernelBuilder generates, on buffers taken from the op's tensors. Buffers
+// are taken with a fully dynamic strided layout, so that one-shot
+// bufferization hands over a view (a slice of a padded vocabulary, shifted
+// labels) as it is instead of copying it on the host; the kernels read every
+// buffer through its strides, in its own rank.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +24,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -68,77 +70,30 @@ public:
       : rewriter(rewriter), loc(loc), config(config), kernels(kernels),
         geometry(geometry) {}
 
-  /// An identity-layout buffer holding `tensor`.
-  Value toBuffer(Value tensor, bool readOnly = true) {
+  /// A buffer holding `tensor`, with any strides and offset (or, when
+  /// `identity`, the identity layout).
+  Value toBuffer(Value tensor, bool readOnly = true, bool identity = false) {
     auto type = cast<RankedTensorType>(tensor.getType());
-    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+    SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
+    auto layout = StridedLayoutAttr::get(rewriter.getContext(),
+                                         ShapedType::kDynamic, strides);
+    auto memrefType =
+        identity ? MemRefType::get(type.getShape(), type.getElementType())
+                 : MemRefType::get(type.getShape(), type.getElementType(),
+                                   layout);
     return bufferization::ToBufferOp::create(rewriter, loc, memrefType, tensor,
                                              readOnly);
   }
 
-  /// `buffer` (rank r) as [prod(d < split), prod(d >= split)] when
-  /// `classAxis` is false, or as [prod(d < split), d_split, prod(d > split)].
-  Value view(Value buffer, int64_t split, bool classAxis) {
+  /// `buffer` as a kernel takes it: dynamic sizes, any strides.
+  Value kernelArg(Value buffer) {
     auto type = cast<MemRefType>(buffer.getType());
-    int64_t rank = type.getRank();
-    // Pad with unit dims on both sides: [1, d0, ..., d(r-1), 1].
-    SmallVector<int64_t> paddedShape = {1};
-    llvm::append_range(paddedShape, type.getShape());
-    paddedShape.push_back(1);
-    SmallVector<ReassociationIndices> expand;
-    SmallVector<OpFoldResult> outputShape;
-    outputShape.push_back(rewriter.getIndexAttr(1));
-    for (int64_t d = 0; d < rank; ++d)
-      outputShape.push_back(
-          memref::getMixedSize(rewriter, loc, buffer, d));
-    outputShape.push_back(rewriter.getIndexAttr(1));
-    if (rank > 0) {
-      for (int64_t d = 0; d < rank; ++d)
-        expand.push_back({d + 1});
-      expand.front().insert(expand.front().begin(), 0);
-      expand.back().push_back(rank + 1);
-    }
-    auto paddedType = MemRefType::get(paddedShape, type.getElementType());
-    Value padded = memref::ExpandShapeOp::create(rewriter, loc, paddedType,
-                                                 buffer, expand, outputShape);
-    // Padded dim p is original dim p - 1.
-    SmallVector<ReassociationIndices> collapse(1);
-    for (int64_t p = 0; p <= split; ++p)
-      collapse.back().push_back(p);
-    int64_t next = split + 1;
-    if (classAxis) {
-      collapse.push_back({next});
-      ++next;
-    }
-    collapse.emplace_back();
-    for (int64_t p = next; p < rank + 2; ++p)
-      collapse.back().push_back(p);
-    // The collapsed type is built here: a group with a dynamic size stays
-    // dynamic even when another of its sizes is a static 0 (the verifier of
-    // collapse_shape requires it; the inferred type would say 0).
-    SmallVector<int64_t> collapsedShape;
-    for (const ReassociationIndices &group : collapse) {
-      int64_t size = 1;
-      for (int64_t p : group) {
-        if (ShapedType::isDynamic(paddedShape[p])) {
-          size = ShapedType::kDynamic;
-          break;
-        }
-        size *= paddedShape[p];
-      }
-      collapsedShape.push_back(size);
-    }
-    Value collapsed = memref::CollapseShapeOp::create(
-        rewriter, loc, MemRefType::get(collapsedShape, type.getElementType()),
-        padded, collapse);
-    auto dynamicType = classAxis ? getRowsType(rewriter.getContext(),
-                                               type.getElementType())
-                                 : getElementsType(rewriter.getContext(),
-                                                   type.getElementType());
-    return memref::CastOp::create(rewriter, loc, dynamicType, collapsed);
+    auto argType = getBufferType(rewriter.getContext(), type.getRank(),
+                                 type.getElementType());
+    if (type == argType)
+      return buffer;
+    return memref::CastOp::create(rewriter, loc, argType, buffer);
   }
-  Value rowsView(Value buffer) { return view(buffer, config.axis, true); }
-  Value elementsView(Value buffer) { return view(buffer, config.axis, false); }
 
   /// Device memory for a value of `type`; dynamic sizes are read off
   /// `like`, whose dims are `dims` of `type` in order.
@@ -205,8 +160,9 @@ static ResultBuffer getResultBuffer(HostEmitter &host, Value result,
     auto sink = dyn_cast<bufferization::MaterializeInDestinationOp>(
         *result.getUsers().begin());
     if (sink && sink.getWritable() && sink.getRestrict()) {
+      // Any strides: the kernels write through them.
       auto destType = dyn_cast<MemRefType>(sink.getDest().getType());
-      if (destType && destType.getLayout().isIdentity() &&
+      if (destType &&
           destType.getElementType() == tensorType.getElementType())
         return {sink.getDest(), sink};
     }
@@ -228,6 +184,18 @@ static void replaceResult(RewriterBase &rewriter, Location loc, Value result,
   rewriter.replaceAllUsesWith(result, tensor);
   if (where.sink)
     rewriter.eraseOp(where.sink);
+}
+
+/// False for a tensor known to bufferize to a view with strides: a slice, or
+/// a strided buffer taken as a tensor.
+static bool isDense(Value tensor) {
+  if (tensor.getDefiningOp<tensor::ExtractSliceOp>())
+    return false;
+  if (auto toTensor = tensor.getDefiningOp<bufferization::ToTensorOp>())
+    return cast<MemRefType>(toTensor.getBuffer().getType())
+        .getLayout()
+        .isIdentity();
+  return true;
 }
 
 /// The dims of the logits that a per-element value has: all but the axis.
@@ -255,7 +223,6 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
   gpu::GPUModuleOp kernels = getOrCreateKernelModule(rewriter, module);
   rewriter.setInsertionPoint(op);
   HostEmitter host(rewriter, loc, config, kernels, geometry);
-  MLIRContext *ctx = rewriter.getContext();
   Type f32 = rewriter.getF32Type();
 
   KernelSpec spec;
@@ -291,23 +258,24 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
   // the statistics of a row are complete before any of it is written.
   // The types must be equal, not only compatible: the buffer becomes the
   // dlogits tensor as it is (found by xent-fuzz-op).
+  // Nor when the logits are a view (a slice, a strided buffer): dlogits must
+  // leave the op in a dense buffer that any consumer (a function's result)
+  // takes as it is, never one that bufferization would copy on the host.
   bool gradInPlace = dlogits && dlogits.getType() == logits.getType() &&
-                     logits.hasOneUse() &&
+                     logits.hasOneUse() && isDense(logits) &&
                      !getResultBuffer(host, dlogits, Value(), {}, /*peek=*/true)
                           .sink;
-  Value xBuffer = host.toBuffer(logits, /*readOnly=*/!gradInPlace);
-  Value x = host.rowsView(xBuffer);
-  Value t = config.probabilityTargets ? host.rowsView(host.toBuffer(target))
-                                      : host.elementsView(host.toBuffer(target));
-  Value w = weight ? Value(memref::CastOp::create(
-                         rewriter, loc,
-                         MemRefType::get({ShapedType::kDynamic},
-                                         spec.weightType),
-                         host.toBuffer(weight)))
-                   : Value();
-  Value rows = arith::MulIOp::create(rewriter, loc,
-                                     memref::DimOp::create(rewriter, loc, x, 0),
-                                     memref::DimOp::create(rewriter, loc, x, 2));
+  Value xBuffer = host.toBuffer(logits, /*readOnly=*/!gradInPlace,
+                                /*identity=*/gradInPlace);
+  Value x = host.kernelArg(xBuffer);
+  Value t = host.kernelArg(host.toBuffer(target));
+  Value w = weight ? host.kernelArg(host.toBuffer(weight)) : Value();
+  // One block per row: the product of every dim but the class axis.
+  Value rows = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != config.axis)
+      rows = arith::MulIOp::create(
+          rewriter, loc, rows, memref::DimOp::create(rewriter, loc, xBuffer, d));
 
   // Results.
   std::optional<ResultBuffer> lossOut, zOut, gradOut;
@@ -345,9 +313,9 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
     if (stats)
       operands.push_back(stats);
     if (loss)
-      operands.push_back(lossAcc);
+      operands.push_back(host.kernelArg(lossAcc));
     if (zLoss)
-      operands.push_back(zAcc);
+      operands.push_back(host.kernelArg(zAcc));
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
     host.launch(prologue, one, operands, geometry.threads);
   }
@@ -364,19 +332,14 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
     operands.push_back(w);
   if (stats)
     operands.push_back(stats);
-  auto reducedOrElements = [&](Value buffer) -> Value {
-    if (reduced)
-      return buffer;
-    return host.elementsView(buffer);
-  };
   if (gradOutput)
-    operands.push_back(reducedOrElements(host.toBuffer(gradOutput)));
+    operands.push_back(host.kernelArg(host.toBuffer(gradOutput)));
   if (loss)
-    operands.push_back(reducedOrElements(lossAcc));
+    operands.push_back(host.kernelArg(lossAcc));
   if (zLoss)
-    operands.push_back(reducedOrElements(zAcc));
+    operands.push_back(host.kernelArg(zAcc));
   if (dlogits)
-    operands.push_back(host.rowsView(gradOut->buffer));
+    operands.push_back(host.kernelArg(gradOut->buffer));
   host.launch(rowKernel, rows, operands, geometry.threads);
 
   // Epilogue: reduced results in another type than f32.
@@ -389,7 +352,8 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
           return buildConvertKernel(b, loc, name, dstType);
         });
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    host.launch(kernel, one, ValueRange{acc, out}, 32);
+    host.launch(kernel, one,
+                ValueRange{host.kernelArg(acc), host.kernelArg(out)}, 32);
     host.deallocate(acc);
   };
   if (loss)
@@ -406,7 +370,6 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
   if (dlogits)
     replaceResult(rewriter, loc, dlogits, *gradOut);
   rewriter.eraseOp(op);
-  (void)ctx;
   return success();
 }
 

@@ -1,5 +1,21 @@
 // RUN: xent-opt %s --convert-xent-to-gpu --canonicalize | FileCheck %s
 
+// A destination with strides (a slice of a larger buffer) is written through
+// them as well.
+
+// CHECK-LABEL: func @into_strided_destination
+// CHECK-SAME: %[[SD:[^:]*]]: memref<4x100xf32, strided<[128, 1], offset: ?>>)
+// CHECK-NOT: gpu.alloc (
+// CHECK:     %[[SDV:.*]] = memref.cast %[[SD]] : memref<4x100xf32, strided<[128, 1], offset: ?>> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK:     gpu.launch_func @xent_kernels::@{{xent_grad_[0-9]+}} {{.*}} args({{.*}}, %[[SDV]] : memref<?x?xf32, strided<[?, ?], offset: ?>>)
+// CHECK-NOT: materialize_in_destination
+func.func @into_strided_destination(%x: tensor<4x100xf32>, %t: tensor<4xi64>, %g: tensor<f32>,
+                                    %dx: memref<4x100xf32, strided<[128, 1], offset: ?>>) {
+  %d = xent.cross_entropy_grad sum %g, %x, %t : (tensor<f32>, tensor<4x100xf32>, tensor<4xi64>) -> tensor<4x100xf32>
+  bufferization.materialize_in_destination %d in restrict writable %dx : (tensor<4x100xf32>, memref<4x100xf32, strided<[128, 1], offset: ?>>) -> ()
+  return
+}
+
 // Results materialized into writable buffers (how a framework passes its own
 // output tensors) are written there by the kernels: no device allocation
 // for them, and the materialization is gone. The gradient kernel reads
@@ -8,12 +24,10 @@
 // CHECK-LABEL: func @into_destinations
 // CHECK-SAME: (%[[X:.*]]: memref<8x1000xf16>, %[[T:.*]]: memref<8xi32>, %[[G:.*]]: memref<8xf32>, %[[L:.*]]: memref<8xf32>, %[[D:.*]]: memref<8x1000xf16>)
 // CHECK-NOT: gpu.alloc
-// CHECK:     %[[LE:.*]] = memref.expand_shape %[[L]]
-// CHECK:     %[[LV:.*]] = memref.cast %[[LE]] : memref<8x1xf32> to memref<?x?xf32>
-// CHECK:     gpu.launch_func @xent_kernels::@[[LOSS:xent_loss_[0-9]+]] {{.*}} args({{.*}}, %[[LV]] : memref<?x?xf32>)
-// CHECK:     %[[DE:.*]] = memref.expand_shape %[[D]]
-// CHECK:     %[[DV:.*]] = memref.cast %[[DE]] : memref<8x1000x1xf16> to memref<?x?x?xf16>
-// CHECK:     gpu.launch_func @xent_kernels::@[[GRAD:xent_grad_[0-9]+]] {{.*}} args({{.*}}, %[[DV]] : memref<?x?x?xf16>)
+// CHECK:     %[[LV:.*]] = memref.cast %[[L]] : memref<8xf32> to memref<?xf32, strided<[?], offset: ?>>
+// CHECK:     gpu.launch_func @xent_kernels::@[[LOSS:xent_loss_[0-9]+]] {{.*}} args({{.*}}, %[[LV]] : memref<?xf32, strided<[?], offset: ?>>)
+// CHECK:     %[[DV:.*]] = memref.cast %[[D]] : memref<8x1000xf16> to memref<?x?xf16, strided<[?, ?], offset: ?>>
+// CHECK:     gpu.launch_func @xent_kernels::@[[GRAD:xent_grad_[0-9]+]] {{.*}} args({{.*}}, %[[DV]] : memref<?x?xf16, strided<[?, ?], offset: ?>>)
 // CHECK-NOT: gpu.alloc
 // CHECK-NOT: materialize_in_destination
 // CHECK:     return
@@ -39,3 +53,4 @@ func.func @into_destinations(%x: memref<8x1000xf16>, %t: memref<8xi32>, %g: memr
   bufferization.materialize_in_destination %d in restrict writable %dx : (tensor<8x1000xf16>, memref<8x1000xf16>) -> ()
   return
 }
+

@@ -4,21 +4,23 @@
 // a one-block prologue (which also initializes the loss accumulator), then
 // one block of `threads` threads per row (at least one block: blocks past
 // the last row do nothing), with no host-side branch between launches.
+// Buffers are taken with any strides (a view is never copied on the host)
+// and passed as they are: the kernels read them through their strides.
 
 // CHECK-LABEL: func @mean
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?xbf16>, %[[T:.*]]: tensor<?xi64>)
 // CHECK-DAG:   %[[C1:.*]] = arith.constant 1 : index
 // CHECK-DAG:   %[[C256:.*]] = arith.constant 256 : index
-// CHECK:       %[[XB:.*]] = bufferization.to_buffer %[[X]] read_only : tensor<?x?xbf16> to memref<?x?xbf16>
-// CHECK:       %[[ROWS:.*]] = memref.cast %{{.*}} : memref<?x?x1xbf16> to memref<?x?x?xbf16>
-// CHECK:       %[[TB:.*]] = bufferization.to_buffer %[[T]] read_only
-// CHECK:       %[[TV:.*]] = memref.cast %{{.*}} : memref<?x1xi64> to memref<?x?xi64>
-// CHECK:       %[[N:.*]] = memref.dim
+// CHECK:       %[[XB:.*]] = bufferization.to_buffer %[[X]] read_only : tensor<?x?xbf16> to memref<?x?xbf16, strided<[?, ?], offset: ?>>
+// CHECK:       %[[TB:.*]] = bufferization.to_buffer %[[T]] read_only : tensor<?xi64> to memref<?xi64, strided<[?], offset: ?>>
+// CHECK:       %[[N:.*]] = tensor.dim %[[X]], %{{.*}}
 // CHECK:       %[[LOSS:.*]] = gpu.alloc () : memref<f32>
 // CHECK:       %[[STATS:.*]] = gpu.alloc () : memref<2xf32>
-// CHECK:       gpu.launch_func @xent_kernels::@[[PROLOGUE:xent_prologue_[0-9]+]] blocks in (%[[C1]], %[[C1]], %[[C1]]) threads in (%[[C256]], %[[C1]], %[[C1]]) args(%[[TV]] : memref<?x?xi64>, %[[STATS]] : memref<2xf32>, %[[LOSS]] : memref<f32>)
+// CHECK:       %[[LOSSV:.*]] = memref.cast %[[LOSS]] : memref<f32> to memref<f32, strided<[], offset: ?>>
+// CHECK:       gpu.launch_func @xent_kernels::@[[PROLOGUE:xent_prologue_[0-9]+]] blocks in (%[[C1]], %[[C1]], %[[C1]]) threads in (%[[C256]], %[[C1]], %[[C1]]) args(%[[TB]] : memref<?xi64, strided<[?], offset: ?>>, %[[STATS]] : memref<2xf32>, %[[LOSSV]] : memref<f32, strided<[], offset: ?>>)
+// CHECK:       %[[LOSSV2:.*]] = memref.cast %[[LOSS]]
 // CHECK:       %[[GRID:.*]] = arith.maxui %[[N]], %[[C1]] : index
-// CHECK:       gpu.launch_func @xent_kernels::@[[ROW:xent_loss_[0-9]+]] blocks in (%[[GRID]], %[[C1]], %[[C1]]) threads in (%[[C256]], %[[C1]], %[[C1]]) args(%[[ROWS]] : memref<?x?x?xbf16>, %[[TV]] : memref<?x?xi64>, %[[STATS]] : memref<2xf32>, %[[LOSS]] : memref<f32>)
+// CHECK:       gpu.launch_func @xent_kernels::@[[ROW:xent_loss_[0-9]+]] blocks in (%[[GRID]], %[[C1]], %[[C1]]) threads in (%[[C256]], %[[C1]], %[[C1]]) args(%[[XB]] : memref<?x?xbf16, strided<[?, ?], offset: ?>>, %[[TB]] : memref<?xi64, strided<[?], offset: ?>>, %[[STATS]] : memref<2xf32>, %[[LOSSV2]] : memref<f32, strided<[], offset: ?>>)
 // CHECK:       gpu.dealloc %[[STATS]]
 // CHECK:       %[[R:.*]] = bufferization.to_tensor %[[LOSS]] restrict writable : memref<f32> to tensor<f32>
 // CHECK:       return %[[R]]
@@ -36,22 +38,29 @@ func.func @mean(%x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> tensor<f32> {
 // CHECK:   scf.for
 // CHECK:   memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<2xf32>
 // CHECK:   arith.cmpf oeq
-// CHECK:   memref.store %{{.*}}, %{{.*}}[] : memref<f32>
+// CHECK:   memref.store %{{.*}}, %{{.*}}[] : memref<f32, strided<[], offset: ?>>
 // CHECK:   gpu.return
-// CHECK: gpu.func @[[ROW]](%[[KX:.*]]: memref<?x?x?xbf16>, %[[KT:.*]]: memref<?x?xi64>, %[[KS:.*]]: memref<2xf32>, %[[KL:.*]]: memref<f32>) workgroup(%[[SHM:.*]] : memref<4x32xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK: gpu.func @[[ROW]](%[[KX:.*]]: memref<?x?xbf16, strided<[?, ?], offset: ?>>, %[[KT:.*]]: memref<?xi64, strided<[?], offset: ?>>, %[[KS:.*]]: memref<2xf32>, %[[KL:.*]]: memref<f32, strided<[], offset: ?>>) workgroup(%[[SHM:.*]] : memref<4x32xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // CHECK:   %[[TID:.*]] = gpu.thread_id x
 // CHECK:   %[[ROWID:.*]] = gpu.block_id x
 // CHECK:   %[[INSIDE:.*]] = arith.cmpi ult, %[[ROWID]], %{{.*}} : index
 // CHECK:   scf.if %[[INSIDE]] {
-// CHECK:   %[[TGT:.*]] = memref.load %[[KT]]
+// CHECK:   %[[TGT:.*]] = memref.load %[[KT]][%[[ROWID]]]
 // CHECK:   %[[KEPT:.*]] = arith.cmpi ne, %[[TGT]], %{{.*}} : i64
-// Rows are contiguous here (class axis last): when C is a multiple of 8 and
-// the buffer 16-byte aligned, each thread reads 8 logits per 16-byte vector
-// load; otherwise one logit at a time.
+// The class axis is last here: when C is a multiple of 8, the class stride 1
+// and the row 16-byte aligned (checked at run time: a row of a padded
+// vocabulary may not be), each thread reads 8 logits per 16-byte vector
+// load from a 1-D view of the row; otherwise one logit at a time.
+// CHECK:   %{{.*}}, %{{.*}}, %{{.*}}:2, %[[STRIDES:.*]]:2 = memref.extract_strided_metadata %[[KX]]
+// CHECK:   arith.cmpi eq, %[[STRIDES]]#1, %{{.*}} : index
+// CHECK:   memref.extract_aligned_pointer_as_index %[[KX]]
 // CHECK:   %[[STATS:.*]]:2 = scf.if %{{.*}} -> (f32, f32) {
-// CHECK:     %[[ROWS2D:.*]] = memref.collapse_shape %[[KX]] {{\[\[}}0], [1, 2]] : memref<?x?x?xbf16> into memref<?x?xbf16>
+// CHECK:     %{{.*}}, %[[OFF:.*]], %{{.*}}:2, %[[ST:.*]]:2 = memref.extract_strided_metadata %[[KX]]
+// CHECK:     %[[ROWOFF:.*]] = arith.muli %[[ROWID]], %[[ST]]#0 : index
+// CHECK:     %[[START:.*]] = arith.addi %[[OFF]], %[[ROWOFF]] : index
+// CHECK:     %[[ROW1D:.*]] = memref.reinterpret_cast %[[KX]] to offset: [%[[START]]], sizes: [%{{.*}}], strides: [1] : memref<?x?xbf16, strided<[?, ?], offset: ?>> to memref<?xbf16, strided<[1], offset: ?>>
 // CHECK:     scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32)
-// CHECK:       vector.load %[[ROWS2D]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x?xbf16>, vector<8xbf16>
+// CHECK:       vector.load %[[ROW1D]][%{{.*}}] {alignment = 16 : i64} : memref<?xbf16, strided<[1], offset: ?>>, vector<8xbf16>
 // CHECK:       arith.extf %{{.*}} : bf16 to f32
 // CHECK:       arith.maximumf
 // CHECK:       llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
@@ -68,5 +77,5 @@ func.func @mean(%x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> tensor<f32> {
 // CHECK:   llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"
 // CHECK:   scf.if
 // CHECK:     memref.load %[[KS]]
-// CHECK:     memref.atomic_rmw addf %{{.*}}, %[[KL]][] : (f32, memref<f32>) -> f32
+// CHECK:     memref.atomic_rmw addf %{{.*}}, %[[KL]][] : (f32, memref<f32, strided<[], offset: ?>>) -> f32
 // CHECK:   gpu.return

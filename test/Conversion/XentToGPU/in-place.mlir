@@ -36,3 +36,26 @@ func.func @read_later(%g: tensor<f32>, %x: tensor<?x?xf32>, %t: tensor<?xi64>) -
   %l = xent.cross_entropy sum %x, %t : (tensor<?x?xf32>, tensor<?xi64>) -> tensor<f32>
   return %d, %l : tensor<?x?xf32>, tensor<f32>
 }
+
+// Logits that are a view (here a slice of a padded vocabulary) are read
+// through their strides, without a copy; dlogits then gets its own dense
+// buffer even though the logits are dead: a gradient written into the view
+// would have to be copied (on the host) to be returned.
+
+// CHECK-LABEL: func.func @dead_slice
+// CHECK-SAME: (%{{.*}}: memref<f32>, %[[XP:.*]]: memref<?x32064xbf16>, %{{.*}}: memref<?xi64>)
+// CHECK-NOT:   memref.alloc
+// CHECK-NOT:   memref.copy
+// CHECK:       %[[SLICE:.*]] = memref.subview %[[XP]][0, 0] [%{{.*}}, 32000] [1, 1] : memref<?x32064xbf16> to memref<?x32000xbf16, strided<[32064, 1]>>
+// CHECK:       %[[SV:.*]] = memref.cast %[[SLICE]] : memref<?x32000xbf16, strided<[32064, 1]>> to memref<?x?xbf16, strided<[?, ?], offset: ?>>
+// CHECK:       %[[D:.*]] = gpu.alloc (%{{.*}}) : memref<?x32000xbf16>
+// CHECK:       gpu.launch_func @xent_kernels::@xent_loss_grad_{{[0-9]+}} {{.*}} args(%[[SV]] : memref<?x?xbf16, strided<[?, ?], offset: ?>>
+// CHECK-NOT:   memref.copy
+// CHECK:       return %{{.*}}, %[[D]] : memref<f32>, memref<?x32000xbf16>
+func.func @dead_slice(%g: tensor<f32>, %xp: tensor<?x32064xbf16>, %t: tensor<?xi64>) -> (tensor<f32>, tensor<?x32000xbf16>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %xp, %c0 : tensor<?x32064xbf16>
+  %x = tensor.extract_slice %xp[0, 0] [%n, 32000] [1, 1] : tensor<?x32064xbf16> to tensor<?x32000xbf16>
+  %l, %d = xent.cross_entropy_and_grad mean %g, %x, %t : (tensor<f32>, tensor<?x32000xbf16>, tensor<?xi64>) -> (tensor<f32>, tensor<?x32000xbf16>)
+  return %l, %d : tensor<f32>, tensor<?x32000xbf16>
+}

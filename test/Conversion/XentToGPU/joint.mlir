@@ -12,7 +12,7 @@
 // CHECK:   scf.for
 // CHECK:   memref.atomic_rmw addf
 // CHECK:   scf.for
-// CHECK:     memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : memref<?x?x?xbf16>
+// CHECK:     memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<?x?xbf16, strided<[?, ?], offset: ?>>
 func.func @joint(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> (tensor<f32>, tensor<?x?xbf16>) {
   %l, %d = xent.cross_entropy_and_grad mean %g, %x, %t : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>) -> (tensor<f32>, tensor<?x?xbf16>)
   return %l, %d : tensor<f32>, tensor<?x?xbf16>
