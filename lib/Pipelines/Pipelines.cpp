@@ -59,6 +59,7 @@ mlir::xent::buildXentGPUPipeline(OpPassManager &pm,
   conversion.chip = options.chip;
   conversion.threads = options.threads;
   conversion.vectorWidth = options.vectorWidth;
+  conversion.residentRows = options.residentRows;
   // A loss and its gradient in the same graph become one kernel.
   pm.addPass(createXentFuseForwardBackward());
   pm.addPass(createConvertXentToGPU(conversion));

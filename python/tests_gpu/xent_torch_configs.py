@@ -52,4 +52,17 @@ def specials():
     return out
 
 
-CONFIGS = matrix() + specials()
+def two_pass():
+    """The benchmark's gradient configurations with resident rows off (the
+    two-pass kernel, timed side by side by xent.bench)."""
+    from xent import kernels
+    kernels.RESIDENT_ROWS = False
+    try:
+        return [kernel_config(dtype=d, target="i64", rank=2, weighted=False, reduction="mean",
+                              ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0,
+                              softcap=None, with_grad=True) for d in DTYPES]
+    finally:
+        kernels.RESIDENT_ROWS = True
+
+
+CONFIGS = matrix() + specials() + two_pass()

@@ -15,6 +15,9 @@ __all__ = ["kernel_config", "kernel_module", "precompile", "pipeline_args", "CHI
 _REDUCTIONS = ("mean", "sum", "none")
 CHIP = os.environ.get("XENT_CHIP", "sm_90")
 THREADS = int(os.environ.get("XENT_THREADS", "512"))
+# Gradient kernels keep rows on chip (xent-gpu-pipeline resident-rows); the
+# benchmark turns it off to time the two-pass kernel side by side.
+RESIDENT_ROWS = os.environ.get("XENT_RESIDENT_ROWS", "1") != "0"
 
 
 def _memref(rank: int, dtype: str) -> str:
@@ -35,7 +38,9 @@ def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reducti
                   ignore_index: int, label_smoothing: float, z_loss_scale: float,
                   softcap: Optional[float], with_grad: bool) -> Dict:
     """The configuration that names one compiled library in the cache."""
-    return {"op": "xent.torch", "version": 2, "chip": CHIP, "threads": THREADS,
+    return {"op": "xent.torch", "version": 3, "chip": CHIP, "threads": THREADS,
+            # (only gradient kernels have the resident path)
+            "resident_rows": RESIDENT_ROWS or not with_grad,
             "dtype": dtype, "target": target, "rank": rank, "weighted": weighted,
             "reduction": reduction,
             "ignore_index": None if target == "probs" else int(ignore_index),
@@ -156,8 +161,10 @@ def kernel_module(c: Dict) -> str:
     return "module attributes {gpu.container_module} {\n" + text + "}\n"
 
 
-def pipeline_args():
-    return [f"--xent-gpu-pipeline=chip={CHIP} threads={THREADS}"]
+def pipeline_args(config: Optional[Dict] = None):
+    resident = RESIDENT_ROWS if config is None else config.get("resident_rows", True)
+    return [f"--xent-gpu-pipeline=chip={CHIP} threads={THREADS} "
+            f"resident-rows={'true' if resident else 'false'}"]
 
 
 
@@ -166,5 +173,5 @@ def precompile(configs: Iterable[Dict], cache_dir: Optional[str] = None) -> None
     without LLVM."""
     cache = gpu.KernelCache(cache_dir or os.environ.get("XENT_CACHE_DIR"))
     for config in configs:
-        cache.path(config, lambda c=config: kernel_module(c), pipeline_args=pipeline_args(),
+        cache.path(config, lambda c=config: kernel_module(c), pipeline_args=pipeline_args(config),
                    opt_tool=os.environ.get("XENT_OPT"))

@@ -51,7 +51,7 @@ def _cache() -> gpu.KernelCache:
 
 def _library(config: Dict) -> gpu.GpuLibrary:
     opt = os.environ.get("XENT_OPT")
-    return _cache().get(config, lambda: kernel_module(config), pipeline_args=pipeline_args(),
+    return _cache().get(config, lambda: kernel_module(config), pipeline_args=pipeline_args(config),
                         opt_tool=opt)
 
 

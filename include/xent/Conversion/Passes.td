@@ -47,6 +47,9 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
            "Threads per block (a multiple of 32, at most 1024)">,
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
            "Elements loaded per thread and iteration (0: 16 bytes' worth)">,
+    Option<"residentRows", "resident-rows", "bool", /*default=*/"true",
+           "Gradient kernels keep each row on chip (sm_90+: a cluster of "
+           "blocks per row), reading the logits once">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -55,6 +58,8 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
   ];

@@ -41,6 +41,10 @@ struct XentGPUPipelineOptions
       *this, "vector-width",
       llvm::cl::desc("Elements per load (0: 16 bytes' worth)"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> residentRows{
+      *this, "resident-rows",
+      llvm::cl::desc("Gradient kernels keep each row on chip (sm_90+)"),
+      llvm::cl::init(true)};
 };
 
 /// Appends the GPU pipeline: convert-xent-to-gpu, bufferization of the host

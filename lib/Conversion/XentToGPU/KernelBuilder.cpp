@@ -26,7 +26,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -37,18 +39,20 @@
 using namespace mlir;
 using namespace mlir::xent;
 
-static constexpr int64_t kWarpSize = 32;
+static constexpr int64_t kLanes = 32;
 static constexpr int64_t kMaxWarps = 32;
 /// Components reduced across the block at once: max, Σexp, Σf, Σf·(x - x0).
 static constexpr int64_t kMaxComponents = 4;
+static_assert(kMaxComponents * kMaxWarps * 4 == kReduceBytes,
+              "the resident path keeps the reduction scratch in kReduceBytes");
 /// 16-byte loads each thread issues before using the first.
 static constexpr int64_t kUnroll = 4;
 
 LaunchGeometry mlir::xent::getLaunchGeometry(const XentToGPUOptions &options,
                                              Type logitsType) {
   int64_t threads = options.threads;
-  threads = std::max<int64_t>(kWarpSize, std::min<int64_t>(1024, threads));
-  threads = (threads / kWarpSize) * kWarpSize;
+  threads = std::max<int64_t>(kLanes, std::min<int64_t>(1024, threads));
+  threads = (threads / kLanes) * kLanes;
   // 16-byte loads by default; vector-width=N asks for N elements per load.
   int64_t bytes = logitsType.getIntOrFloatBitWidth() / 8;
   int64_t vectorBytes = 16;
@@ -57,7 +61,55 @@ LaunchGeometry mlir::xent::getLaunchGeometry(const XentToGPUOptions &options,
   if (vectorBytes > 16 || vectorBytes < 2 * bytes ||
       !llvm::isPowerOf2_64(vectorBytes))
     vectorBytes = 0;
-  return {threads, vectorBytes};
+  // Thread-block clusters and distributed shared memory: sm_90 and newer.
+  StringRef chip = options.chip;
+  unsigned version = 0;
+  chip.consume_front("sm_");
+  chip.consume_back("a");
+  bool clusters = !chip.getAsInteger(10, version) && version >= 90;
+  return {threads, vectorBytes, options.residentRows && clusters};
+}
+
+bool mlir::xent::hasResidentPath(const KernelSpec &spec,
+                                 const LaunchGeometry &geometry) {
+  // 16-byte accesses of the whole row (cp.async copies 16 bytes). Not with
+  // per-class terms (label smoothing, probability targets) or the softcap:
+  // their work per element does not fit the registers of the resident
+  // path (ptxas spills hundreds of bytes, even at 128 registers); those
+  // keep the two-pass kernel.
+  const CrossEntropyConfig &config = spec.config;
+  bool light = !config.probabilityTargets && config.labelSmoothing == 0.0f &&
+               !config.softcap;
+  return light && spec.withGrad && spec.contiguousRows &&
+         geometry.residentRows && geometry.vectorBytes == 16 &&
+         geometry.vectorWidth(spec.logitsType) > 1;
+}
+
+Value mlir::xent::emitResidentClusterSize(OpBuilder &b, Location loc,
+                                          Value numClasses,
+                                          const KernelSpec &spec,
+                                          const LaunchGeometry &geometry) {
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  int64_t width = geometry.vectorWidth(spec.logitsType);
+  Value vectors = arith::CeilDivUIOp::create(b, loc, numClasses, cst(width));
+  Value need = arith::CeilDivUIOp::create(
+      b, loc, vectors, cst(kResidentVectors * geometry.threads));
+  // At least 2 vectors per thread: shorter rows keep the two-pass kernel,
+  // whose blocks do not reserve the staging memory (more of them per SM).
+  Value longEnough =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, vectors,
+                            cst(2 * geometry.threads));
+  Value fits = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, need,
+                                     cst(kMaxClusterSize));
+  Value ok = arith::AndIOp::create(b, loc, longEnough, fits);
+  return arith::SelectOp::create(b, loc, ok, need, cst(0));
+}
+
+int64_t mlir::xent::getResidentSharedMemoryBytes(
+    const LaunchGeometry &geometry) {
+  return kStageOffset + kStagedVectors * geometry.threads * 16;
 }
 
 MemRefType mlir::xent::getBufferType(MLIRContext *ctx, int64_t rank,
@@ -212,6 +264,17 @@ private:
   Value emitRowCount(Value buffer, int64_t skip);
   /// Per-row gradient coefficients (emitGradientPass).
   Value gradScale, gradMass;
+  /// Statistics, loss and gradient of the block's row (after the target).
+  void emitRowBody();
+  /// Resident path: loads the block's slice of the row (cp.async into
+  /// shared memory, the rest into registers) and returns the per-thread
+  /// statistics over it.
+  SmallVector<Value> emitResidentStatistics(ArrayRef<Value> init);
+  /// Resident path: combines the blocks' totals across the cluster through
+  /// distributed shared memory; every block gets the row's totals.
+  SmallVector<Value> emitClusterAllReduce(ArrayRef<Value> totals);
+  /// Resident path: the `k`-th vector of this thread's slice.
+  Value loadResidentVector(int64_t k);
   /// The gradient pass over the row.
   void emitGradientPass();
 
@@ -241,6 +304,13 @@ private:
   Value rowMax, rowSumExp, rowMass, rowGap, reference, lse;
   // Class-index target of the row.
   Value kept, valid, targetIndex;
+  // Resident path (hasResidentPath): block `rank` of `clusterSize` holds
+  // vectors [resLo, resHi) of the row; vector k of this thread starts at
+  // class resStart[k] and exists when resValid[k]; resRegs[k] holds it for
+  // k >= kStagedVectors; the others are in `stage` (workgroup memory).
+  bool resident = false;
+  Value rank, clusterSize, resLo, resHi, stage, exchange, xRow;
+  SmallVector<Value> resStart, resValid, resRegs;
 };
 
 } // namespace
@@ -319,10 +389,10 @@ SmallVector<Value> KernelEmitter::combine(ArrayRef<Value> a,
 
 SmallVector<Value> KernelEmitter::emitWarpAllReduce(ArrayRef<Value> values) {
   SmallVector<Value> acc(values);
-  for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
+  for (int32_t offset = kLanes / 2; offset > 0; offset /= 2) {
     SmallVector<Value> other;
     for (Value v : acc)
-      other.push_back(gpu::ShuffleOp::create(b, v, offset, kWarpSize,
+      other.push_back(gpu::ShuffleOp::create(b, v, offset, kLanes,
                                              gpu::ShuffleMode::XOR)
                           .getShuffleResult());
     acc = combine(acc, other);
@@ -487,7 +557,9 @@ void KernelEmitter::emitRowStatistics() {
 
   SmallVector<Value> partial;
   int64_t width = geometry.vectorWidth(spec.logitsType);
-  if (spec.contiguousRows && width > 1) {
+  if (resident) {
+    partial = emitResidentStatistics(init);
+  } else if (spec.contiguousRows && width > 1) {
     // Vector walk: each thread loads `width` consecutive logits at a time
     // (16 bytes), threads side by side.
     Value canVectorize = emitCanVectorize({x}, width);
@@ -543,6 +615,8 @@ void KernelEmitter::emitRowStatistics() {
   }
 
   SmallVector<Value> totals = emitBlockAllReduce(partial);
+  if (resident)
+    totals = emitClusterAllReduce(totals);
   rowMax = totals[0];
   rowSumExp = totals[1];
   if (extras) {
@@ -550,6 +624,172 @@ void KernelEmitter::emitRowStatistics() {
     rowGap = totals[3];
   }
   lse = add(rowMax, log(rowSumExp));
+}
+
+//===----------------------------------------------------------------------===//
+// Resident rows (one read of the logits)
+//===----------------------------------------------------------------------===//
+
+Value KernelEmitter::loadResidentVector(int64_t k) {
+  if (resRegs[k])
+    return resRegs[k];
+  int64_t width = geometry.vectorWidth(spec.logitsType);
+  auto vecType = VectorType::get({width}, spec.logitsType);
+  // Each thread reads back only the vectors it copied itself.
+  Value at = arith::MulIOp::create(
+      b, arith::AddIOp::create(b, tid, cstIdx(k * geometry.threads)),
+      cstIdx(width));
+  return vector::LoadOp::create(b, vecType, stage, ValueRange{at},
+                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+}
+
+SmallVector<Value>
+KernelEmitter::emitResidentStatistics(ArrayRef<Value> init) {
+  int64_t width = geometry.vectorWidth(spec.logitsType);
+  int64_t threads = geometry.threads;
+  MLIRContext *ctx = b.getContext();
+  auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  // Every block of the cluster has started before any block writes into
+  // another's shared memory (the matching wait is in emitClusterAllReduce).
+  NVVM::ClusterArriveRelaxedOp::create(b, b.getUnitAttr());
+
+  // This block's slice of the row, in 16-byte vectors (C % width == 0).
+  Value vectors = arith::DivUIOp::create(b, numClasses, cstIdx(width));
+  Value slice = arith::CeilDivUIOp::create(b, vectors, clusterSize);
+  resLo = arith::MulIOp::create(b, rank, slice);
+  resHi = arith::MinUIOp::create(
+      b, arith::AddIOp::create(b, resLo, slice), vectors);
+
+  // Dynamic shared memory: exchange slots, then the staged vectors.
+  Value dynamic = gpu::DynamicSharedMemoryOp::create(
+      b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                         MemRefLayoutAttrInterface(), space));
+  exchange = memref::ViewOp::create(
+      b,
+      MemRefType::get({kMaxClusterSize * 4}, f32, MemRefLayoutAttrInterface(),
+                      space),
+      dynamic, cstIdx(0), ValueRange{});
+  stage = memref::ViewOp::create(
+      b,
+      MemRefType::get({kStagedVectors * threads * width}, spec.logitsType,
+                      MemRefLayoutAttrInterface(), space),
+      dynamic, cstIdx(kStageOffset), ValueRange{});
+  // The block reduction's scratch too (restored by emitRowKernel after the
+  // resident path).
+  shared = memref::ViewOp::create(
+      b,
+      MemRefType::get({kMaxComponents, kMaxWarps}, f32,
+                      MemRefLayoutAttrInterface(), space),
+      dynamic, cstIdx(kExchangeBytes), ValueRange{});
+  xRow = rowVectorView(x);
+
+  resStart.clear();
+  resValid.clear();
+  resRegs.assign(kStagedVectors, Value());
+  // Vector k of this thread is first + k·T: one base and constant offsets
+  // (few registers live across the exchange), valid while k·T < hi - first.
+  Value first = arith::AddIOp::create(b, resLo, tid);
+  Value base = arith::MulIOp::create(b, first, cstIdx(width));
+  Value left = arith::SubIOp::create(b, resHi, first);
+  for (int64_t k = 0; k < kResidentVectors; ++k) {
+    resValid.push_back(arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                             cstIdx(k * threads), left));
+    resStart.push_back(
+        k ? arith::AddIOp::create(b, base, cstIdx(k * threads * width))
+          : base);
+  }
+  // All loads are issued before any is used: the staged ones as cp.async
+  // (16 bytes, zero-filled past the slice), then the register ones.
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
+  SmallVector<Value> tokens;
+  for (int64_t k = 0; k < kStagedVectors; ++k) {
+    // Past the slice nothing is read (source size 0: zero fill).
+    Value src = resStart[k];
+    Value count = select(resValid[k], cstIdx(width), cstIdx(0));
+    Value dst = arith::MulIOp::create(
+        b, arith::AddIOp::create(b, tid, cstIdx(k * threads)), cstIdx(width));
+    tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+        b, tokenType, stage, ValueRange{dst}, xRow, ValueRange{src},
+        b.getIndexAttr(width), count, b.getUnitAttr()));
+  }
+  Value group = nvgpu::DeviceAsyncCreateGroupOp::create(b, tokenType, tokens);
+  auto vecType = VectorType::get({width}, spec.logitsType);
+  for (int64_t k = kStagedVectors; k < kResidentVectors; ++k)
+    resRegs.push_back(emitGuardedVectorLoad(vecType, xRow, resStart[k],
+                                            resValid[k], width));
+
+  SmallVector<Value> acc(init);
+  auto step = [&](int64_t k) {
+    Value vec = loadResidentVector(k);
+    SmallVector<Value> cs, xs;
+    for (int64_t e = 0; e < width; ++e) {
+      cs.push_back(arith::AddIOp::create(b, resStart[k], cstIdx(e)));
+      xs.push_back(emitLogit(vector::ExtractOp::create(b, vec, e)));
+    }
+    SmallVector<Value> next = emitStatisticsStep(cs, xs, acc);
+    for (auto [a, n] : llvm::zip(acc, next))
+      a = select(resValid[k], n, a);
+  };
+  // Registers first, while the copies are in flight.
+  for (int64_t k = kStagedVectors; k < kResidentVectors; ++k)
+    step(k);
+  nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(0));
+  for (int64_t k = 0; k < kStagedVectors; ++k)
+    step(k);
+  return acc;
+}
+
+SmallVector<Value>
+KernelEmitter::emitClusterAllReduce(ArrayRef<Value> totals) {
+  MLIRContext *ctx = b.getContext();
+  NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
+  // Thread j < clusterSize writes this block's totals into slot `rank` of
+  // block j's exchange memory.
+  Value writes =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tid, clusterSize);
+  auto ifOp = scf::IfOp::create(b, writes, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    auto sharedPtr = LLVM::LLVMPointerType::get(ctx, 3);
+    auto clusterPtr = LLVM::LLVMPointerType::get(ctx, 7);
+    Value address = arith::IndexCastOp::create(
+        b, b.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(b, exchange));
+    Value base = LLVM::IntToPtrOp::create(b, sharedPtr, address);
+    Value block = arith::IndexCastOp::create(b, b.getI32Type(), tid);
+    for (auto [k, v] : llvm::enumerate(totals)) {
+      Value slot = arith::IndexCastOp::create(
+          b, b.getI32Type(),
+          arith::AddIOp::create(b, arith::MulIOp::create(b, rank, cstIdx(4)),
+                                cstIdx(k)));
+      Value mine = LLVM::GEPOp::create(b, sharedPtr, f32, base,
+                                       ArrayRef<LLVM::GEPArg>{slot});
+      Value remote = NVVM::MapaOp::create(b, clusterPtr, mine, block);
+      LLVM::StoreOp::create(b, v, remote);
+    }
+  }
+  // Release the stores, acquire the others' (no remote access follows, so
+  // blocks may exit at any time after this).
+  NVVM::ClusterArriveOp::create(b, b.getUnitAttr());
+  NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
+  // Every block combines the slots in the same order: bitwise the same
+  // totals (and lse) in the whole cluster.
+  SmallVector<Value> acc;
+  for (int64_t j = 0; j < kMaxClusterSize; ++j) {
+    Value present = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                          cstIdx(j), clusterSize);
+    SmallVector<Value> values;
+    for (size_t k = 0; k < totals.size(); ++k) {
+      Value identity = cstF(k == 0 ? -std::numeric_limits<double>::infinity()
+                                   : 0.0);
+      Value loaded = memref::LoadOp::create(b, exchange,
+                                            ValueRange{cstIdx(j * 4 + k)});
+      values.push_back(select(present, loaded, identity));
+    }
+    acc = j == 0 ? values : combine(acc, values);
+  }
+  return acc;
 }
 
 //===----------------------------------------------------------------------===//
@@ -642,6 +882,29 @@ void KernelEmitter::emitGradientPass() {
           });
     };
     int64_t width = geometry.vectorWidth(spec.logitsType);
+    if (resident) {
+      // The slice from registers / shared memory: no second read.
+      Value dRow = rowVectorView(dlogits);
+      auto vecType = VectorType::get({width}, spec.logitsType);
+      for (int64_t k = 0; k < kResidentVectors; ++k) {
+        auto ifOp =
+            scf::IfOp::create(b, resValid[k], /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        Value vec = readLogits ? loadResidentVector(k) : Value();
+        SmallVector<Value> out;
+        for (int64_t e = 0; e < width; ++e) {
+          Value c = arith::AddIOp::create(b, resStart[k], cstIdx(e));
+          Value xc = vec ? emitLogit(vector::ExtractOp::create(b, vec, e))
+                         : Value();
+          out.push_back(fromF32(fn(c, xc), outType));
+        }
+        Value packed = vector::FromElementsOp::create(b, vecType, out);
+        vector::StoreOp::create(b, packed, dRow, ValueRange{resStart[k]},
+                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+      }
+      return;
+    }
     if (!(spec.contiguousRows && width > 1)) {
       scalarLoop();
       return;
@@ -702,19 +965,31 @@ void KernelEmitter::emitGradientPass() {
   };
 
   auto emitKeptRow = [&]() {
+    // The target's logit is read before the row is written: dlogits may be
+    // the logits' own buffer.
+    Value xt = probs ? Value() : loadLogit(targetIndex);
     emitRowWrite(/*readLogits=*/true,
                  [&](Value c, Value xc) { return emitGradientElement(c, xc); });
     if (probs)
       return;
     // The target's element, rewritten whole (rounded once) after every
-    // thread has stored its part of the row.
+    // thread has stored its part of the row (by the block whose slice
+    // holds it, on the resident path).
     gpu::BarrierOp::create(b);
-    Value isThread0 =
+    Value writer =
         arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cstIdx(0));
-    auto fix = scf::IfOp::create(b, isThread0, /*withElseRegion=*/false);
+    if (resident) {
+      int64_t width = geometry.vectorWidth(spec.logitsType);
+      Value vector = arith::DivUIOp::create(b, targetIndex, cstIdx(width));
+      Value owns = arith::AndIOp::create(
+          b,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::uge, vector, resLo),
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, vector, resHi));
+      writer = arith::AndIOp::create(b, writer, owns);
+    }
+    auto fix = scf::IfOp::create(b, writer, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(fix.thenBlock());
-    Value xt = loadLogit(targetIndex);
     Value p = exp(sub(xt, lse));
     Value grad = sub(mul(gradScale, p), targetTerm);
     if (gradMass)
@@ -766,9 +1041,17 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
   shared = func.getWorkgroupAttributions()[0];
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  lane = arith::RemUIOp::create(b, tid, cstIdx(kWarpSize));
-  warp = arith::DivUIOp::create(b, tid, cstIdx(kWarpSize));
+  lane = arith::RemUIOp::create(b, tid, cstIdx(kLanes));
+  warp = arith::DivUIOp::create(b, tid, cstIdx(kLanes));
   Value row = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  bool residentPath = hasResidentPath(spec, geometry);
+  if (residentPath) {
+    // One cluster of blocks per row (of 1 block when the row does not take
+    // the resident path).
+    rank = gpu::ClusterBlockIdOp::create(b, gpu::Dimension::x);
+    clusterSize = gpu::ClusterDimBlocksOp::create(b, gpu::Dimension::x);
+    row = arith::DivUIOp::create(b, row, clusterSize);
+  }
   numClasses = memref::DimOp::create(b, x, config.axis);
   numClassesF = indexToF32(numClasses);
   numRows = emitRowCount(x, config.axis);
@@ -797,6 +1080,42 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
                                              select(valid, t, cstI64(0)));
   }
 
+  if (!residentPath) {
+    emitRowBody();
+  } else {
+    // The resident path when the row has the length for it and 16-byte
+    // accesses (uniform in the cluster); otherwise block 0 of the cluster
+    // does the row with the two-pass code (the others have nothing to do).
+    Value size =
+        emitResidentClusterSize(b, b.getLoc(), numClasses, spec, geometry);
+    Value fits =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ne, size, cstIdx(0));
+    Value ok = arith::AndIOp::create(
+        b, fits,
+        emitCanVectorize({x, dlogits}, geometry.vectorWidth(spec.logitsType)));
+    auto ifOp = scf::IfOp::create(b, ok, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      Value staticShared = shared;
+      resident = true;
+      emitRowBody();
+      resident = false;
+      shared = staticShared;
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      Value first =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rank, cstIdx(0));
+      auto only = scf::IfOp::create(b, first, /*withElseRegion=*/false);
+      b.setInsertionPointToStart(only.thenBlock());
+      emitRowBody();
+    }
+  }
+  b.setInsertionPointAfter(guard);
+  gpu::ReturnOp::create(b);
+}
+
+void KernelEmitter::emitRowBody() {
+  bool probs = config.probabilityTargets;
   emitRowStatistics();
 
   if (spec.lossType) {
@@ -826,6 +1145,10 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
 
     Value isThread0 =
         arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cstIdx(0));
+    if (resident)
+      isThread0 = arith::AndIOp::create(
+          b, isThread0,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rank, cstIdx(0)));
     Value writes = isThread0;
     if (kept && spec.reduced())
       writes = arith::AndIOp::create(b, isThread0, kept);
@@ -869,8 +1192,6 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
 
   if (spec.withGrad)
     emitGradientPass();
-  b.setInsertionPointAfter(guard);
-  gpu::ReturnOp::create(b);
 }
 
 void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
@@ -891,8 +1212,8 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
   maxSumPair = false;
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  lane = arith::RemUIOp::create(b, tid, cstIdx(kWarpSize));
-  warp = arith::DivUIOp::create(b, tid, cstIdx(kWarpSize));
+  lane = arith::RemUIOp::create(b, tid, cstIdx(kLanes));
+  warp = arith::DivUIOp::create(b, tid, cstIdx(kLanes));
   numRows = emitRowCount(target, probs ? config.axis : -1);
   Value zero = cstF(0.0);
 
@@ -1028,6 +1349,16 @@ gpu::GPUFuncOp mlir::xent::buildRowKernel(OpBuilder &b, Location loc,
 
   gpu::GPUFuncOp func =
       createKernel(b, loc, name, args, geometry, /*withSharedMemory=*/true);
+  // At most 64 registers per thread at 1024 threads per SM, so that two
+  // blocks of 512 (each with its staging memory) share an SM.
+  if (hasResidentPath(spec, geometry)) {
+    func->setAttr("nvvm.minctasm",
+                  b.getI32IntegerAttr(std::max<int64_t>(
+                      1, 1024 / geometry.threads)));
+    func->setAttr("nvvm.maxntid",
+                  b.getDenseI32ArrayAttr(
+                      {static_cast<int32_t>(geometry.threads), 1, 1}));
+  }
   ImplicitLocOpBuilder ib(loc, b);
   OpBuilder::InsertionGuard guard(ib);
   ib.setInsertionPointToStart(&func.getBody().front());
@@ -1061,7 +1392,7 @@ gpu::GPUFuncOp mlir::xent::buildPrologueKernel(OpBuilder &b, Location loc,
 gpu::GPUFuncOp mlir::xent::buildConvertKernel(OpBuilder &b, Location loc,
                                               StringRef name, Type dstType) {
   MLIRContext *ctx = b.getContext();
-  LaunchGeometry single{kWarpSize};
+  LaunchGeometry single{kLanes};
   gpu::GPUFuncOp func = createKernel(
       b, loc, name,
       {getBufferType(ctx, 0, b.getF32Type()), getBufferType(ctx, 0, dstType)},

@@ -49,6 +49,9 @@ struct KernelSpec {
 struct LaunchGeometry {
   int64_t threads;     // per block, a multiple of 32
   int64_t vectorBytes; // bytes per vector load (16), 0 for scalar loads
+  /// Gradient kernels may keep rows on chip across a thread-block cluster
+  /// (sm_90+, option resident-rows).
+  bool residentRows = false;
   int64_t warps() const { return threads / 32; }
   /// Elements of `type` per vector load (1: scalar).
   int64_t vectorWidth(Type type) const {
@@ -58,6 +61,36 @@ struct LaunchGeometry {
 };
 LaunchGeometry getLaunchGeometry(const XentToGPUOptions &options,
                                  Type logitsType);
+
+/// Row-resident gradient kernels: a row is split over the blocks of a
+/// thread-block cluster (one cluster per row), each block holds its slice on
+/// chip — kStagedVectors 16-byte vectors per thread in shared memory (copied
+/// with cp.async), the rest of kResidentVectors in registers — so the logits
+/// are read once for the statistics and the gradient; the blocks exchange
+/// their partial statistics through distributed shared memory.
+constexpr int64_t kResidentVectors = 16;
+constexpr int64_t kStagedVectors = 12;
+constexpr int64_t kMaxClusterSize = 8;
+/// The dynamic shared memory of a resident block: exchange slots
+/// (kMaxClusterSize x 4 f32), the block reduction's scratch (4 x 32 f32),
+/// then the staged vectors. Everything the resident path keeps in shared
+/// memory is there: the dynamic region is not ordered with respect to the
+/// kernel's static workgroup memory (it may overlap it).
+constexpr int64_t kExchangeBytes = kMaxClusterSize * 4 * 4;
+constexpr int64_t kReduceBytes = 4 * 32 * 4;
+constexpr int64_t kStageOffset = kExchangeBytes + kReduceBytes;
+/// Whether the row kernel of `spec` has the resident path (decided at
+/// compile time; each row still takes it only when emitResidentClusterSize
+/// is not 0 and its buffers allow 16-byte accesses).
+bool hasResidentPath(const KernelSpec &spec, const LaunchGeometry &geometry);
+/// Blocks per row of the resident path for rows of `numClasses`, or 0 when
+/// the row is too short to gain from it or too long to fit in
+/// kMaxClusterSize blocks. The host and the kernel both use it.
+Value emitResidentClusterSize(OpBuilder &b, Location loc, Value numClasses,
+                              const KernelSpec &spec,
+                              const LaunchGeometry &geometry);
+/// Dynamic shared memory of a resident block, in bytes.
+int64_t getResidentSharedMemoryBytes(const LaunchGeometry &geometry);
 
 /// Kernel arguments, in order. Every buffer but `stats` has the type of
 /// getBufferType (dynamic sizes, any strides and offset), the logits' rank R

@@ -23,6 +23,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -116,15 +118,24 @@ public:
   /// Launches `func` on max(`grid`, 1) blocks: a grid cannot be empty, and
   /// the row kernel skips blocks past the last row. No host-side branch, so
   /// all launches of an op stay in one stream-ordered chain.
+  /// With `cluster` (blocks per row), launches max(grid, 1) clusters of
+  /// that many blocks with `sharedBytes` (i32) of dynamic shared memory.
   void launch(gpu::GPUFuncOp func, Value grid, ValueRange operands,
-              int64_t threads) {
+              int64_t threads, Value cluster = Value(),
+              Value sharedBytes = Value()) {
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
     Value block = arith::ConstantIndexOp::create(rewriter, loc, threads);
     grid = arith::MaxUIOp::create(rewriter, loc, grid, one);
+    std::optional<gpu::KernelDim3> clusterSize;
+    if (cluster) {
+      grid = arith::MulIOp::create(rewriter, loc, grid, cluster);
+      clusterSize = gpu::KernelDim3{cluster, one, one};
+    }
     gpu::LaunchFuncOp::create(rewriter, loc, func,
                               gpu::KernelDim3{grid, one, one},
-                              gpu::KernelDim3{block, one, one},
-                              /*dynamicSharedMemorySize=*/Value(), operands);
+                              gpu::KernelDim3{block, one, one}, sharedBytes,
+                              operands, /*asyncTokenType=*/nullptr,
+                              /*asyncDependencies=*/{}, clusterSize);
   }
 
   /// Builds a kernel into the kernel module.
@@ -340,7 +351,31 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
     operands.push_back(host.kernelArg(zAcc));
   if (dlogits)
     operands.push_back(host.kernelArg(gradOut->buffer));
-  host.launch(rowKernel, rows, operands, geometry.threads);
+  if (hasResidentPath(spec, geometry)) {
+    // Rows that take the resident path get a cluster of blocks each and
+    // the staging memory; others one block without it (the kernel decides
+    // the same way from C).
+    Value numClasses =
+        memref::DimOp::create(rewriter, loc, xBuffer, config.axis);
+    Value size = emitResidentClusterSize(rewriter, loc, numClasses, spec,
+                                         geometry);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value fits = arith::CmpIOp::create(rewriter, loc,
+                                       arith::CmpIPredicate::ne, size, zero);
+    Value cluster = arith::SelectOp::create(
+        rewriter, loc, fits, size,
+        arith::ConstantIndexOp::create(rewriter, loc, 1));
+    Value sharedBytes = arith::SelectOp::create(
+        rewriter, loc, fits,
+        arith::ConstantOp::create(
+            rewriter, loc,
+            rewriter.getI32IntegerAttr(getResidentSharedMemoryBytes(geometry))),
+        arith::ConstantOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0)));
+    host.launch(rowKernel, rows, operands, geometry.threads, cluster,
+                sharedBytes);
+  } else {
+    host.launch(rowKernel, rows, operands, geometry.threads);
+  }
 
   // Epilogue: reduced results in another type than f32.
   auto convert = [&](Value acc, Value out) {
@@ -439,6 +474,7 @@ struct ConvertXentToGPUPass
     options.chip = chip;
     options.threads = threads;
     options.vectorWidth = vectorWidth;
+    options.residentRows = residentRows;
     // Lower in program order so that kernels appear in the order of their
     // ops; the patterns (populateXentToGPUConversionPatterns) do the same
     // rewrite for drivers that want them.

@@ -19,6 +19,8 @@ struct XentToGPUOptions {
   std::string chip = "sm_90";
   int64_t threads = 512;
   int64_t vectorWidth = 0;
+  /// Gradient kernels keep each row on chip when the chip has clusters.
+  bool residentRows = true;
 };
 
 /// True for the chips the kernels target: sm_80 or newer (`sm_90a` too).
