@@ -59,6 +59,24 @@ def _time(fn, repeats: int, warmup: int = 3) -> float:
     return statistics.median(times)
 
 
+def _gpu_time(fn, iters: int = 5) -> float:
+    """Milliseconds per call that the GPU spends in kernels and copies
+    (torch.profiler), without host overhead or idle gaps: what the kernels
+    themselves reach."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+    total_us = 0.0
+    for e in prof.events():
+        if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA:
+            total_us += getattr(e, "device_time", None) or getattr(e, "cuda_time", 0.0)
+    return total_us / iters / 1000
+
+
 def copy_bandwidth(nbytes: int, repeats: int) -> float:
     """GB/s of a device-to-device copy of `nbytes` (bytes read + written)."""
     src = torch.empty(nbytes // 4, device="cuda", dtype=torch.float32).uniform_()
@@ -135,6 +153,7 @@ def run(args):
                 ms_fb = _time(fwd_bwd, args.repeats)
                 extra = torch.cuda.max_memory_allocated() - base - nbytes  # minus the gradient
                 ms_f = _time(fwd, args.repeats)
+                gpu_fb = _gpu_time(fwd_bwd) if args.gpu_time else float("nan")
                 err = grad_error(fn, x, t)
             except Exception as e:
                 print(f"{name} V={vocab} {dtype_name}: failed: {e}")
@@ -144,15 +163,19 @@ def run(args):
                    "copy_gbs": copy,
                    "fwd_bwd_ms": ms_fb, "fwd_bwd_gbs": 2 * nbytes / ms_fb / 1e6,
                    "fwd_ms": ms_f, "fwd_gbs": nbytes / ms_f / 1e6,
-                   "extra_mb": max(extra, 0) / 2**20, "grad_rel_l2": err}
+                   "extra_mb": max(extra, 0) / 2**20, "grad_rel_l2": err,
+                   "fwd_bwd_gpu_ms": gpu_fb}
             row["fwd_bwd_pct"] = 100 * row["fwd_bwd_gbs"] / copy
             row["fwd_pct"] = 100 * row["fwd_gbs"] / copy
+            row["fwd_bwd_gpu_pct"] = 100 * 2 * nbytes / gpu_fb / 1e6 / copy
             results.append(row)
             print(f"{name:14s} {dtype_name:4s} V={vocab:6d} N={n:5d} {layout:10s} "
                   f"fwd+bwd {ms_fb:7.3f} ms "
                   f"{row['fwd_bwd_gbs']:6.0f} GB/s {row['fwd_bwd_pct']:5.1f}%   fwd "
                   f"{ms_f:7.3f} ms {row['fwd_pct']:5.1f}%   extra {row['extra_mb']:7.0f} MB"
-                  f"   grad err {err:.2e}   (copy {copy:.0f} GB/s)", flush=True)
+                  f"   grad err {err:.2e}   (copy {copy:.0f} GB/s)"
+                  + (f"   gpu-only fwd+bwd {gpu_fb:.3f} ms {row['fwd_bwd_gpu_pct']:5.1f}%"
+                     if args.gpu_time else ""), flush=True)
         del x, t
         torch.cuda.empty_cache()
     return results
@@ -197,6 +220,8 @@ def main(argv=None):
     p.add_argument("--vocab", type=int, nargs="+", default=[32768, 65536, 128256, 262144])
     p.add_argument("--dtypes", nargs="+", default=["bf16", "f32"], choices=sorted(DTYPES))
     p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--gpu-time", action="store_true",
+                   help="also report the GPU's own time of fwd+bwd (torch.profiler)")
     p.add_argument("--inner", type=int, default=10,
                    help="back-to-back calls per timed sample (1: each call alone)")
     p.add_argument("--liger", default=None, help="path of a Liger-Kernel checkout (src/)")

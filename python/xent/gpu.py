@@ -59,6 +59,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -204,21 +205,43 @@ def _results_type(ranks: Tuple[int, ...]) -> type:
     return type("GpuMemRefResults", (ctypes.Structure,), {"_fields_": fields})
 
 
-@dataclass
 class _TensorView:
     """What a call needs of a tensor argument."""
 
-    ptr: int
-    shape: Tuple[int, ...]
-    strides: Tuple[int, ...]  # in elements
-    element_type: str
-    device: Optional[int]     # CUDA device index, None if unknown
-    is_cuda: bool
-    nbytes_span: int
+    __slots__ = ("ptr", "shape", "strides", "element_type", "device", "is_cuda")
+
+    def __init__(self, ptr: int, shape: Tuple[int, ...], strides: Tuple[int, ...],
+                 element_type: str, device: Optional[int], is_cuda: bool):
+        self.ptr, self.shape, self.strides = ptr, shape, strides  # strides in elements
+        self.element_type = element_type
+        self.device = device  # CUDA device index, None if unknown
+        self.is_cuda = is_cuda
+
+    @property
+    def nbytes_span(self) -> int:
+        """Bytes from the first to one past the last element (only results need it)."""
+        if any(s == 0 for s in self.shape):
+            return 0
+        itemsize = GPU_ELEMENT_TYPES[self.element_type].itemsize
+        return (sum((n - 1) * abs(st) for n, st in zip(self.shape, self.strides)) + 1) * itemsize
+
+
+_TORCH_TENSOR_TYPE: List[Any] = []  # torch.Tensor once torch is imported
 
 
 def _tensor_view(value, index: int) -> _TensorView:
     """Reads a torch tensor (duck-typed) or a __cuda_array_interface__ object."""
+    if not _TORCH_TENSOR_TYPE and "torch" in sys.modules:
+        _TORCH_TENSOR_TYPE.append(sys.modules["torch"].Tensor)
+    if _TORCH_TENSOR_TYPE and isinstance(value, _TORCH_TENSOR_TYPE[0]):
+        # The common case, without the duck-typing probes (per-call overhead).
+        elem = _TORCH_TO_ELEMENT.get(str(value.dtype))
+        if elem is None:
+            raise TypeError(f"argument {index}: unsupported dtype {value.dtype}")
+        device = value.device
+        is_cuda = device.type == "cuda"
+        return _TensorView(value.data_ptr(), tuple(value.shape), value.stride(), elem,
+                           device.index if is_cuda else None, is_cuda)
     if hasattr(value, "data_ptr") and hasattr(value, "stride") and hasattr(value, "dtype"):
         elem = _TORCH_TO_ELEMENT.get(str(value.dtype))
         if elem is None:
@@ -249,12 +272,7 @@ def _tensor_view(value, index: int) -> _TensorView:
     else:
         raise TypeError(f"argument {index}: expected a CUDA tensor (torch.Tensor or an object "
                         f"with __cuda_array_interface__), got {type(value).__name__}")
-    itemsize = GPU_ELEMENT_TYPES[elem].itemsize
-    if any(s == 0 for s in shape):
-        span = 0
-    else:
-        span = (sum((n - 1) * abs(st) for n, st in zip(shape, strides)) + 1) * itemsize
-    return _TensorView(ptr, shape, strides, elem, dev_index, is_cuda, span)
+    return _TensorView(ptr, shape, strides, elem, dev_index, is_cuda)
 
 
 def _is_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:

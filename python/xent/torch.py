@@ -49,10 +49,19 @@ def _cache() -> gpu.KernelCache:
     return _CACHE
 
 
+_LIBRARIES: Dict[tuple, gpu.GpuLibrary] = {}
+
+
 def _library(config: Dict) -> gpu.GpuLibrary:
-    opt = os.environ.get("XENT_OPT")
-    return _cache().get(config, lambda: kernel_module(config), pipeline_args=pipeline_args(config),
-                        opt_tool=opt)
+    # Memoized per configuration: the cache's lookup (a hash of the JSON
+    # configuration) would otherwise be part of every call's host overhead.
+    key = tuple(sorted(config.items()))
+    lib = _LIBRARIES.get(key)
+    if lib is None:
+        opt = os.environ.get("XENT_OPT")
+        lib = _LIBRARIES[key] = _cache().get(config, lambda: kernel_module(config),
+                                             pipeline_args=pipeline_args(config), opt_tool=opt)
+    return lib
 
 
 def _describe(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ignore_index,
