@@ -26,6 +26,17 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     prologue kernel sums the kept weights and counts on the device (never a
     device→host copy) and initializes the accumulators.
 
+    With `resident-rows` (default) on sm_90 and newer, gradient kernels
+    without per-class terms (no label smoothing, probability targets or
+    softcap) read the logits once: each row is split over a thread-block
+    cluster of up to 8 blocks (`gpu.launch_func ... clusters in`), each block
+    copies its slice on chip (`nvgpu.device_async_copy` into dynamic shared
+    memory, plus registers), the blocks exchange their statistics through
+    distributed shared memory (`nvvm.mapa`, cluster barriers), and the
+    gradient is written from the on-chip copy. Rows shorter than 2 vectors
+    per thread, longer than 8 blocks hold, or not 16-byte accessible take
+    the two-pass walk.
+
     The op's tensors are taken with `bufferization.to_buffer` and results
     come back through `bufferization.to_tensor` of buffers from `gpu.alloc`;
     a result whose only use is `bufferization.materialize_in_destination`
