@@ -136,7 +136,12 @@ def check_inputs(c, x, target, weight, g, what):
         err = rel_l2(grad, exp_grad)
         classes = shape[1] if len(shape) > 1 else shape[0]
         if classes >= 1000:
-            bound = GRAD_L2[c["dtype"]]
+            # The stated bound, or — when rounding the exact gradient to the
+            # dtype alone exceeds it (a few rows whose target entries, all
+            # ≈ -1/count, round alike and dominate the norm) — 5 % above
+            # that floor, which no implementation can beat.
+            floor = rel_l2(exp_grad.to(TORCH_DTYPES[c["dtype"]]), exp_grad)
+            bound = max(GRAD_L2[c["dtype"]], 1.05 * floor)
         else:
             roundings = 2 if c["reduction"] == "none" else 1
             bound = roundings * UNIT_ROUNDOFF[c["dtype"]] + 2e-6
@@ -343,3 +348,16 @@ def test_strided_forward_makes_no_copy():
     assert extra < x.numel() * x.element_size() // 100, f"{extra} bytes allocated"
     torch.testing.assert_close(loss.double(), F.cross_entropy(x.double(), t), rtol=8e-3,
                                atol=1e-4)
+
+
+def test_descriptor_reuse_across_layouts():
+    """xent.gpu.TensorCall keeps descriptors per argument layout and only
+    rewrites the data pointers: alternating shapes and fresh tensors of the
+    same shape must each give their own, correct results."""
+    c = xent_torch_configs.specials()[0]  # bf16 mean with gradient
+    shapes = [(64, 4096), (33, 1000), (64, 4096), (33, 1000), (64, 4096)]
+    seen = []
+    for k, shape in enumerate(shapes):
+        loss, grad = check(c, shape, 500 + k)
+        seen.append(loss.item())
+    assert len(set(seen)) == len(seen), "a call reused another call's data"

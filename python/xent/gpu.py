@@ -579,6 +579,17 @@ class GpuLibrary:
         """Calls ``@name`` once; see :meth:`function` and :meth:`GpuFunction.__call__`."""
         return self.function(name, None, results)(*args, stream=stream)
 
+    def tensor_call(self, name: str) -> "TensorCall":
+        """A lean caller of ``@name`` (no memref results) for framework code
+        that calls it many times with torch CUDA tensors on one device: the
+        descriptors are built once per argument layout and only their data
+        pointers change between calls (see :class:`TensorCall`)."""
+        key = ("tensor_call", name)
+        fn = self._functions.get(key)
+        if fn is None:
+            fn = self._functions[key] = TensorCall(self.function(name))
+        return fn
+
 
 class GpuFunction:
     """One host function of a :class:`GpuLibrary`, called through its C interface."""
@@ -704,6 +715,61 @@ class GpuFunction:
                     t = t.view(torch.bfloat16)
             wrapped.append(t)
         return wrapped
+
+
+class TensorCall:
+    """Calls a :class:`GpuFunction` with torch CUDA tensors, on PyTorch's
+    current stream, for the per-call host overhead of a training loop: the
+    first call with an argument layout (dtypes, shapes, strides, device) goes
+    through the checked path of :class:`GpuFunction` and keeps its ctypes
+    descriptors; later calls with that layout only write the tensors' data
+    pointers into them. Per-thread caches: the descriptors are read by the
+    C function during the call only, so a thread may reuse its own."""
+
+    _MAX_LAYOUTS = 64
+
+    def __init__(self, fn: "GpuFunction"):
+        self.fn = fn
+        self._local = threading.local()
+
+    def __call__(self, *tensors) -> None:
+        layouts = getattr(self._local, "layouts", None)
+        if layouts is None:
+            layouts = self._local.layouts = {}
+        key = tuple((t.dtype, t.shape, t.stride(), t.device) for t in tensors)
+        entry = layouts.get(key)
+        if entry is None:
+            c_args, views = self.fn._marshal(tensors)
+            for view in views:
+                _check_view(view, None, 0)
+            devices = {v.device for v in views}
+            if len(devices) != 1:
+                raise ValueError(f"@{self.fn.name}: tensors on several devices or none")
+            descs = [p.contents for p in c_args]
+            if len(layouts) >= self._MAX_LAYOUTS:
+                layouts.clear()
+            entry = layouts[key] = (descs, c_args, devices.pop())
+        descs, c_args, device = entry
+        for desc, t in zip(descs, tensors):
+            ptr = t.data_ptr()
+            desc.allocated = ptr
+            desc.aligned = ptr
+        torch = _torch()
+        handle = torch.cuda.current_stream(device).cuda_stream
+        lib = self.fn.library.runtime._lib
+        lib.xentClearLastError()
+        previous = ctypes.c_void_p()
+        had_stream = lib.xentGetStream(ctypes.byref(previous))
+        lib.mgpuSetDefaultDevice(device)
+        lib.xentSetStream(ctypes.c_void_p(handle))
+        try:
+            self.fn._fn(*c_args)
+        finally:
+            if had_stream:
+                lib.xentSetStream(previous)
+            else:
+                lib.xentResetStream()
+        self.fn.library.runtime.raise_if_error(f"@{self.fn.name}")
 
 
 # --------------------------------------------------------------------------- kernel cache

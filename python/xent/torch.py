@@ -94,6 +94,20 @@ def _describe(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ign
                          z_loss_scale=z_loss_scale, softcap=softcap, with_grad=with_grad)
 
 
+_ONES: Dict[torch.device, torch.Tensor] = {}
+
+
+def _scalar_one(device) -> torch.Tensor:
+    """A cached f32 1.0 on `device`: grad_output of the forward's joint call
+    (only read by the kernel)."""
+    one = _ONES.get(device)
+    if one is None:
+        one = torch.ones((), device=device, dtype=torch.float32)
+        if not torch.cuda.is_current_stream_capturing():  # not from a graph's pool
+            _ONES[device] = one
+    return one
+
+
 class _CrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, target, weight, config, return_z):
@@ -110,25 +124,26 @@ class _CrossEntropy(torch.autograd.Function):
         if weight is not None:
             args.append(weight.to(torch.float32))
         if config["with_grad"]:
-            ones = torch.ones(out_shape, device=logits.device, dtype=torch.float32)
+            ones = (_scalar_one(logits.device) if reduced else
+                    torch.ones(out_shape, device=logits.device, dtype=torch.float32))
             # Dense (backward flattens it), whatever the logits' strides.
             dx = torch.empty(logits.shape, device=logits.device, dtype=logits.dtype)
-            lib.call("xent_entry", *args, ones, loss, z, dx)
+            lib.tensor_call("xent_entry")(*args, ones, loss, z, dx)
             ctx.save_for_backward(dx)
             ctx.reduced = reduced
             ctx.lib = lib
         else:
-            lib.call("xent_entry", *args, loss, z)
+            lib.tensor_call("xent_entry")(*args, loss, z)
+        loss, z = loss.to(logits.dtype), z.to(logits.dtype)
         ctx.mark_non_differentiable(z)
-        out_dtype = logits.dtype
-        return loss.to(out_dtype), z.to(out_dtype)
+        return loss, z
 
     @staticmethod
     def backward(ctx, grad_loss, grad_z):
         (dx,) = ctx.saved_tensors
         if ctx.reduced:
             g = grad_loss.to(torch.float32).contiguous()
-            ctx.lib.call("xent_scale_grad", dx.view(-1), g)
+            ctx.lib.tensor_call("xent_scale_grad")(dx.view(-1), g)
         else:
             g = grad_loss.to(torch.float32)
             if dx.dim() > 1:

@@ -33,9 +33,9 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     copies its slice on chip (`nvgpu.device_async_copy` into dynamic shared
     memory, plus registers), the blocks exchange their statistics through
     distributed shared memory (`nvvm.mapa`, cluster barriers), and the
-    gradient is written from the on-chip copy. Rows shorter than 2 vectors
-    per thread, longer than 8 blocks hold, or not 16-byte accessible take
-    the two-pass walk.
+    gradient is written from the on-chip copy. Rows at most half as long as
+    one block holds, longer than 8 blocks hold, or not 16-byte accessible
+    take the two-pass walk.
 
     The op's tensors are taken with `bufferization.to_buffer` and results
     come back through `bufferization.to_tensor` of buffers from `gpu.alloc`;

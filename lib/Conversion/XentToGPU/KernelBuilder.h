@@ -84,8 +84,9 @@ constexpr int64_t kStageOffset = kExchangeBytes + kReduceBytes;
 /// is not 0 and its buffers allow 16-byte accesses).
 bool hasResidentPath(const KernelSpec &spec, const LaunchGeometry &geometry);
 /// Blocks per row of the resident path for rows of `numClasses`, or 0 when
-/// the row is too short to gain from it or too long to fit in
-/// kMaxClusterSize blocks. The host and the kernel both use it.
+/// the row is too short to gain from it (at most half of what one block
+/// holds) or too long to fit in kMaxClusterSize blocks. The host and the
+/// kernel both use it.
 Value emitResidentClusterSize(OpBuilder &b, Location loc, Value numClasses,
                               const KernelSpec &spec,
                               const LaunchGeometry &geometry);

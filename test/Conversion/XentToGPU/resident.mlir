@@ -21,6 +21,7 @@
 // CHECK:       %[[C:.*]] = tensor.dim %{{.*}}, %c1
 // CHECK:       %[[VECS:.*]] = arith.ceildivui %[[C]], %c8
 // CHECK:       %[[NEED:.*]] = arith.ceildivui %[[VECS]], %c8192
+// CHECK:       arith.cmpi ugt, %[[VECS]], %c4096
 // CHECK:       %[[SIZE:.*]] = arith.select %{{.*}}, %[[NEED]], %c0
 // CHECK:       %[[FITS:.*]] = arith.cmpi ne, %[[SIZE]], %c0
 // CHECK:       %[[CL:.*]] = arith.select %[[FITS]], %[[SIZE]], %c1
