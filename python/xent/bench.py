@@ -123,6 +123,8 @@ def run(args):
     results = []
     element = {k: torch.tensor([], dtype=v).element_size() for k, v in DTYPES.items()}
     impls = providers(args.liger)
+    if args.providers:
+        impls = {k: v for k, v in impls.items() if k in args.providers}
     cases = [(d, v, n, layout) for d in args.dtypes for layout in args.layouts
              for n in args.rows for v in args.vocab]
     for dtype_name, vocab, n, layout in cases:
@@ -220,6 +222,8 @@ def main(argv=None):
     p.add_argument("--vocab", type=int, nargs="+", default=[32768, 65536, 128256, 262144])
     p.add_argument("--dtypes", nargs="+", default=["bf16", "f32"], choices=sorted(DTYPES))
     p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--providers", nargs="+", default=None,
+                   help="time only these (torch, torch.compile, liger, xent, 'xent 2-pass')")
     p.add_argument("--gpu-time", action="store_true",
                    help="also report the GPU's own time of fwd+bwd (torch.profiler)")
     p.add_argument("--inner", type=int, default=10,
