@@ -138,7 +138,14 @@ def run(args):
         nbytes = n * vocab * element[dtype_name]
         copy = copy_bandwidth(2 * nbytes, args.repeats)
         for name, fn in impls.items():
-            leaf = x.detach().requires_grad_()
+            # Each provider gets its own copy: Liger writes the gradient into
+            # its input in place.
+            # (same strides: a slice stays a slice)
+            xp = x
+            if len(impls) > 1:
+                xp = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device)
+                xp.copy_(x)
+            leaf = xp.detach().requires_grad_()
 
             def fwd_bwd():
                 leaf.grad = None
@@ -146,7 +153,7 @@ def run(args):
 
             def fwd():
                 with torch.no_grad():
-                    fn(x, t)
+                    fn(xp, t)
 
             try:
                 torch.cuda.synchronize()
@@ -156,7 +163,7 @@ def run(args):
                 extra = torch.cuda.max_memory_allocated() - base - nbytes  # minus the gradient
                 ms_f = _time(fwd, args.repeats)
                 gpu_fb = _gpu_time(fwd_bwd) if args.gpu_time else float("nan")
-                err = grad_error(fn, x, t)
+                err = grad_error(fn, xp, t)
             except Exception as e:
                 print(f"{name} V={vocab} {dtype_name}: failed: {e}")
                 continue
