@@ -65,4 +65,12 @@ def two_pass():
         kernels.RESIDENT_ROWS = True
 
 
-CONFIGS = matrix() + specials() + two_pass()
+def small_rows():
+    """The 256-thread variants that xent.torch picks (kernels.threads_for) for
+    rows of at most 8192 16-byte vectors when the kernel keeps rows on chip."""
+    from xent.kernels import has_resident_path
+    return [{**c, "threads": 256} for c in matrix() + specials()
+            if has_resident_path(**c) and c["threads"] != 256]
+
+
+CONFIGS = matrix() + specials() + two_pass() + small_rows()

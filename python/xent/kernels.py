@@ -10,11 +10,14 @@ from typing import Dict, Iterable, Optional
 
 from . import gpu
 
-__all__ = ["kernel_config", "kernel_module", "precompile", "pipeline_args", "CHIP", "THREADS"]
+__all__ = ["kernel_config", "kernel_module", "precompile", "pipeline_args", "threads_for",
+           "has_resident_path", "CHIP", "THREADS"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 CHIP = os.environ.get("XENT_CHIP", "sm_90")
 THREADS = int(os.environ.get("XENT_THREADS", "512"))
+# XENT_THREADS fixes the block size; otherwise threads_for chooses it per row.
+FIXED_THREADS = "XENT_THREADS" in os.environ
 # Gradient kernels keep rows on chip (xent-gpu-pipeline resident-rows); the
 # benchmark turns it off to time the two-pass kernel side by side.
 RESIDENT_ROWS = os.environ.get("XENT_RESIDENT_ROWS", "1") != "0"
@@ -34,11 +37,35 @@ def _tensor(rank: int, dtype: str) -> str:
     return "tensor<" + "?x" * rank + dtype + ">"
 
 
+def has_resident_path(*, target: str, rank: int, label_smoothing: float,
+                      softcap: Optional[float], with_grad: bool, **_) -> bool:
+    """Whether the gradient kernel keeps rows on chip (convert-xent-to-gpu's
+    hasResidentPath for the drop-in's modules: class axis last, i.e. rank
+    1 or 2 with the class axis at 1)."""
+    return (RESIDENT_ROWS and with_grad and target != "probs" and not label_smoothing
+            and softcap is None and rank <= 2)
+
+
+def threads_for(dtype: str, classes: int, resident: bool) -> int:
+    """The launch geometry, chosen in one place: 256 threads per block when
+    the kernel keeps rows on chip and a row is at most 8192 16-byte vectors
+    (two blocks of 256 hold it: 4 blocks per SM keep more rows in flight),
+    else THREADS (512). Measured on the H200 (docs/performance.md): bf16
+    V = 32768 86 % of copy at 256 against 79 % at 512, V = 65536 89 % / 87 %;
+    V = 128256 87 % / 89 %; the two-pass kernel is faster at 512."""
+    if FIXED_THREADS or not resident:
+        return THREADS
+    width = 4 if dtype == "f32" else 8
+    return 256 if -(-classes // width) <= 8192 else THREADS
+
+
 def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reduction: str,
                   ignore_index: int, label_smoothing: float, z_loss_scale: float,
-                  softcap: Optional[float], with_grad: bool) -> Dict:
+                  softcap: Optional[float], with_grad: bool,
+                  threads: Optional[int] = None) -> Dict:
     """The configuration that names one compiled library in the cache."""
-    return {"op": "xent.torch", "version": 3, "chip": CHIP, "threads": THREADS,
+    return {"op": "xent.torch", "version": 3, "chip": CHIP,
+            "threads": THREADS if threads is None else int(threads),
             # (only gradient kernels have the resident path)
             "resident_rows": RESIDENT_ROWS or not with_grad,
             "dtype": dtype, "target": target, "rank": rank, "weighted": weighted,
@@ -163,7 +190,8 @@ def kernel_module(c: Dict) -> str:
 
 def pipeline_args(config: Optional[Dict] = None):
     resident = RESIDENT_ROWS if config is None else config.get("resident_rows", True)
-    return [f"--xent-gpu-pipeline=chip={CHIP} threads={THREADS} "
+    threads = THREADS if config is None else config.get("threads", THREADS)
+    return [f"--xent-gpu-pipeline=chip={CHIP} threads={threads} "
             f"resident-rows={'true' if resident else 'false'}"]
 
 

@@ -31,7 +31,8 @@ from typing import Dict, Optional
 import torch
 
 from . import gpu
-from .kernels import kernel_config, kernel_module, pipeline_args, precompile
+from .kernels import (has_resident_path, kernel_config, kernel_module, pipeline_args, precompile,
+                      threads_for)
 
 __all__ = ["cross_entropy", "CrossEntropyLoss", "kernel_config", "kernel_module", "precompile"]
 
@@ -88,10 +89,13 @@ def _describe(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ign
     if weight is not None and (weight.dim() != 1 or weight.numel() != logits.shape[
             1 if logits.dim() > 1 else 0]):
         raise ValueError("xent: weight must be a 1-D tensor with one entry per class")
-    return kernel_config(dtype=_DTYPES[logits.dtype], target=tgt, rank=logits.dim(),
-                         weighted=weight is not None, reduction=reduction,
-                         ignore_index=ignore_index, label_smoothing=label_smoothing,
-                         z_loss_scale=z_loss_scale, softcap=softcap, with_grad=with_grad)
+    attrs = dict(dtype=_DTYPES[logits.dtype], target=tgt, rank=logits.dim(),
+                 weighted=weight is not None, reduction=reduction, ignore_index=ignore_index,
+                 label_smoothing=label_smoothing, z_loss_scale=z_loss_scale, softcap=softcap,
+                 with_grad=with_grad)
+    classes = logits.shape[1 if logits.dim() > 1 else 0]
+    threads = threads_for(attrs["dtype"], classes, has_resident_path(**attrs))
+    return kernel_config(**attrs, threads=threads)
 
 
 _ONES: Dict[torch.device, torch.Tensor] = {}
