@@ -14,6 +14,13 @@
 // RUN: %if ptxas %{ %ptxas -arch=sm_90 -v %t.ptx -o %t.cubin > %t.log 2>&1 %}
 // RUN: %if ptxas %{ FileCheck %s --check-prefix=PTXAS < %t.log %}
 // RUN: %if ptxas %{ not grep -E "[1-9][0-9]* bytes (stack frame|spill)" %t.log %}
+// The same at 256 threads (4 blocks per SM, what xent.torch uses for rows
+// of at most 8192 vectors).
+// RUN: xent-opt %s --xent-gpu-pipeline="chip=sm_90 format=isa threads=256" \
+// RUN:   | %python %xent_src/utils/extract_ptx.py > %t.256.ptx
+// RUN: FileCheck %s --check-prefix=PTX256 < %t.256.ptx
+// RUN: %if ptxas %{ %ptxas -arch=sm_90 -v %t.256.ptx -o %t.256.cubin > %t.256.log 2>&1 %}
+// RUN: %if ptxas %{ not grep -E "[1-9][0-9]* bytes (stack frame|spill)" %t.256.log %}
 
 // Host: blocks per row from C (0: the row is too short or too long; then
 // one block without staging memory), clusters of that many blocks.
@@ -78,6 +85,8 @@
 // PTX: mapa.shared::cluster
 // PTX: st.shared::cluster
 // PTX: barrier.cluster.wait.aligned
+// PTX256: .maxntid 256, 1, 1
+// PTX256: .minnctapersm 4
 // PTXAS: Compiling entry function 'xent_loss_grad_0' for 'sm_90'
 // PTXAS: Used {{[0-9]+}} registers
 

@@ -1,0 +1,81 @@
+"""The drop-in's kernel configurations and modules (python/xent/kernels.py),
+without a GPU or torch: the launch geometry chosen per row, which
+configurations keep rows on chip, and that every generated entry module is
+valid MLIR that convert-xent-to-gpu lowers (views with any strides, the
+resident path with clusters where it applies)."""
+
+import itertools
+import os
+import subprocess
+
+import pytest
+
+from xent import kernels
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+XENT_OPT = os.environ.get("XENT_OPT") or os.path.join(ROOT, "build", "bin", "xent-opt")
+
+PLAIN = dict(target="i64", rank=2, weighted=False, reduction="mean", ignore_index=-100,
+             label_smoothing=0.0, z_loss_scale=0.0, softcap=None, with_grad=True)
+
+
+@pytest.mark.parametrize("dtype,classes,threads", [
+    ("bf16", 32768, 256), ("bf16", 65536, 256), ("bf16", 65537, 512), ("bf16", 128256, 512),
+    ("f32", 32768, 256), ("f32", 32769, 512), ("f32", 262144, 512), ("f16", 7, 256)])
+def test_threads_per_row(dtype, classes, threads, monkeypatch):
+    monkeypatch.setattr(kernels, "FIXED_THREADS", False)
+    monkeypatch.setattr(kernels, "THREADS", 512)
+    assert kernels.threads_for(dtype, classes, resident=True) == threads
+    # The two-pass kernel keeps the default geometry at every length.
+    assert kernels.threads_for(dtype, classes, resident=False) == 512
+
+
+def test_fixed_threads(monkeypatch):
+    monkeypatch.setattr(kernels, "FIXED_THREADS", True)
+    monkeypatch.setattr(kernels, "THREADS", 128)
+    assert kernels.threads_for("bf16", 1000, resident=True) == 128
+
+
+@pytest.mark.parametrize("change,resident", [
+    ({}, True), ({"weighted": True, "z_loss_scale": 1e-4}, True), ({"rank": 1}, True),
+    ({"with_grad": False}, False), ({"label_smoothing": 0.1}, False),
+    ({"softcap": 30.0}, False), ({"target": "probs"}, False), ({"rank": 4}, False)])
+def test_resident_path(change, resident):
+    assert kernels.has_resident_path(**{**PLAIN, **change}) is resident
+
+
+def test_config_names_threads_and_pipeline_follows():
+    c = kernels.kernel_config(dtype="bf16", threads=256, **PLAIN)
+    assert c["threads"] == 256
+    (arg,) = kernels.pipeline_args(c)
+    assert "threads=256" in arg and "resident-rows=true" in arg
+    assert kernels.kernel_config(dtype="bf16", threads=256, **PLAIN) == c
+    assert kernels.kernel_config(dtype="bf16", threads=512, **PLAIN) != c
+
+
+def _lower(config):
+    assert os.access(XENT_OPT, os.X_OK), f"xent-opt not built at {XENT_OPT}"
+    threads = config["threads"]
+    out = subprocess.run([XENT_OPT, f"--convert-xent-to-gpu=threads={threads}"],
+                         input=kernels.kernel_module(config), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.mark.parametrize("dtype,threads", [("bf16", 256), ("f32", 512)])
+def test_resident_module(dtype, threads):
+    text = _lower(kernels.kernel_config(dtype=dtype, threads=threads, **PLAIN))
+    assert "clusters in" in text and "nvgpu.device_async_copy" in text
+    assert f"threads in (%c{threads}" in text
+    # Views pass through: the entry takes strided memrefs, no host copy.
+    assert "strided<[?, ?], offset: ?>" in text and "memref.copy" not in text
+
+
+def test_every_attribute_combination_lowers():
+    for eps, z, cap, probs, grad in itertools.product((0.0, 0.1), (0.0, 1e-4), (None, 30.0),
+                                                      (False, True), (False, True)):
+        c = kernels.kernel_config(**{**PLAIN, "dtype": "bf16", "label_smoothing": eps,
+                                     "z_loss_scale": z, "softcap": cap, "with_grad": grad,
+                                     "target": "probs" if probs else "i64"})
+        text = _lower(c)
+        assert ("clusters in" in text) == kernels.has_resident_path(**c), c
