@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import ctypes
 import filecmp
-import functools
 import hashlib
 import json
 import os
@@ -190,19 +189,10 @@ def _parse_arg_type(spec) -> Union[MemRefType, str]:
 
 # --------------------------------------------------------------------------- descriptors
 
-@functools.lru_cache(maxsize=None)
-def _descriptor_type(rank: int) -> type:
-    fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
-              ("offset", ctypes.c_int64)]
-    if rank > 0:
-        fields += [("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
-    return type(f"GpuMemRefDescriptor{rank}D", (ctypes.Structure,), {"_fields_": fields})
-
-
-@functools.lru_cache(maxsize=None)
-def _results_type(ranks: Tuple[int, ...]) -> type:
-    fields = [(f"r{i}", _descriptor_type(r)) for i, r in enumerate(ranks)]
-    return type("GpuMemRefResults", (ctypes.Structure,), {"_fields_": fields})
+# The C layout of a memref descriptor and of a struct of several: the CPU
+# driver's, shared.
+_descriptor_type = driver._descriptor_type
+_results_type = driver._result_struct_type
 
 
 class _TensorView:
