@@ -272,8 +272,12 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
   // Nor when the logits are a view (a slice, a strided buffer): dlogits must
   // leave the op in a dense buffer that any consumer (a function's result)
   // takes as it is, never one that bufferization would copy on the host.
+  // Nor for a joint op whose kernel keeps rows on chip: there block 0 reads
+  // the target's logit for the loss after the cluster's exchange, when the
+  // block holding that element may already have written its gradient.
   bool gradInPlace = dlogits && dlogits.getType() == logits.getType() &&
                      logits.hasOneUse() && isDense(logits) &&
+                     !(loss && hasResidentPath(spec, geometry)) &&
                      !getResultBuffer(host, dlogits, Value(), {}, /*peek=*/true)
                           .sink;
   Value xBuffer = host.toBuffer(logits, /*readOnly=*/!gradInPlace,

@@ -1,19 +1,41 @@
 // RUN: xent-opt %s --convert-xent-to-gpu --canonicalize \
 // RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
-// RUN:   --canonicalize | FileCheck %s
+// RUN:   --canonicalize | FileCheck %s --check-prefixes=CHECK,RESIDENT
+// RUN: xent-opt %s --convert-xent-to-gpu="resident-rows=false" --canonicalize \
+// RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
+// RUN:   --canonicalize | FileCheck %s --check-prefixes=CHECK,TWOPASS
 
 // dlogits takes the logits' buffer only when the logits are dead after the
 // op (their only use): each thread reads a class's logit before writing that
 // class's gradient, after the row's statistics are complete.
 
+// The joint op: in place with the two-pass kernel. Not on the resident path
+// (the default on sm_90): there block 0 reads the target's logit for the loss
+// after the cluster's exchange, when the block holding that element may
+// already have written its gradient.
+
 // CHECK-LABEL: func.func @dead
 // CHECK-SAME: (%{{.*}}: memref<f32>, %[[X:.*]]: memref<?x?xbf16>, %{{.*}}: memref<?xi64>)
-// CHECK-NOT:   gpu.alloc (%{{.*}}, %{{.*}}) : memref<?x?xbf16>
+// TWOPASS-NOT: gpu.alloc (%{{.*}}, %{{.*}}) : memref<?x?xbf16>
+// RESIDENT:    %[[D:.*]] = gpu.alloc (%{{.*}}, %{{.*}}) : memref<?x?xbf16>
 // CHECK:       gpu.launch_func @xent_kernels::@xent_loss_grad_0
-// CHECK:       return %{{.*}}, %[[X]] : memref<f32>, memref<?x?xbf16>
+// TWOPASS:     return %{{.*}}, %[[X]] : memref<f32>, memref<?x?xbf16>
+// RESIDENT:    return %{{.*}}, %[[D]] : memref<f32>, memref<?x?xbf16>
 func.func @dead(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> (tensor<f32>, tensor<?x?xbf16>) {
   %l, %d = xent.cross_entropy_and_grad mean %g, %x, %t : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>) -> (tensor<f32>, tensor<?x?xbf16>)
   return %l, %d : tensor<f32>, tensor<?x?xbf16>
+}
+
+// A gradient op alone has no loss to read: in place on both paths.
+
+// CHECK-LABEL: func.func @dead_grad
+// CHECK-SAME: (%{{.*}}: memref<f32>, %[[X:.*]]: memref<?x?xbf16>, %{{.*}}: memref<?xi64>)
+// CHECK-NOT:   gpu.alloc (%{{.*}}, %{{.*}}) : memref<?x?xbf16>
+// CHECK:       gpu.launch_func @xent_kernels::@xent_grad_{{[0-9]+}}
+// CHECK:       return %[[X]] : memref<?x?xbf16>
+func.func @dead_grad(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> tensor<?x?xbf16> {
+  %d = xent.cross_entropy_grad mean %g, %x, %t : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>) -> tensor<?x?xbf16>
+  return %d : tensor<?x?xbf16>
 }
 
 // The logits are returned as well: never in place.

@@ -25,6 +25,11 @@
 // Host: blocks per row from C (0: the row is too short or too long; then
 // one block without staging memory), clusters of that many blocks.
 // CHECK-LABEL: func.func @joint
+// The logits are dead after the op, but a joint op on the resident path does
+// not write dlogits in place: block 0 reads the target's logit for the loss
+// after the exchange, when another block may have written that element.
+// CHECK:       gpu.alloc (%{{.*}}, %{{.*}}) : memref<?x?xbf16>
+// CHECK:       gpu.launch_func @xent_kernels::@xent_prologue
 // CHECK:       %[[C:.*]] = tensor.dim %{{.*}}, %c1
 // CHECK:       %[[VECS:.*]] = arith.ceildivui %[[C]], %c8
 // CHECK:       %[[NEED:.*]] = arith.ceildivui %[[VECS]], %c8192
