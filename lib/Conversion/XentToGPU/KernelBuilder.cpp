@@ -229,6 +229,37 @@ private:
     scf::YieldOp::create(b, zeros);
     return ifOp.getResult(0);
   }
+  /// One step of the two-pass vector walks: kUnroll 16-byte vectors of the
+  /// row view `row` starting at c0, c0 + chunk, ... (no loads when `row` is
+  /// null), all issued before any is used; `inside` says which exist.
+  struct UnrolledStep {
+    SmallVector<Value> starts, inside, vecs;
+  };
+  UnrolledStep emitUnrolledLoads(Value row, Value c0, int64_t chunk,
+                                 int64_t width) {
+    auto vecType = VectorType::get({width}, spec.logitsType);
+    UnrolledStep step;
+    for (int64_t u = 0; u < kUnroll; ++u) {
+      Value cu = arith::AddIOp::create(b, c0, cstIdx(u * chunk));
+      step.starts.push_back(cu);
+      step.inside.push_back(
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, cu, numClasses));
+      step.vecs.push_back(row ? emitGuardedVectorLoad(vecType, row, cu,
+                                                      step.inside.back(), width)
+                              : Value());
+    }
+    return step;
+  }
+  /// The classes of the `width` elements of a vector starting at class
+  /// `start`, and (when `vec` is given) its logits as the loss sees them.
+  void unpackVector(Value start, Value vec, int64_t width,
+                    SmallVectorImpl<Value> &cs, SmallVectorImpl<Value> &xs) {
+    for (int64_t e = 0; e < width; ++e) {
+      cs.push_back(arith::AddIOp::create(b, start, cstIdx(e)));
+      xs.push_back(vec ? emitLogit(vector::ExtractOp::create(b, vec, e))
+                       : Value());
+    }
+  }
   /// The index of class `c` of the row in a buffer of the logits' rank.
   SmallVector<Value> rowIndex(Value c) {
     SmallVector<Value> index(rowIdx);
@@ -236,8 +267,10 @@ private:
     return index;
   }
   /// The linear offset of the row's class 0 in `buffer` (logits' rank).
-  Value emitRowOffset(Value buffer) {
-    auto meta = memref::ExtractStridedMetadataOp::create(b, buffer);
+  Value emitRowOffset(Value buffer,
+                      memref::ExtractStridedMetadataOp meta = nullptr) {
+    if (!meta)
+      meta = memref::ExtractStridedMetadataOp::create(b, buffer);
     Value offset = meta.getOffset();
     for (auto [k, idx] : llvm::enumerate(rowIdx)) {
       int64_t d = static_cast<int64_t>(k) < config.axis ? k : k + 1;
@@ -256,7 +289,8 @@ private:
         StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {1}));
     auto meta = memref::ExtractStridedMetadataOp::create(b, buffer);
     return memref::ReinterpretCastOp::create(
-        b, viewType, meta.getBaseBuffer(), OpFoldResult(emitRowOffset(buffer)),
+        b, viewType, meta.getBaseBuffer(),
+        OpFoldResult(emitRowOffset(buffer, meta)),
         ArrayRef<OpFoldResult>{OpFoldResult(numClasses)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
   }
@@ -572,7 +606,6 @@ void KernelEmitter::emitRowStatistics() {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
       Value x2 = rowVectorView(x);
-      auto vecType = VectorType::get({width}, spec.logitsType);
       Value first = arith::MulIOp::create(b, tid, cstIdx(width));
       int64_t chunk = geometry.threads * width;
       // kUnroll loads are issued before any is used, so each thread keeps
@@ -582,26 +615,14 @@ void KernelEmitter::emitRowStatistics() {
           [&](OpBuilder &nb, Location loc, Value c0, ValueRange accRange) {
             OpBuilder::InsertionGuard guard(b);
             b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-            SmallVector<Value> starts, inside, vecs;
-            for (int64_t u = 0; u < kUnroll; ++u) {
-              Value cu = arith::AddIOp::create(b, c0, cstIdx(u * chunk));
-              starts.push_back(cu);
-              inside.push_back(arith::CmpIOp::create(
-                  b, arith::CmpIPredicate::ult, cu, numClasses));
-              vecs.push_back(emitGuardedVectorLoad(vecType, x2, cu,
-                                                   inside.back(), width));
-            }
+            UnrolledStep step = emitUnrolledLoads(x2, c0, chunk, width);
             SmallVector<Value> acc(accRange);
             for (int64_t u = 0; u < kUnroll; ++u) {
               SmallVector<Value> cs, xs;
-              for (int64_t k = 0; k < width; ++k) {
-                cs.push_back(arith::AddIOp::create(b, starts[u], cstIdx(k)));
-                xs.push_back(
-                    emitLogit(vector::ExtractOp::create(b, vecs[u], k)));
-              }
+              unpackVector(step.starts[u], step.vecs[u], width, cs, xs);
               SmallVector<Value> next = emitStatisticsStep(cs, xs, acc);
               for (auto [a, n] : llvm::zip(acc, next))
-                a = select(inside[u], n, a);
+                a = select(step.inside[u], n, a);
             }
             scf::YieldOp::create(b, acc);
           });
@@ -723,12 +744,8 @@ KernelEmitter::emitResidentStatistics(ArrayRef<Value> init) {
 
   SmallVector<Value> acc(init);
   auto step = [&](int64_t k) {
-    Value vec = loadResidentVector(k);
     SmallVector<Value> cs, xs;
-    for (int64_t e = 0; e < width; ++e) {
-      cs.push_back(arith::AddIOp::create(b, resStart[k], cstIdx(e)));
-      xs.push_back(emitLogit(vector::ExtractOp::create(b, vec, e)));
-    }
+    unpackVector(resStart[k], loadResidentVector(k), width, cs, xs);
     SmallVector<Value> next = emitStatisticsStep(cs, xs, acc);
     for (auto [a, n] : llvm::zip(acc, next))
       a = select(resValid[k], n, a);
@@ -895,13 +912,10 @@ void KernelEmitter::emitGradientPass() {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
         Value vec = readLogits ? loadResidentVector(k) : Value();
-        SmallVector<Value> out;
-        for (int64_t e = 0; e < width; ++e) {
-          Value c = arith::AddIOp::create(b, resStart[k], cstIdx(e));
-          Value xc = vec ? emitLogit(vector::ExtractOp::create(b, vec, e))
-                         : Value();
+        SmallVector<Value> cs, xs, out;
+        unpackVector(resStart[k], vec, width, cs, xs);
+        for (auto [c, xc] : llvm::zip(cs, xs))
           out.push_back(fromF32(fn(c, xc), outType));
-        }
         Value packed = vector::FromElementsOp::create(b, vecType, out);
         vector::StoreOp::create(b, packed, dRow, ValueRange{resStart[k]},
                                 /*nontemporal=*/false, llvm::MaybeAlign(16));
@@ -935,32 +949,18 @@ void KernelEmitter::emitGradientPass() {
         [&](OpBuilder &nb, Location loc, Value c0, ValueRange) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          SmallVector<Value> starts, inside, vecs;
+          UnrolledStep step = emitUnrolledLoads(x2, c0, chunk, width);
           for (int64_t u = 0; u < kUnroll; ++u) {
-            Value cu = arith::AddIOp::create(b, c0, cstIdx(u * chunk));
-            starts.push_back(cu);
-            inside.push_back(arith::CmpIOp::create(
-                b, arith::CmpIPredicate::ult, cu, numClasses));
-            vecs.push_back(readLogits ? emitGuardedVectorLoad(vecType, x2, cu,
-                                                              inside.back(),
-                                                              width)
-                                      : Value());
-          }
-          for (int64_t u = 0; u < kUnroll; ++u) {
-            SmallVector<Value> out;
-            for (int64_t k = 0; k < width; ++k) {
-              Value c = arith::AddIOp::create(b, starts[u], cstIdx(k));
-              Value xc = vecs[u] ? emitLogit(vector::ExtractOp::create(
-                                       b, vecs[u], k))
-                                 : Value();
+            SmallVector<Value> cs, xs, out;
+            unpackVector(step.starts[u], step.vecs[u], width, cs, xs);
+            for (auto [c, xc] : llvm::zip(cs, xs))
               out.push_back(fromF32(fn(c, xc), outType));
-            }
             Value packed = vector::FromElementsOp::create(b, vecType, out);
-            auto store = scf::IfOp::create(b, inside[u],
+            auto store = scf::IfOp::create(b, step.inside[u],
                                            /*withElseRegion=*/false);
             OpBuilder::InsertionGuard storeGuard(b);
             b.setInsertionPointToStart(store.thenBlock());
-            vector::StoreOp::create(b, packed, d2, ValueRange{starts[u]},
+            vector::StoreOp::create(b, packed, d2, ValueRange{step.starts[u]},
                                     /*nontemporal=*/false, align);
           }
           scf::YieldOp::create(b);
