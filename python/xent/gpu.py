@@ -448,6 +448,27 @@ class Runtime:
     def clear_errors(self) -> None:
         self._lib.xentClearLastError()
 
+    def call_on_stream(self, fn, argv: Sequence, device: int, handle: Optional[int]) -> None:
+        """Calls the C function `fn(*argv)` with the runtime's errors cleared,
+        on `device` and on the CUstream `handle` (None: the runtime's own
+        synchronous mode), restoring the thread's previous stream after. The
+        caller checks the errors (raise_if_error)."""
+        self.clear_errors()
+        previous = ctypes.c_void_p()
+        had_stream = self._lib.xentGetStream(ctypes.byref(previous))
+        self._lib.mgpuSetDefaultDevice(device)
+        if handle is not None:
+            self._lib.xentSetStream(ctypes.c_void_p(handle))
+        else:
+            self._lib.xentResetStream()
+        try:
+            fn(*argv)
+        finally:
+            if had_stream:
+                self._lib.xentSetStream(previous)
+            else:
+                self._lib.xentResetStream()
+
     def raise_if_error(self, what: str) -> None:
         code = self._lib.xentGetLastError()
         if code:
@@ -650,21 +671,7 @@ class GpuFunction:
             out_descs = []
         argv = ([ctypes.byref(out)] if out is not None else []) + c_args
 
-        rt.clear_errors()
-        previous = ctypes.c_void_p()
-        had_stream = rt._lib.xentGetStream(ctypes.byref(previous))
-        rt._lib.mgpuSetDefaultDevice(device or 0)
-        if handle is not None:
-            rt._lib.xentSetStream(ctypes.c_void_p(handle))
-        else:
-            rt._lib.xentResetStream()
-        try:
-            self._fn(*argv)
-        finally:
-            if had_stream:
-                rt._lib.xentSetStream(previous)
-            else:
-                rt._lib.xentResetStream()
+        rt.call_on_stream(self._fn, argv, device or 0, handle)
         results = self._wrap_results(out_descs, views, handle, device or 0)
         rt.raise_if_error(f"@{self.name}")
         if not self.result_types:
@@ -744,22 +751,10 @@ class TensorCall:
             ptr = t.data_ptr()
             desc.allocated = ptr
             desc.aligned = ptr
-        torch = _torch()
-        handle = torch.cuda.current_stream(device).cuda_stream
-        lib = self.fn.library.runtime._lib
-        lib.xentClearLastError()
-        previous = ctypes.c_void_p()
-        had_stream = lib.xentGetStream(ctypes.byref(previous))
-        lib.mgpuSetDefaultDevice(device)
-        lib.xentSetStream(ctypes.c_void_p(handle))
-        try:
-            self.fn._fn(*c_args)
-        finally:
-            if had_stream:
-                lib.xentSetStream(previous)
-            else:
-                lib.xentResetStream()
-        self.fn.library.runtime.raise_if_error(f"@{self.fn.name}")
+        handle = _torch().cuda.current_stream(device).cuda_stream
+        rt = self.fn.library.runtime
+        rt.call_on_stream(self.fn._fn, c_args, device, handle)
+        rt.raise_if_error(f"@{self.fn.name}")
 
 
 # --------------------------------------------------------------------------- kernel cache
