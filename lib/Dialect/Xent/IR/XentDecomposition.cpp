@@ -33,6 +33,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <limits>
@@ -799,75 +800,65 @@ Value mlir::xent::buildCrossEntropyGrad(OpBuilder &b, Location loc,
   return dlogits;
 }
 
-/// Creates the region's block with one argument per operand and returns a
-/// builder at its start.
-static Block &createDecompositionBlock(Operation *op) {
-  Region &region = op->getRegion(0);
+SmallVector<Value>
+mlir::xent::buildCanonicalDecomposition(OpBuilder &b,
+                                        CrossEntropyOpInterface op,
+                                        ValueRange operands) {
+  // Operands in order: grad_output when the op computes a gradient, logits,
+  // target, weight when present.
+  unsigned first = op.computesGradient() ? 1 : 0;
+  Value gradOutput = op.computesGradient() ? operands[0] : Value();
+  Value logits = operands[first], target = operands[first + 1];
+  Value weight = op.getWeight() ? operands[first + 2] : Value();
+  Location loc = op.getLoc();
+  CrossEntropyConfig config = op.getConfig();
+  SmallVector<Value> results;
+  if (op.computesLoss()) {
+    SmallVector<Type> lossTypes = {op.getLoss().getType()};
+    if (Value z = op.getZLoss())
+      lossTypes.push_back(z.getType());
+    results = buildCrossEntropy(b, loc, config, logits, target, weight,
+                                lossTypes);
+  }
+  if (op.computesGradient()) {
+    Value dlogits = buildCrossEntropyGrad(b, loc, config, gradOutput, logits,
+                                          target, weight);
+    Type type = op.getDlogits().getType();
+    if (dlogits.getType() != type)
+      dlogits = tensor::CastOp::create(b, loc, type, dlogits);
+    results.push_back(dlogits);
+  }
+  return results;
+}
+
+void mlir::xent::materializeDecomposition(CrossEntropyOpInterface op) {
+  Region &region = op.getDecomposition();
+  if (!region.empty())
+    return;
   Block *block = new Block();
   region.push_back(block);
   for (Value operand : op->getOperands())
     block->addArgument(operand.getType(), operand.getLoc());
-  return *block;
-}
-
-void mlir::xent::materializeDecomposition(CrossEntropyOp op) {
-  if (!op.getDecomposition().empty())
-    return;
-  Block &block = createDecompositionBlock(op);
-  OpBuilder b = OpBuilder::atBlockBegin(&block);
-  Value weight = op.getWeight() ? block.getArgument(2) : Value();
+  OpBuilder b = OpBuilder::atBlockBegin(block);
   SmallVector<Value> results =
-      buildCrossEntropy(b, op.getLoc(), op.getConfig(), block.getArgument(0),
-                        block.getArgument(1), weight, op->getResultTypes());
+      op.buildDecomposition(b, block->getArguments());
   YieldOp::create(b, op.getLoc(), results);
 }
 
-void mlir::xent::materializeDecomposition(CrossEntropyGradOp op) {
-  if (!op.getDecomposition().empty())
-    return;
-  Block &block = createDecompositionBlock(op);
-  OpBuilder b = OpBuilder::atBlockBegin(&block);
-  Value weight = op.getWeight() ? block.getArgument(3) : Value();
-  Value dlogits = buildCrossEntropyGrad(
-      b, op.getLoc(), op.getConfig(), block.getArgument(0),
-      block.getArgument(1), block.getArgument(2), weight);
-  if (dlogits.getType() != op.getDlogits().getType())
-    dlogits = tensor::CastOp::create(b, op.getLoc(), op.getDlogits().getType(),
-                                     dlogits);
-  YieldOp::create(b, op.getLoc(), dlogits);
-}
-
-void mlir::xent::materializeDecomposition(CrossEntropyAndGradOp op) {
-  if (!op.getDecomposition().empty())
-    return;
-  Block &block = createDecompositionBlock(op);
-  OpBuilder b = OpBuilder::atBlockBegin(&block);
-  Value weight = op.getWeight() ? block.getArgument(3) : Value();
-  CrossEntropyConfig config = op.getConfig();
-  SmallVector<Type> forwardTypes = {op.getLoss().getType()};
-  if (op.getZLoss())
-    forwardTypes.push_back(op.getZLoss().getType());
-  SmallVector<Value> results =
-      buildCrossEntropy(b, op.getLoc(), config, block.getArgument(1),
-                        block.getArgument(2), weight, forwardTypes);
-  Value dlogits = buildCrossEntropyGrad(
-      b, op.getLoc(), config, block.getArgument(0), block.getArgument(1),
-      block.getArgument(2), weight);
-  if (dlogits.getType() != op.getDlogits().getType())
-    dlogits = tensor::CastOp::create(b, op.getLoc(), op.getDlogits().getType(),
-                                     dlogits);
-  results.push_back(dlogits);
-  YieldOp::create(b, op.getLoc(), results);
-}
-
-bool mlir::xent::materializeDecomposition(Operation *op) {
-  if (auto fwd = dyn_cast<CrossEntropyOp>(op))
-    materializeDecomposition(fwd);
-  else if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
-    materializeDecomposition(grad);
-  else if (auto joint = dyn_cast<CrossEntropyAndGradOp>(op))
-    materializeDecomposition(joint);
-  else
-    return false;
-  return true;
+FailureOr<SmallVector<Value>> mlir::xent::decompose(OpBuilder &b,
+                                                   CrossEntropyOpInterface op) {
+  Region &region = op.getDecomposition();
+  if (region.empty())
+    return op.buildDecomposition(b, op->getOperands());
+  // The region's body (the matched frontend ops, or a hand-written one),
+  // cloned with its arguments replaced by the operands.
+  Block &body = region.front();
+  IRMapping mapping;
+  mapping.map(body.getArguments(), op->getOperands());
+  for (Operation &inner : body.without_terminator())
+    b.clone(inner, mapping);
+  auto yield = cast<YieldOp>(body.getTerminator());
+  return llvm::map_to_vector(yield.getValues(), [&](Value v) {
+    return mapping.lookupOrDefault(v);
+  });
 }

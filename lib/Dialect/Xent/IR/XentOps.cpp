@@ -21,6 +21,8 @@ using namespace mlir::xent;
 
 #include "xent/Dialect/Xent/IR/XentEnums.cpp.inc"
 
+#include "xent/Dialect/Xent/IR/XentInterfaces.cpp.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "xent/Dialect/Xent/IR/XentAttrs.cpp.inc"
 
@@ -75,8 +77,7 @@ SmallVector<int64_t> CrossEntropyConfig::getElementShape() const {
   return dropAxis(logitsType.getShape(), axis);
 }
 
-template <typename OpTy>
-static CrossEntropyConfig getConfigOf(OpTy op) {
+CrossEntropyConfig CrossEntropyConfig::get(CrossEntropyOpInterface op) {
   CrossEntropyConfig c;
   c.reduction = op.getReduction();
   c.ignoreIndex = op.getIgnoreIndexValue();
@@ -92,16 +93,6 @@ static CrossEntropyConfig getConfigOf(OpTy op) {
   return c;
 }
 
-CrossEntropyConfig CrossEntropyConfig::get(CrossEntropyOp op) {
-  return getConfigOf(op);
-}
-CrossEntropyConfig CrossEntropyConfig::get(CrossEntropyGradOp op) {
-  return getConfigOf(op);
-}
-CrossEntropyConfig CrossEntropyConfig::get(CrossEntropyAndGradOp op) {
-  return getConfigOf(op);
-}
-
 bool CrossEntropyConfig::operator==(const CrossEntropyConfig &other) const {
   return reduction == other.reduction && ignoreIndex == other.ignoreIndex &&
          labelSmoothing == other.labelSmoothing &&
@@ -112,7 +103,7 @@ bool CrossEntropyConfig::operator==(const CrossEntropyConfig &other) const {
 }
 
 //===----------------------------------------------------------------------===//
-// Verification helpers shared by both ops
+// Verification of the family (CrossEntropyOpInterface)
 //===----------------------------------------------------------------------===//
 
 static std::string formatShape(ArrayRef<int64_t> shape) {
@@ -151,12 +142,10 @@ static bool areShapesCompatible(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
 /// made static (in this order: target, weight, grad_output, loss, z_loss,
 /// dlogits). All operands describe one tensor, so `grad_output` and the
 /// results must agree with every static size among them, not only with the
-/// logits' (found by xent-fuzz-op: a static batch of 2 in grad_output against
-/// a target of 1, each compatible with dynamic logits, gave a decomposition
-/// that canonicalize turned into invalid IR). Call after checking `target`
-/// against `logits`.
-template <typename OpTy>
-static SmallVector<int64_t> getKnownLogitsShape(OpTy op) {
+/// logits': two sizes each compatible with dynamic logits but not with each
+/// other would give a decomposition that canonicalize makes invalid. Call
+/// after checking `target` against `logits`.
+static SmallVector<int64_t> getKnownLogitsShape(CrossEntropyOpInterface op) {
   SmallVector<int64_t> shape(op.getLogits().getType().getShape());
   int64_t axis = op.getClassAxis();
   auto refine = [](int64_t &size, int64_t known) {
@@ -179,8 +168,7 @@ static SmallVector<int64_t> getKnownLogitsShape(OpTy op) {
       refine(shape[axis], weightType.getDimSize(0));
   }
   // Per-element values (grad_output, loss, z_loss) and dlogits fix sizes too:
-  // the decomposition computes them together, so two that disagree give IR
-  // that canonicalize makes invalid (found by xent-fuzz-op).
+  // the decomposition computes them together.
   auto refineElements = [&](Value v) {
     if (!v || op.getReduction() != Reduction::none)
       return;
@@ -196,21 +184,16 @@ static SmallVector<int64_t> getKnownLogitsShape(OpTy op) {
       for (auto [size, known] : llvm::zip(shape, full))
         refine(size, known);
   };
-  if constexpr (!std::is_same_v<OpTy, CrossEntropyOp>)
-    refineElements(op.getGradOutput());
-  if constexpr (!std::is_same_v<OpTy, CrossEntropyGradOp>) {
-    refineElements(op.getLoss());
-    refineElements(op.getZLoss());
-  }
-  if constexpr (!std::is_same_v<OpTy, CrossEntropyOp>)
-    refineAll(op.getDlogits());
+  refineElements(op.getGradOutput());
+  refineElements(op.getLoss());
+  refineElements(op.getZLoss());
+  if (Value dlogits = op.getDlogits())
+    refineAll(dlogits);
   return shape;
 }
 
-/// Checks the attributes, `target` and `weight` against `logits`. Both ops
-/// share these rules.
-template <typename OpTy>
-static LogicalResult verifyCommon(OpTy op) {
+/// Checks the attributes, `target` and `weight` against `logits`.
+static LogicalResult verifyOperands(CrossEntropyOpInterface op) {
   RankedTensorType logitsType = op.getLogits().getType();
   int64_t rank = logitsType.getRank();
   if (rank == 0)
@@ -245,7 +228,7 @@ static LogicalResult verifyCommon(OpTy op) {
   RankedTensorType targetType = op.getTarget().getType();
   SmallVector<int64_t> elementShape = dropAxis(logitsType.getShape(), axis);
   if (op.hasProbabilityTargets()) {
-    if (op.getIgnoreIndex())
+    if (op.getIgnoreIndexAttr())
       return op.emitOpError(
           "ignore_index must not be set with probability targets");
     if (!areShapesCompatible(targetType.getShape(), logitsType.getShape()))
@@ -277,16 +260,13 @@ static LogicalResult verifyCommon(OpTy op) {
 
 /// The shape that a per-element or reduced value (loss, z_loss, grad_output)
 /// must have under the op's reduction.
-template <typename OpTy>
-static SmallVector<int64_t> getReducedShape(OpTy op) {
+static SmallVector<int64_t> getReducedShape(CrossEntropyOpInterface op) {
   if (op.getReduction() != Reduction::none)
     return {};
   return dropAxis(getKnownLogitsShape(op), op.getClassAxis());
 }
 
-/// Checks the decomposition region, when present: one block whose arguments
-/// mirror the operands, ending in a `xent.yield` of the result types.
-static LogicalResult verifyDecomposition(Operation *op) {
+LogicalResult mlir::xent::detail::verifyDecompositionRegion(Operation *op) {
   Region &region = op->getRegion(0);
   if (region.empty())
     return success();
@@ -318,10 +298,9 @@ static LogicalResult verifyDecomposition(Operation *op) {
 }
 
 /// Checks `loss` and `z_loss` (when present) against the reduction.
-template <typename OpTy>
-static LogicalResult verifyLossResults(OpTy op) {
+static LogicalResult verifyLossResults(CrossEntropyOpInterface op) {
   SmallVector<int64_t> expected = getReducedShape(op);
-  // Results are f32 or the logits' element type (found by xent-fuzz-op).
+  // Results are f32 or the logits' element type.
   Type logitsElt = op.getLogits().getType().getElementType();
   for (auto [name, result] : {std::pair<StringRef, Value>{"loss", op.getLoss()},
                               {"z_loss", op.getZLoss()}}) {
@@ -352,8 +331,7 @@ static LogicalResult verifyLossResults(OpTy op) {
 
 /// Checks `grad_output` against the reduction and `dlogits` against the
 /// logits.
-template <typename OpTy>
-static LogicalResult verifyGradient(OpTy op) {
+static LogicalResult verifyGradient(CrossEntropyOpInterface op) {
   SmallVector<int64_t> expected = getReducedShape(op);
   auto gradType = cast<RankedTensorType>(op.getGradOutput().getType());
   if (!areShapesCompatible(gradType.getShape(), expected))
@@ -370,46 +348,15 @@ static LogicalResult verifyGradient(OpTy op) {
   return success();
 }
 
-//===----------------------------------------------------------------------===//
-// CrossEntropyOp
-//===----------------------------------------------------------------------===//
-
-LogicalResult CrossEntropyOp::verify() {
-  if (failed(verifyCommon(*this)))
+LogicalResult mlir::xent::detail::verifyCrossEntropyOp(
+    CrossEntropyOpInterface op) {
+  if (failed(verifyOperands(op)))
     return failure();
-  return verifyLossResults(*this);
-}
-
-LogicalResult CrossEntropyOp::verifyRegions() {
-  return verifyDecomposition(*this);
-}
-
-//===----------------------------------------------------------------------===//
-// CrossEntropyGradOp
-//===----------------------------------------------------------------------===//
-
-LogicalResult CrossEntropyGradOp::verify() {
-  if (failed(verifyCommon(*this)))
+  if (op.computesLoss() && failed(verifyLossResults(op)))
     return failure();
-  return verifyGradient(*this);
-}
-
-LogicalResult CrossEntropyGradOp::verifyRegions() {
-  return verifyDecomposition(*this);
-}
-
-//===----------------------------------------------------------------------===//
-// CrossEntropyAndGradOp
-//===----------------------------------------------------------------------===//
-
-LogicalResult CrossEntropyAndGradOp::verify() {
-  if (failed(verifyCommon(*this)) || failed(verifyLossResults(*this)))
+  if (op.computesGradient() && failed(verifyGradient(op)))
     return failure();
-  return verifyGradient(*this);
-}
-
-LogicalResult CrossEntropyAndGradOp::verifyRegions() {
-  return verifyDecomposition(*this);
+  return success();
 }
 
 #define GET_OP_CLASSES

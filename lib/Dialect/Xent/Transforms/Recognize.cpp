@@ -375,7 +375,7 @@ struct XentRecognizePass
     // existing xent ops are left alone.
     SmallVector<Operation *> candidates;
     getOperation()->walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (isa<CrossEntropyOp, CrossEntropyGradOp>(op))
+      if (isa<CrossEntropyOpInterface>(op))
         return WalkResult::skip();
       if (llvm::any_of(op->getResults(), isCandidate))
         candidates.push_back(op);

@@ -34,14 +34,10 @@ Value buildCrossEntropyGrad(OpBuilder &b, Location loc,
                             const CrossEntropyConfig &config, Value gradOutput,
                             Value logits, Value target, Value weight);
 
-/// Fills the empty decomposition region of `op` with the canonical one.
-/// Does nothing when the region already has a body.
-void materializeDecomposition(CrossEntropyOp op);
-void materializeDecomposition(CrossEntropyGradOp op);
-void materializeDecomposition(CrossEntropyAndGradOp op);
-/// The same for any xent op; other ops are left alone. Returns true when
-/// `op` is a xent op with a decomposition region.
-bool materializeDecomposition(Operation *op);
+/// Fills the empty decomposition region of `op` with the canonical one
+/// (CrossEntropyOpInterface::buildDecomposition). Does nothing when the
+/// region already has a body.
+void materializeDecomposition(CrossEntropyOpInterface op);
 
 } // namespace mlir::xent
 

@@ -13,6 +13,7 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -26,13 +27,12 @@
 #include "xent/Dialect/Xent/IR/XentAttrs.h.inc"
 
 namespace mlir::xent {
-class CrossEntropyOp;
-class CrossEntropyGradOp;
-class CrossEntropyAndGradOp;
+class CrossEntropyOpInterface;
 
 /// Everything that decides what a cross-entropy op computes, in one place:
 /// the decomposition builder and the kernel builders read this rather than
-/// the op, so both ops (and synthesized ones) share one description.
+/// the op, so every op of the family (and synthesized ones) share one
+/// description.
 struct CrossEntropyConfig {
   Reduction reduction = Reduction::mean;
   int64_t ignoreIndex = -100;
@@ -45,9 +45,7 @@ struct CrossEntropyConfig {
   RankedTensorType logitsType;
   RankedTensorType targetType;
 
-  static CrossEntropyConfig get(CrossEntropyOp op);
-  static CrossEntropyConfig get(CrossEntropyGradOp op);
-  static CrossEntropyConfig get(CrossEntropyAndGradOp op);
+  static CrossEntropyConfig get(CrossEntropyOpInterface op);
 
   bool operator==(const CrossEntropyConfig &other) const;
 
@@ -59,7 +57,30 @@ struct CrossEntropyConfig {
 
 /// Shape of `shape` with dimension `axis` removed.
 SmallVector<int64_t> dropAxis(ArrayRef<int64_t> shape, int64_t axis);
+
+/// Emits the canonical decomposition of `op` (XentDecomposition.cpp) on
+/// `operands`, one value per operand of `op`; returns one value per result.
+SmallVector<Value> buildCanonicalDecomposition(OpBuilder &b,
+                                               CrossEntropyOpInterface op,
+                                               ValueRange operands);
+
+/// Emits what `op` computes at the insertion point of `b`, on its operands:
+/// its decomposition region inlined when it has a body, the canonical
+/// decomposition otherwise. Returns one value per result
+/// (linalg::AggregatedOpInterface::decomposeOperation).
+FailureOr<SmallVector<Value>> decompose(OpBuilder &b,
+                                        CrossEntropyOpInterface op);
+
+namespace detail {
+/// The verifier of every op of the family (CrossEntropyOpInterface).
+LogicalResult verifyCrossEntropyOp(CrossEntropyOpInterface op);
+/// Checks the decomposition region, when present: one block whose arguments
+/// mirror the operands, ending in a `xent.yield` of the result types.
+LogicalResult verifyDecompositionRegion(Operation *op);
+} // namespace detail
 } // namespace mlir::xent
+
+#include "xent/Dialect/Xent/IR/XentInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "xent/Dialect/Xent/IR/XentOps.h.inc"

@@ -9,13 +9,15 @@
 
 include "xent/Dialect/Xent/IR/XentDialect.td"
 include "xent/Dialect/Xent/IR/XentAttrs.td"
+include "xent/Dialect/Xent/IR/XentInterfaces.td"
+include "mlir/Dialect/Linalg/IR/LinalgInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Xent_FloatTensor : RankedTensorOf<[F16, BF16, F32]>;
 def Xent_TargetTensor : RankedTensorOf<[I32, I64, F16, BF16, F32]>;
 
-// Attributes shared by the forward and the gradient op.
+// Attributes shared by the three ops.
 defvar xentCommonAttrs = (ins
     Xent_ReductionAttr:$reduction,
     OptionalAttr<I64Attr>:$ignore_index,
@@ -24,35 +26,31 @@ defvar xentCommonAttrs = (ins
     OptionalAttr<F32Attr>:$softcap,
     OptionalAttr<I64Attr>:$axis);
 
-// Accessors shared by the forward and the gradient op.
-defvar xentCommonDecls = [{
-    /// The class axis: the `axis` attribute, or 1 (0 for rank-1 logits).
-    int64_t getClassAxis() {
-      if (auto a = getAxisAttr())
-        return a.getInt();
-      return getLogits().getType().getRank() == 1 ? 0 : 1;
+// A member of the cross-entropy family: its accessors, configuration,
+// verifier and decomposition builder come from CrossEntropyOpInterface; its
+// decomposition is reachable as upstream's are, through
+// linalg::AggregatedOpInterface.
+class Xent_CrossEntropyOpBase<string mnemonic>
+    : Xent_Op<mnemonic, [Pure, IsolatedFromAbove,
+                         Xent_CrossEntropyOpInterface,
+                         DeclareOpInterfaceMethods<AggregatedOpInterface,
+                             ["decomposeOperation"]>]> {
+  let regions = (region MaxSizedRegion<1>:$decomposition);
+  let hasRegionVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verifyRegions() {
+      return ::mlir::xent::detail::verifyDecompositionRegion(*this);
     }
-    /// The target value that marks an ignored element (PyTorch's -100 when
-    /// the attribute is absent).
-    int64_t getIgnoreIndexValue() {
-      if (auto a = getIgnoreIndexAttr())
-        return a.getInt();
-      return -100;
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Value>>
+    $cppClass::decomposeOperation(::mlir::OpBuilder &b) {
+      return ::mlir::xent::decompose(
+          b, ::mlir::cast<::mlir::xent::CrossEntropyOpInterface>(
+                 getOperation()));
     }
-    /// True when `target` holds class probabilities rather than indices.
-    bool hasProbabilityTargets() {
-      return ::llvm::isa<::mlir::FloatType>(
-          getTarget().getType().getElementType());
-    }
-    /// The semantic configuration of this op, shared with the builders of
-    /// the decomposition and the kernels.
-    ::mlir::xent::CrossEntropyConfig getConfig() {
-      return ::mlir::xent::CrossEntropyConfig::get(*this);
-    }
-}];
+  }];
+}
 
-def Xent_CrossEntropyOp : Xent_Op<"cross_entropy", [
-    Pure, IsolatedFromAbove]> {
+def Xent_CrossEntropyOp : Xent_CrossEntropyOpBase<"cross_entropy"> {
   let summary = "softmax cross-entropy loss with PyTorch's semantics";
   let description = [{
     Computes `torch.nn.functional.cross_entropy(logits, target, weight,
@@ -101,21 +99,20 @@ def Xent_CrossEntropyOp : Xent_Op<"cross_entropy", [
     Optional<Xent_FloatTensor>:$weight), xentCommonAttrs);
   let results = (outs Xent_FloatTensor:$loss,
                       Optional<Xent_FloatTensor>:$z_loss);
-  let regions = (region MaxSizedRegion<1>:$decomposition);
-
   let assemblyFormat = [{
     custom<Reduction>($reduction) $logits `,` $target (`weight` $weight^)?
     attr-dict `:` functional-type(operands, results)
     (`decomposition` $decomposition^)?
   }];
 
-  let extraClassDeclaration = xentCommonDecls;
-  let hasVerifier = 1;
-  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    // Absent on the forward op; CrossEntropyOpInterface returns them null.
+    ::mlir::Value getGradOutput() { return {}; }
+    ::mlir::Value getDlogits() { return {}; }
+  }];
 }
 
-def Xent_CrossEntropyGradOp : Xent_Op<"cross_entropy_grad", [
-    Pure, IsolatedFromAbove]> {
+def Xent_CrossEntropyGradOp : Xent_CrossEntropyOpBase<"cross_entropy_grad"> {
   let summary = "gradient of `xent.cross_entropy` with respect to the logits";
   let description = [{
     Computes `d(sum(loss * grad_output)) / d(logits)` for the
@@ -143,21 +140,20 @@ def Xent_CrossEntropyGradOp : Xent_Op<"cross_entropy_grad", [
     Xent_TargetTensor:$target,
     Optional<Xent_FloatTensor>:$weight), xentCommonAttrs);
   let results = (outs Xent_FloatTensor:$dlogits);
-  let regions = (region MaxSizedRegion<1>:$decomposition);
-
   let assemblyFormat = [{
     custom<Reduction>($reduction) $grad_output `,` $logits `,` $target
     (`weight` $weight^)? attr-dict `:` functional-type(operands, results)
     (`decomposition` $decomposition^)?
   }];
 
-  let extraClassDeclaration = xentCommonDecls;
-  let hasVerifier = 1;
-  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    // Absent on the gradient op; CrossEntropyOpInterface returns them null.
+    ::mlir::Value getLoss() { return {}; }
+    ::mlir::Value getZLoss() { return {}; }
+  }];
 }
 
-def Xent_CrossEntropyAndGradOp : Xent_Op<"cross_entropy_and_grad", [
-    Pure, IsolatedFromAbove]> {
+def Xent_CrossEntropyAndGradOp : Xent_CrossEntropyOpBase<"cross_entropy_and_grad"> {
   let summary = "a cross-entropy loss and its gradient, computed together";
   let description = [{
     The joint form of `xent.cross_entropy` and `xent.cross_entropy_grad` on
@@ -189,17 +185,12 @@ def Xent_CrossEntropyAndGradOp : Xent_Op<"cross_entropy_and_grad", [
   let results = (outs Xent_FloatTensor:$loss,
                       Optional<Xent_FloatTensor>:$z_loss,
                       Xent_FloatTensor:$dlogits);
-  let regions = (region MaxSizedRegion<1>:$decomposition);
-
   let assemblyFormat = [{
     custom<Reduction>($reduction) $grad_output `,` $logits `,` $target
     (`weight` $weight^)? attr-dict `:` functional-type(operands, results)
     (`decomposition` $decomposition^)?
   }];
 
-  let extraClassDeclaration = xentCommonDecls;
-  let hasVerifier = 1;
-  let hasRegionVerifier = 1;
 }
 
 def Xent_YieldOp : Xent_Op<"yield", [

@@ -1,0 +1,135 @@
+//===- XentInterfaces.td - Xent op interfaces --------------*- tablegen -*-===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XENT_DIALECT_XENT_IR_XENTINTERFACES_TD
+#define XENT_DIALECT_XENT_IR_XENTINTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def Xent_CrossEntropyOpInterface : OpInterface<"CrossEntropyOpInterface"> {
+  let cppNamespace = "::mlir::xent";
+  let description = [{
+    The family of softmax cross-entropy ops: `xent.cross_entropy`,
+    `xent.cross_entropy_grad` and `xent.cross_entropy_and_grad`. They share
+    their operands (`grad_output` when the op computes a gradient, `logits`,
+    `target`, an optional `weight`), their attributes, their semantics (one
+    `CrossEntropyConfig`) and a decomposition region. An op computes the
+    loss (`loss`, optionally `z_loss`), the gradient (`dlogits`), or both;
+    accessors of the values an op does not have return null.
+
+    Passes that do not care which of the three they hold (verification,
+    materializing and inlining the decomposition, the GPU lowering, the
+    recognizer's bookkeeping) work on this interface.
+  }];
+
+  let methods = [
+    InterfaceMethod<"The logits (f16, bf16 or f32; the class axis is "
+                    "`getClassAxis()`).",
+      "::mlir::TypedValue<::mlir::RankedTensorType>", "getLogits", (ins), [{
+        return $_op.getLogits();
+      }]>,
+    InterfaceMethod<"Class indices, or class probabilities shaped like the "
+                    "logits.",
+      "::mlir::TypedValue<::mlir::RankedTensorType>", "getTarget", (ins), [{
+        return $_op.getTarget();
+      }]>,
+    InterfaceMethod<"The class weights, or null when unweighted.",
+      "::mlir::Value", "getWeight", (ins), [{ return $_op.getWeight(); }]>,
+    InterfaceMethod<"The gradient of the loss, or null when the op computes "
+                    "no gradient.",
+      "::mlir::Value", "getGradOutput", (ins), [{
+        return $_op.getGradOutput();
+      }]>,
+    InterfaceMethod<"The loss result, or null when the op computes no loss.",
+      "::mlir::Value", "getLoss", (ins), [{ return $_op.getLoss(); }]>,
+    InterfaceMethod<"The z-loss result, or null.",
+      "::mlir::Value", "getZLoss", (ins), [{ return $_op.getZLoss(); }]>,
+    InterfaceMethod<"The gradient with respect to the logits, or null when "
+                    "the op computes no gradient.",
+      "::mlir::Value", "getDlogits", (ins), [{ return $_op.getDlogits(); }]>,
+
+    InterfaceMethod<"How the per-element loss is reduced.",
+      "::mlir::xent::Reduction", "getReduction", (ins), [{
+        return $_op.getReduction();
+      }]>,
+    InterfaceMethod<"The `ignore_index` attribute, or null (PyTorch's -100).",
+      "::mlir::IntegerAttr", "getIgnoreIndexAttr", (ins), [{
+        return $_op.getIgnoreIndexAttr();
+      }]>,
+    InterfaceMethod<"The label smoothing ε.",
+      "::llvm::APFloat", "getLabelSmoothing", (ins), [{
+        return $_op.getLabelSmoothing();
+      }]>,
+    InterfaceMethod<"The z-loss scale.",
+      "::llvm::APFloat", "getZLossScale", (ins), [{
+        return $_op.getZLossScale();
+      }]>,
+    InterfaceMethod<"The softcap, when the logits are capped.",
+      "::std::optional<::llvm::APFloat>", "getSoftcap", (ins), [{
+        return $_op.getSoftcap();
+      }]>,
+    InterfaceMethod<"The `axis` attribute, or null (the default class axis).",
+      "::mlir::IntegerAttr", "getAxisAttr", (ins), [{
+        return $_op.getAxisAttr();
+      }]>,
+    InterfaceMethod<"The decomposition region (may be empty).",
+      "::mlir::Region &", "getDecomposition", (ins), [{
+        return $_op.getDecomposition();
+      }]>,
+
+    InterfaceMethod<[{
+        Emits the canonical decomposition of the op at the insertion point of
+        `b`, on `operands` (one value per operand of the op, in order), and
+        returns one value per result of the op.
+      }],
+      "::llvm::SmallVector<::mlir::Value>", "buildDecomposition",
+      (ins "::mlir::OpBuilder &":$b, "::mlir::ValueRange":$operands), [{}],
+      [{
+        return ::mlir::xent::buildCanonicalDecomposition(
+            b, ::mlir::cast<::mlir::xent::CrossEntropyOpInterface>(
+                   $_op.getOperation()), operands);
+      }]>,
+  ];
+
+  let extraSharedClassDeclaration = [{
+    /// The class axis: the `axis` attribute, or 1 (0 for rank-1 logits).
+    int64_t getClassAxis() {
+      if (auto a = $_op.getAxisAttr())
+        return a.getInt();
+      return $_op.getLogits().getType().getRank() == 1 ? 0 : 1;
+    }
+    /// The target value that marks an ignored element (PyTorch's -100 when
+    /// the attribute is absent).
+    int64_t getIgnoreIndexValue() {
+      if (auto a = $_op.getIgnoreIndexAttr())
+        return a.getInt();
+      return -100;
+    }
+    /// True when `target` holds class probabilities rather than indices.
+    bool hasProbabilityTargets() {
+      return ::llvm::isa<::mlir::FloatType>(
+          $_op.getTarget().getType().getElementType());
+    }
+    /// True when the op computes the loss (and maybe the z-loss).
+    bool computesLoss() { return static_cast<bool>($_op.getLoss()); }
+    /// True when the op computes `dlogits` (and so takes `grad_output`).
+    bool computesGradient() { return static_cast<bool>($_op.getDlogits()); }
+    /// The semantic configuration of this op, shared with the builders of
+    /// the decomposition and the kernels.
+    ::mlir::xent::CrossEntropyConfig getConfig() {
+      return ::mlir::xent::CrossEntropyConfig::get(
+          ::mlir::cast<::mlir::xent::CrossEntropyOpInterface>(
+              $_op.getOperation()));
+    }
+  }];
+
+  let verify = [{
+    return ::mlir::xent::detail::verifyCrossEntropyOp(
+        ::mlir::cast<::mlir::xent::CrossEntropyOpInterface>($_op));
+  }];
+}
+
+#endif // XENT_DIALECT_XENT_IR_XENTINTERFACES_TD
