@@ -263,6 +263,30 @@ DeviceInfo *currentDeviceInfo(const char *where) {
   return deviceInfo(static_cast<int>(device), where);
 }
 
+/// Makes the context of `stream` current and enqueues `call(stream)`, which
+/// returns the CUresult of the driver call named `callName`: the shape of
+/// every mgpu* entry point that puts work on a stream.
+template <typename Call>
+void enqueue(void *stream, const char *where, const char *callName,
+             Call call) {
+  auto s = static_cast<CUstream>(stream);
+  ScopedContext scope(contextFor(s, where), where);
+  if (scope)
+    check(call(s), where, callName);
+}
+
+/// A stream or event made by `create(&handle)` (the driver call
+/// `callName`) in the context launches use; null on failure.
+template <typename Handle, typename Create>
+Handle createInLaunchContext(const char *where, const char *callName,
+                             Create create) {
+  ScopedContext scope(launchContext(where), where);
+  Handle handle = nullptr;
+  if (scope)
+    check(create(&handle), where, callName);
+  return handle;
+}
+
 //===----------------------------------------------------------------------===//
 // Modules
 //===----------------------------------------------------------------------===//
@@ -431,6 +455,24 @@ enum class AllocationKind { Device, StreamOrdered, Managed };
 std::mutex allocationMutex;
 std::unordered_map<void *, AllocationKind> allocations;
 
+/// The fields of a ranked memref descriptor {allocated, aligned, offset,
+/// sizes[rank], strides[rank]} that the runtime reads.
+struct MemrefFields {
+  char *aligned = nullptr;
+  int64_t offset = 0;
+  const int64_t *sizes = nullptr, *strides = nullptr;
+
+  static MemrefFields read(void *descriptor, int64_t rank) {
+    auto *raw = static_cast<char *>(descriptor);
+    MemrefFields f;
+    std::memcpy(&f.aligned, raw + sizeof(void *), sizeof(void *));
+    std::memcpy(&f.offset, raw + 2 * sizeof(void *), sizeof(int64_t));
+    f.sizes = reinterpret_cast<const int64_t *>(raw + 2 * sizeof(void *) + 8);
+    f.strides = f.sizes + rank;
+    return f;
+  }
+};
+
 /// Reads a ranked memref descriptor {allocated, aligned, offset, sizes[rank],
 /// strides[rank]}: the address of its first element and the bytes it spans.
 bool memrefExtent(int64_t rank, void *descriptor, int64_t elementSize,
@@ -441,14 +483,7 @@ bool memrefExtent(int64_t rank, void *descriptor, int64_t elementSize,
                 static_cast<long>(rank), static_cast<long>(elementSize));
     return false;
   }
-  auto *fields = static_cast<char *>(descriptor);
-  char *aligned = nullptr;
-  int64_t offset = 0;
-  std::memcpy(&aligned, fields + sizeof(void *), sizeof(void *));
-  std::memcpy(&offset, fields + 2 * sizeof(void *), sizeof(int64_t));
-  const auto *sizes =
-      reinterpret_cast<const int64_t *>(fields + 2 * sizeof(void *) + 8);
-  const int64_t *strides = sizes + rank;
+  auto [aligned, offset, sizes, strides] = MemrefFields::read(descriptor, rank);
   int64_t lo = 0, hi = 0;
   for (int64_t i = 0; i < rank; ++i) {
     if (sizes[i] == 0) {
@@ -753,15 +788,12 @@ XENT_EXPORT void mgpuLaunchClusterKernel(
 //===----------------------------------------------------------------------===//
 
 XENT_EXPORT void *mgpuStreamCreate(void) {
-  const char *where = "mgpuStreamCreate";
   if (threadState.streamSet)
     return threadState.stream;
-  ScopedContext scope(launchContext(where), where);
-  if (!scope)
-    return nullptr;
-  CUstream stream = nullptr;
-  XENT_CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), where);
-  return stream;
+  return createInLaunchContext<CUstream>(
+      "mgpuStreamCreate", "cuStreamCreate", [](CUstream *stream) {
+        return cuStreamCreate(stream, CU_STREAM_NON_BLOCKING);
+      });
 }
 
 XENT_EXPORT void mgpuStreamDestroy(void *stream) {
@@ -774,32 +806,24 @@ XENT_EXPORT void mgpuStreamDestroy(void *stream) {
 
 XENT_EXPORT void mgpuStreamSynchronize(void *stream) {
   const char *where = "mgpuStreamSynchronize";
-  auto s = static_cast<CUstream>(stream);
-  if (isCallerStream(s))
+  if (isCallerStream(static_cast<CUstream>(stream)))
     return;
-  ScopedContext scope(contextFor(s, where), where);
-  if (!scope)
-    return;
-  XENT_CHECK(cuStreamSynchronize(s), where);
+  enqueue(stream, where, "cuStreamSynchronize",
+          [](CUstream s) { return cuStreamSynchronize(s); });
 }
 
 XENT_EXPORT void mgpuStreamWaitEvent(void *stream, void *event) {
-  const char *where = "mgpuStreamWaitEvent";
-  auto s = static_cast<CUstream>(stream);
-  ScopedContext scope(contextFor(s, where), where);
-  if (!scope)
-    return;
-  XENT_CHECK(cuStreamWaitEvent(s, static_cast<CUevent>(event), 0), where);
+  enqueue(stream, "mgpuStreamWaitEvent", "cuStreamWaitEvent",
+          [&](CUstream s) {
+            return cuStreamWaitEvent(s, static_cast<CUevent>(event), 0);
+          });
 }
 
 XENT_EXPORT void *mgpuEventCreate(void) {
-  const char *where = "mgpuEventCreate";
-  ScopedContext scope(launchContext(where), where);
-  if (!scope)
-    return nullptr;
-  CUevent event = nullptr;
-  XENT_CHECK(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), where);
-  return event;
+  return createInLaunchContext<CUevent>(
+      "mgpuEventCreate", "cuEventCreate", [](CUevent *event) {
+        return cuEventCreate(event, CU_EVENT_DISABLE_TIMING);
+      });
 }
 
 XENT_EXPORT void mgpuEventDestroy(void *event) {
@@ -814,12 +838,9 @@ XENT_EXPORT void mgpuEventSynchronize(void *event) {
 }
 
 XENT_EXPORT void mgpuEventRecord(void *event, void *stream) {
-  const char *where = "mgpuEventRecord";
-  auto s = static_cast<CUstream>(stream);
-  ScopedContext scope(contextFor(s, where), where);
-  if (!scope)
-    return;
-  XENT_CHECK(cuEventRecord(static_cast<CUevent>(event), s), where);
+  enqueue(stream, "mgpuEventRecord", "cuEventRecord", [&](CUstream s) {
+    return cuEventRecord(static_cast<CUevent>(event), s);
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -890,44 +911,32 @@ XENT_EXPORT void mgpuMemFree(void *ptr, void *stream) {
 
 XENT_EXPORT void mgpuMemcpy(void *dst, void *src, size_t sizeBytes,
                             void *stream) {
-  const char *where = "mgpuMemcpy";
   if (sizeBytes == 0)
     return;
-  auto s = static_cast<CUstream>(stream);
-  ScopedContext scope(contextFor(s, where), where);
-  if (!scope)
-    return;
-  XENT_CHECK(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
-                           reinterpret_cast<CUdeviceptr>(src), sizeBytes, s),
-             where);
+  enqueue(stream, "mgpuMemcpy", "cuMemcpyAsync", [&](CUstream s) {
+    return cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                         reinterpret_cast<CUdeviceptr>(src), sizeBytes, s);
+  });
 }
 
 XENT_EXPORT void mgpuMemset32(void *dst, uint32_t value, size_t count,
                               void *stream) {
-  const char *where = "mgpuMemset32";
   if (count == 0)
     return;
-  auto s = static_cast<CUstream>(stream);
-  ScopedContext scope(contextFor(s, where), where);
-  if (!scope)
-    return;
-  XENT_CHECK(
-      cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value, count, s),
-      where);
+  enqueue(stream, "mgpuMemset32", "cuMemsetD32Async", [&](CUstream s) {
+    return cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
+                            s);
+  });
 }
 
 XENT_EXPORT void mgpuMemset16(void *dst, uint16_t value, size_t count,
                               void *stream) {
-  const char *where = "mgpuMemset16";
   if (count == 0)
     return;
-  auto s = static_cast<CUstream>(stream);
-  ScopedContext scope(contextFor(s, where), where);
-  if (!scope)
-    return;
-  XENT_CHECK(
-      cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value, count, s),
-      where);
+  enqueue(stream, "mgpuMemset16", "cuMemsetD16Async", [&](CUstream s) {
+    return cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
+                            s);
+  });
 }
 
 XENT_EXPORT void mgpuMemHostRegister(void *ptr, uint64_t sizeBytes) {
@@ -988,14 +997,7 @@ XENT_EXPORT void *mgpuTensorMapEncodeTiledMemref(
                 static_cast<long>(rank), static_cast<long>(dataType));
     return nullptr;
   }
-  auto *fields = static_cast<char *>(descriptor);
-  char *aligned = nullptr;
-  int64_t offset = 0;
-  std::memcpy(&aligned, fields + sizeof(void *), sizeof(void *));
-  std::memcpy(&offset, fields + 2 * sizeof(void *), sizeof(int64_t));
-  const auto *sizes =
-      reinterpret_cast<const int64_t *>(fields + 2 * sizeof(void *) + 8);
-  const int64_t *strides = sizes + rank;
+  auto [aligned, offset, sizes, strides] = MemrefFields::read(descriptor, rank);
 
   // CUDA orders dimensions innermost first; memrefs outermost first.
   cuuint64_t globalDim[5], globalStrides[4];
