@@ -63,6 +63,22 @@ struct ElementTerms {
 };
 
 /// Builds the decomposition of one op configuration.
+/// The loop of a generic over the per-element values (the logits' dims but
+/// the class axis): identity maps for its inputs, and for its outputs the
+/// identity, or the map to a scalar when the loop reduces every element.
+struct ElementLoop {
+  AffineMap inputMap, outputMap;
+  SmallVector<utils::IteratorType> iterators;
+};
+static ElementLoop getElementLoop(MLIRContext *ctx, int64_t elementRank,
+                                  bool reduce) {
+  AffineMap id = AffineMap::getMultiDimIdentityMap(elementRank, ctx);
+  return {id, reduce ? AffineMap::get(elementRank, 0, ctx) : id,
+          SmallVector<utils::IteratorType>(
+              elementRank, reduce ? utils::IteratorType::reduction
+                                  : utils::IteratorType::parallel)};
+}
+
 class DecompositionEmitter {
 public:
   DecompositionEmitter(OpBuilder &builder, Location loc,
@@ -384,13 +400,8 @@ ElementTerms DecompositionEmitter::emitClassIndexTerms(const RowStats &stats,
                                                        bool withLoss,
                                                        Type lossType,
                                                        Type zType) {
-  int64_t elemRank = rank - 1;
-  MLIRContext *ctx = b.getContext();
-  AffineMap id = AffineMap::getMultiDimIdentityMap(elemRank, ctx);
-  AffineMap outMap = reduce ? AffineMap::get(elemRank, 0, ctx) : id;
-  SmallVector<utils::IteratorType> iterators(
-      elemRank,
-      reduce ? utils::IteratorType::reduction : utils::IteratorType::parallel);
+  auto [id, outMap, iterators] =
+      getElementLoop(b.getContext(), rank - 1, reduce);
 
   bool smoothing = withLoss && config.labelSmoothing != 0.0f;
   bool zLoss = withLoss && config.zLossScale != 0.0f;
@@ -441,7 +452,7 @@ ElementTerms DecompositionEmitter::emitClassIndexTerms(const RowStats &stats,
           Value logS = math::LogOp::create(nb, loc, s);
           // x_t: read logits at the target class.
           SmallVector<Value> indices;
-          for (int64_t d = 0; d < elemRank; ++d)
+          for (int64_t d = 0; d < rank - 1; ++d)
             indices.push_back(linalg::IndexOp::create(nb, loc, d));
           indices.insert(indices.begin() + axis, t.index);
           Value xt = emitLogit(
@@ -506,13 +517,8 @@ ElementTerms DecompositionEmitter::emitProbabilityTerms(const RowStats &stats,
                                                         bool reduce,
                                                         Type lossType,
                                                         Type zType) {
-  int64_t elemRank = rank - 1;
-  MLIRContext *ctx = b.getContext();
-  AffineMap id = AffineMap::getMultiDimIdentityMap(elemRank, ctx);
-  AffineMap outMap = reduce ? AffineMap::get(elemRank, 0, ctx) : id;
-  SmallVector<utils::IteratorType> iterators(
-      elemRank,
-      reduce ? utils::IteratorType::reduction : utils::IteratorType::parallel);
+  auto [id, outMap, iterators] =
+      getElementLoop(b.getContext(), rank - 1, reduce);
   bool zLoss = config.zLossScale != 0.0f;
 
   SmallVector<Value> inputs = {stats.max, stats.sumExp, stats.weightedGap,
