@@ -1,7 +1,7 @@
 """xent-recognize changes no numbers, and the ops it creates mean what the chains compute.
 
-Every function of the recognizer's input corpus (test/Transforms/Recognize/
-Inputs, described by forms.json) is compiled three ways with xent-opt:
+Every function of the recognizer's input corpus (test/Dialect/Xent/
+Recognize/Inputs, described by forms.json) is compiled three ways with xent-opt:
 
 * plain: the file's own lowering (TOSA -> linalg, the linalg.softmax
   decomposition) and the CPU lowering, as the frontend IR stands;

@@ -1,6 +1,6 @@
 """The input corpus of xent-recognize: realistic frontend forms of cross-entropy.
 
-test/Transforms/Recognize/Inputs/*.mlir hold the loss (and gradient) chains
+test/Dialect/Xent/Recognize/Inputs/*.mlir hold the loss (and gradient) chains
 that torch-mlir (TorchToLinalg raw and delivered, PyTorch's FX
 decompositions, the backward), upstream linalg (linalg.softmax and its
 decompositions), TOSA and JAX (stablehlo -> linalg) emit, plus near misses.
