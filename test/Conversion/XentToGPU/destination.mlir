@@ -1,4 +1,4 @@
-// RUN: xent-opt %s --convert-xent-to-gpu --canonicalize | FileCheck %s
+// RUN: xent-opt %s --split-input-file --convert-xent-to-gpu --canonicalize | FileCheck %s
 
 // A destination with strides (a slice of a larger buffer) is written through
 // them as well.
@@ -15,6 +15,8 @@ func.func @into_strided_destination(%x: tensor<4x100xf32>, %t: tensor<4xi64>, %g
   bufferization.materialize_in_destination %d in restrict writable %dx : (tensor<4x100xf32>, memref<4x100xf32, strided<[128, 1], offset: ?>>) -> ()
   return
 }
+
+// -----
 
 // Results materialized into writable buffers (how a framework passes its own
 // output tensors) are written there by the kernels: no device allocation

@@ -1,7 +1,7 @@
-// RUN: xent-opt %s --convert-xent-to-gpu --canonicalize \
+// RUN: xent-opt %s --split-input-file --convert-xent-to-gpu --canonicalize \
 // RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
 // RUN:   --canonicalize | FileCheck %s --check-prefixes=CHECK,RESIDENT
-// RUN: xent-opt %s --convert-xent-to-gpu="resident-rows=false" --canonicalize \
+// RUN: xent-opt %s --split-input-file --convert-xent-to-gpu="resident-rows=false" --canonicalize \
 // RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
 // RUN:   --canonicalize | FileCheck %s --check-prefixes=CHECK,TWOPASS
 
@@ -26,6 +26,8 @@ func.func @dead(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> (te
   return %l, %d : tensor<f32>, tensor<?x?xbf16>
 }
 
+// -----
+
 // A gradient op alone has no loss to read: in place on both paths.
 
 // CHECK-LABEL: func.func @dead_grad
@@ -38,6 +40,8 @@ func.func @dead_grad(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>) -
   return %d : tensor<?x?xbf16>
 }
 
+// -----
+
 // The logits are returned as well: never in place.
 
 // CHECK-LABEL: func.func @live
@@ -49,6 +53,8 @@ func.func @live(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> (te
   return %l, %d, %x : tensor<f32>, tensor<?x?xbf16>, tensor<?x?xbf16>
 }
 
+// -----
+
 // A gradient op whose logits feed another op afterwards: never in place.
 
 // CHECK-LABEL: func.func @read_later
@@ -58,6 +64,8 @@ func.func @read_later(%g: tensor<f32>, %x: tensor<?x?xf32>, %t: tensor<?xi64>) -
   %l = xent.cross_entropy sum %x, %t : (tensor<?x?xf32>, tensor<?xi64>) -> tensor<f32>
   return %d, %l : tensor<?x?xf32>, tensor<f32>
 }
+
+// -----
 
 // Logits that are a view (here a slice of a padded vocabulary) are read
 // through their strides, without a copy; dlogits then gets its own dense

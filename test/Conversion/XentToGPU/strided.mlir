@@ -1,5 +1,5 @@
-// RUN: xent-opt %s --convert-xent-to-gpu --canonicalize --cse | FileCheck %s
-// RUN: xent-opt %s --convert-xent-to-gpu \
+// RUN: xent-opt %s --split-input-file --convert-xent-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: xent-opt %s --split-input-file --convert-xent-to-gpu \
 // RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
 // RUN:   --canonicalize | FileCheck %s --check-prefix=BUF
 
@@ -30,6 +30,8 @@ func.func @class_axis_1(%x: tensor<?x?x?xf32>, %t: tensor<?x?xi32>) -> tensor<?x
   %l = xent.cross_entropy none %x, %t {axis = 1 : i64} : (tensor<?x?x?xf32>, tensor<?x?xi32>) -> tensor<?x?xf32>
   return %l : tensor<?x?xf32>
 }
+
+// -----
 
 // How a framework passes views (xent.torch): buffers with strides taken as
 // tensors. Bufferization hands them to the kernels as they are: no host
