@@ -1,10 +1,10 @@
-//===- RecognizeView.cpp - Semantic view of tensor values -----------------===//
+//===- View.cpp - Semantic view of tensor values --------------------------===//
 //
 // Part of the xent project.
 //
 //===----------------------------------------------------------------------===//
 
-#include "RecognizeView.h"
+#include "View.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

@@ -1,4 +1,4 @@
-//===- RecognizeView.h - Semantic view of tensor values ---------*- C++ -*-===//
+//===- View.h - Semantic view of tensor values ------------------*- C++ -*-===//
 //
 // Part of the xent project.
 //
@@ -28,8 +28,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZEVIEW_H
-#define XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZEVIEW_H
+#ifndef XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZE_VIEW_H
+#define XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZE_VIEW_H
 
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
@@ -240,4 +240,4 @@ private:
 
 } // namespace mlir::xent::recognize
 
-#endif // XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZEVIEW_H
+#endif // XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZE_VIEW_H

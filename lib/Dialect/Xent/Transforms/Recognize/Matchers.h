@@ -1,10 +1,10 @@
-//===- RecognizeMatchers.h - Cross-entropy matchers on the view -*- C++ -*-===//
+//===- Matchers.h - Cross-entropy matchers on the view ----------*- C++ -*-===//
 //
 // Part of the xent project.
 //
 //===----------------------------------------------------------------------===//
 //
-// Small composable matchers over the semantic view (RecognizeView.h), each
+// Small composable matchers over the semantic view (View.h), each
 // returning what it found or the reason it did not match:
 //
 //   matchRowMax             m   = max_c x                      (per row)
@@ -21,7 +21,7 @@
 // and the two entry points that combine them, matchCrossEntropy and
 // matchCrossEntropyGrad, whose results say which xent op computes a value.
 // The first six are declared here; the others work on the matchers'
-// intermediate structures and are local to RecognizeMatchers.cpp.
+// intermediate structures and are local to Matchers.cpp.
 //
 // Normalization happens here, on the view: linear combinations are
 // flattened (x - (a + b) = x - a - b, log(a / b) = log a - log b,
@@ -31,10 +31,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZEMATCHERS_H
-#define XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZEMATCHERS_H
+#ifndef XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZE_MATCHERS_H
+#define XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZE_MATCHERS_H
 
-#include "RecognizeView.h"
+#include "View.h"
 
 #include "xent/Dialect/Xent/IR/XentOps.h"
 
@@ -176,4 +176,4 @@ Match<RaisedOp> matchCrossEntropyGrad(ViewAnalysis &va, Value root);
 
 } // namespace mlir::xent::recognize
 
-#endif // XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZEMATCHERS_H
+#endif // XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZE_MATCHERS_H

@@ -1,10 +1,10 @@
-//===- RecognizeMatchers.cpp - Cross-entropy matchers on the view ---------===//
+//===- Matchers.cpp - Cross-entropy matchers on the view ------------------===//
 //
 // Part of the xent project.
 //
 //===----------------------------------------------------------------------===//
 
-#include "RecognizeMatchers.h"
+#include "Matchers.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinTypes.h"
