@@ -21,13 +21,27 @@
 // and the two entry points that combine them, matchCrossEntropy and
 // matchCrossEntropyGrad, whose results say which xent op computes a value.
 // The first six are declared here; the others work on the matchers'
-// intermediate structures and are local to Matchers.cpp.
+// intermediate structures: matchTotalWeight, which both chains use, is
+// declared in `detail` below, the others are local to their chain's file.
 //
-// Normalization happens here, on the view: linear combinations are
-// flattened (x - (a + b) = x - a - b, log(a / b) = log a - log b,
-// log(exp(e)) = e), products are flattened into monomials (selects against
-// zero become masks, a gather distributes over a product), commutative
-// operands are compared both ways and widening casts are looked through.
+// Normalization happens on the view: linear combinations are flattened
+// (x - (a + b) = x - a - b, log(a / b) = log a - log b, log(exp(e)) = e),
+// products are flattened into monomials (selects against zero become masks,
+// a gather distributes over a product), commutative operands are compared
+// both ways and widening casts are looked through.
+//
+// One file per concern:
+//
+//   Normalization.cpp  node helpers, structural equality, linear forms,
+//                      monomials, sums
+//   LogSoftmax.cpp     row max, log-sum-exp, log-softmax
+//   Forward.cpp        ignore mask, one-hot, target pick, class weight,
+//                      reduction, matchCrossEntropy
+//   Operands.cpp       the raised op's operands and the mean's divisor,
+//                      shared by both chains
+//   Backward.cpp       log-softmax and nll backward, matchCrossEntropyGrad
+//
+// What more than one of these files needs is declared in `detail`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -173,6 +187,141 @@ Match<RaisedOp> matchCrossEntropy(ViewAnalysis &va, Value root);
 /// Matches `root` as the gradient with respect to the logits:
 /// G - exp(logp) · Σ_c G with G the nll backward.
 Match<RaisedOp> matchCrossEntropyGrad(ViewAnalysis &va, Value root);
+
+namespace detail {
+
+//===----------------------------------------------------------------------===//
+// Node helpers (Normalization.cpp)
+//===----------------------------------------------------------------------===//
+
+bool isOp(Node *n, ElementwiseKind kind);
+bool isCast(Node *n, CastKind cast);
+bool isReduce(Node *n, ReduceKind kind);
+/// Looks through float widening casts, which are exact.
+Node *stripWidening(Node *n);
+/// Looks through every float-to-float cast: the final rounding of a loss or
+/// gradient is part of its result type, not of its algebra.
+Node *stripFloatCasts(Node *n);
+/// Looks through integer casts that preserve a signed class index (and its
+/// exact conversion to float, used by float compares).
+Node *stripIndexCasts(Node *n);
+/// The value of a constant node, looking through casts.
+std::optional<double> getConstant(Node *n);
+bool isConstant(Node *n, double value);
+bool approxEqual(double a, double b);
+bool isSupportedFloat(Type t);
+std::string formatNumber(double v);
+std::string typeToString(Type type);
+/// The canonical sorted set of `axes`, unit axes dropped.
+SmallVector<Axis, 4> canonicalAxes(ViewAnalysis &va, ArrayRef<Axis> axes);
+
+//===----------------------------------------------------------------------===//
+// Normal forms (Normalization.cpp)
+//===----------------------------------------------------------------------===//
+
+/// How many node pairs one structural comparison may visit.
+constexpr unsigned kCompareBudget = 4096;
+
+/// Structural equality of nodes modulo widening casts and the operand order
+/// of commutative operations.
+class Equivalence {
+public:
+  explicit Equivalence(ViewAnalysis &va) : va(va) {}
+  bool equal(Node *a, Node *b, unsigned depth = 0);
+
+private:
+  ViewAnalysis &va;
+  unsigned budget = kCompareBudget;
+};
+
+struct LinearTerm {
+  double coeff;
+  Node *node;
+};
+/// constant + Σ coeff · node, equal nodes merged.
+struct LinearForm {
+  double constant = 0;
+  SmallVector<LinearTerm, 4> terms;
+};
+
+/// `n` as a linear form: sums, differences, negations and constant scalings
+/// flattened, log(a / b) = log a - log b and log(exp(e)) = e expanded; terms
+/// whose coefficients cancel are dropped.
+LinearForm flattenLinear(ViewAnalysis &va, Node *n);
+
+/// `n` as a monomial: products, quotients, negations and constant factors
+/// flattened, `select(p, e, 0)` and `e · uitofp(p)` as masks.
+Monomial factorize(ViewAnalysis &va, Node *n);
+
+/// Splits conjunctions: a mask kept where `a and b` holds is two masks.
+SmallVector<Mask, 2> splitMasks(ArrayRef<Mask> masks);
+
+/// Σ over `axes` of `body`, nested sums merged.
+struct SumOver {
+  SmallVector<Axis, 4> axes;
+  Monomial body;
+};
+
+/// True when `n` is a sum reduction (looking through widening casts).
+bool isSum(Node *n);
+/// Expands a sum reduction into Σ_axes monomial, merging at most
+/// `maxMerges` nested sums whose axes nothing else in the product depends on
+/// (Σ_a Σ_b e = Σ_{a,b} e). `merged` receives how many were merged.
+SumOver expandSum(ViewAnalysis &va, Node *reduce, unsigned maxMerges = ~0u,
+                  unsigned *merged = nullptr);
+/// Moves the factors of a sum's body that do not depend on the summed axes
+/// (and its constant) out of the sum.
+Monomial pullOut(ViewAnalysis &va, SumOver &s);
+
+//===----------------------------------------------------------------------===//
+// Masks (Forward.cpp)
+//===----------------------------------------------------------------------===//
+
+/// A one-hot mask along `axis`: kept where index(axis) == idx. Returns idx.
+Node *matchOneHot(ViewAnalysis &va, const Mask &mask, Axis axis);
+
+//===----------------------------------------------------------------------===//
+// Operands of the raised op (Operands.cpp)
+//===----------------------------------------------------------------------===//
+
+/// What the forward and backward matchers collect before the operands and
+/// attributes are resolved.
+struct Pieces {
+  LogSoftmax logSoftmax;
+  Node *index = nullptr;            // the class index used by the pick
+  Node *probabilities = nullptr;    // or the probability targets
+  SmallVector<IgnoreMask, 2> masks; // all masks of ignored targets
+  std::optional<ClassWeight> weight;
+  double coeff = 1.0; // the pick's own coefficient
+};
+
+/// Resolved operands and the logits' layout.
+struct Operands {
+  Value logits, target, weight;
+  Node *targetNode = nullptr;
+  std::optional<int64_t> ignoreIndex;
+  int64_t classDim = 0;
+  SmallVector<Axis, 4> logitsDims;
+  /// The non-unit element (batch) axes, canonical.
+  SmallVector<Axis, 4> batchAxes;
+  /// The static number of elements, if known.
+  std::optional<int64_t> numElements;
+};
+
+/// Resolves the logits, targets, class weights and ignore index that
+/// `p` reads, with the logits' layout.
+Match<Operands> resolveOperands(ViewAnalysis &va, const Pieces &p);
+/// Checks that `dims` are the logits' dimensions, without the class
+/// dimension unless `withClass`.
+bool alignsWithLogits(ViewAnalysis &va, const Operands &ops,
+                      ArrayRef<Axis> dims, bool withClass = false);
+/// Checks that `den` is the divisor of PyTorch's mean: the sum over every
+/// element of the kept weights (or the kept count without weights), also
+/// written as the element count minus the count of ignored elements.
+Match<bool> matchTotalWeight(ViewAnalysis &va, Node *den, const Pieces &p,
+                             const Operands &ops);
+
+} // namespace detail
 
 } // namespace mlir::xent::recognize
 
