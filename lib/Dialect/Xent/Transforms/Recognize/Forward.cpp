@@ -389,7 +389,7 @@ static Match<Reduction> matchReduction(ViewAnalysis &va, bool reduced,
   if (!outer.num.empty())
     return M::failure("the loss is multiplied by a value that is not a "
                       "constant");
-  double k = outer.coeff * coeff;
+  double scale = outer.coeff * coeff;
 
   if (!reduced) {
     if (!outer.den.empty())
@@ -397,8 +397,8 @@ static Match<Reduction> matchReduction(ViewAnalysis &va, bool reduced,
     if (!alignsWithLogits(va, ops, rootDims))
       return M::failure("the per-element loss is not shaped like the "
                         "logits without the class axis");
-    if (!approxEqual(k, -1))
-      return M::failure("the loss is scaled by " + formatNumber(-k) +
+    if (!approxEqual(scale, -1))
+      return M::failure("the loss is scaled by " + formatNumber(-scale) +
                         ", not by 1");
     return Reduction::none;
   }
@@ -408,10 +408,10 @@ static Match<Reduction> matchReduction(ViewAnalysis &va, bool reduced,
   if (summed != ArrayRef<Axis>(ops.batchAxes))
     return M::failure("the loss is not summed over every element axis");
   if (outer.den.empty()) {
-    if (approxEqual(k, -1))
+    if (approxEqual(scale, -1))
       return Reduction::sum;
     if (ops.numElements && *ops.numElements > 0 &&
-        approxEqual(k, -1.0 / *ops.numElements)) {
+        approxEqual(scale, -1.0 / *ops.numElements)) {
       if (ops.ignoreIndex)
         return M::failure("the mean divides by the element count, not by "
                           "the count of kept targets");
@@ -420,14 +420,14 @@ static Match<Reduction> matchReduction(ViewAnalysis &va, bool reduced,
                           "not by the sum of the kept weights");
       return Reduction::mean;
     }
-    return M::failure("the loss is scaled by " + formatNumber(-k) +
+    return M::failure("the loss is scaled by " + formatNumber(-scale) +
                       ", which is neither 1 (sum) nor one over the element "
                       "count (mean)");
   }
   if (outer.den.size() != 1)
     return M::failure("the loss is divided by several values");
-  if (!approxEqual(k, -1))
-    return M::failure("the mean is scaled by " + formatNumber(-k));
+  if (!approxEqual(scale, -1))
+    return M::failure("the mean is scaled by " + formatNumber(-scale));
   if (p.probabilities)
     return M::failure("a mean of probability-target losses divides by "
                       "something other than the element count");

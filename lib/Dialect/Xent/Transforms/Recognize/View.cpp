@@ -225,13 +225,13 @@ View ViewAnalysis::get(Value value) {
   if (it != views.end())
     return it->second;
   View view;
-  if (depth > kMaxAnalysisDepth || inProgress.contains(value)) {
+  if (analysisDepth > kMaxAnalysisDepth || inProgress.contains(value)) {
     view = leaf(value);
   } else {
     inProgress.insert(value);
-    ++depth;
+    ++analysisDepth;
     view = analyze(value);
-    --depth;
+    --analysisDepth;
     inProgress.erase(value);
   }
   // A view must describe every dimension of the value.

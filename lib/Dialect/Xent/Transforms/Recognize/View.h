@@ -179,7 +179,7 @@ public:
   bool dependsOn(Node *node, Axis axis);
 
   /// Prints `node` as an expression (for debugging and remarks).
-  void print(Node *node, raw_ostream &os, unsigned depth = 0);
+  void print(Node *node, raw_ostream &os, unsigned level = 0);
 
   //===--- Synthesized nodes (used by the normalization helpers) --------===//
   Node *makeConstant(double value, Type type);
@@ -212,7 +212,7 @@ private:
   View analyzeSoftmax(Operation *op);
   /// The node of a scalar value inside the body of `op`; null when it is not
   /// expressible (it reads an accumulator, an unknown op...).
-  Node *bodyNode(LinalgInfo &info, Value value, unsigned depth);
+  Node *bodyNode(LinalgInfo &info, Value value, unsigned level);
   LinalgInfo &getLinalgInfo(linalg::LinalgOp op);
 
   //===--- tensor (ViewTensor.cpp) --------------------------------------===//
@@ -220,7 +220,7 @@ private:
   // tosa.concat.
   std::optional<View> visitTensor(OpResult result);
   View analyzeReshape(Value source, Value result);
-  View analyzeConcat(Operation *op, ValueRange inputs, int64_t axis);
+  View analyzeConcat(Operation *op, ValueRange inputs, int64_t dim);
 
   //===--- TOSA (ViewTosa.cpp) ------------------------------------------===//
   std::optional<View> visitTosa(OpResult result);
@@ -233,10 +233,10 @@ private:
   /// false when it is not such a combination.
   bool decomposeIndex(Node *node, int64_t coeff,
                       SmallVectorImpl<std::pair<int64_t, Node *>> &terms,
-                      int64_t &constant, unsigned depth = 0);
+                      int64_t &constant, unsigned level = 0);
   /// `node` with its dependence on `axis` fixed at `position` (through
   /// Concat and Table nodes), or null.
-  Node *evaluateAt(Node *node, Axis axis, int64_t position, unsigned depth = 0);
+  Node *evaluateAt(Node *node, Axis axis, int64_t position, unsigned level = 0);
 
   //===--- Nodes and axes (View.cpp) ------------------------------------===//
   View leaf(Value value);
@@ -252,7 +252,7 @@ private:
   /// dims, or nullopt on a conflict.
   std::optional<SmallVector<Axis, 4>>
   broadcastDims(ArrayRef<const View *> views, ArrayRef<int64_t> shape);
-  void collectFreeAxes(Node *node, SmallVectorImpl<Axis> &out, unsigned depth);
+  void collectFreeAxes(Node *node, SmallVectorImpl<Axis> &out, unsigned level);
 
   llvm::SpecificBumpPtrAllocator<Node> allocator;
   DenseMap<Value, View> views;
@@ -261,7 +261,8 @@ private:
   DenseMap<Operation *, std::unique_ptr<LinalgInfo>> linalgInfos;
   SmallVector<Axis> parents;
   SmallVector<SmallVector<Axis, 4>> distinctGroups;
-  unsigned depth = 0;
+  /// How many calls of get() are in progress.
+  unsigned analysisDepth = 0;
 };
 
 //===----------------------------------------------------------------------===//

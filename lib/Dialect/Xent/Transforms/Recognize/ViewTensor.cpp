@@ -151,31 +151,31 @@ View ViewAnalysis::analyzeReshape(Value source, Value result) {
 //===----------------------------------------------------------------------===//
 
 View ViewAnalysis::analyzeConcat(Operation *op, ValueRange inputs,
-                                 int64_t axis) {
+                                 int64_t dim) {
   Value result = op->getResult(0);
   auto type = dyn_cast<RankedTensorType>(result.getType());
-  if (!type || axis < 0 || axis >= type.getRank() || inputs.empty())
+  if (!type || dim < 0 || dim >= type.getRank() || inputs.empty())
     return leaf(result);
-  // Only pieces of size 1 along the axis: position i is piece i.
+  // Only pieces of size 1 along `dim`: position i is piece i.
   SmallVector<View> pieces;
   for (Value input : inputs) {
     auto inputType = dyn_cast<RankedTensorType>(input.getType());
-    if (!inputType || inputType.getDimSize(axis) != 1)
+    if (!inputType || inputType.getDimSize(dim) != 1)
       return leaf(result);
     pieces.push_back(get(input));
   }
   SmallVector<int64_t> shape(type.getShape());
-  shape[axis] = 1;
+  shape[dim] = 1;
   SmallVector<const View *> pointers =
       llvm::map_to_vector(pieces, [](const View &v) { return &v; });
   auto dims = broadcastDims(pointers, shape);
   if (!dims)
     return leaf(result);
-  Axis e = freshAxis();
-  (*dims)[axis] = e;
+  Axis concatAxis = freshAxis();
+  (*dims)[dim] = concatAxis;
   addDistinct(*dims);
   Node *node = newNode(NodeKind::Concat, type.getElementType());
-  node->axes = {e};
+  node->axes = {concatAxis};
   for (const View &piece : pieces)
     node->operands.push_back(piece.node);
   return {node, *dims};

@@ -66,12 +66,12 @@ View ViewAnalysis::analyzeTosaReduce(Operation *op, ReduceKind kind,
   View input = get(op->getOperand(0));
   if (!axisAttr)
     return leaf(result);
-  int64_t axis = axisAttr.getInt();
-  if (axis < 0 || axis >= static_cast<int64_t>(input.dims.size()))
+  int64_t dim = axisAttr.getInt();
+  if (dim < 0 || dim >= static_cast<int64_t>(input.dims.size()))
     return leaf(result);
   View view = input;
-  Axis reduced = input.dims[axis];
-  view.dims[axis] = kUnitAxis;
+  Axis reduced = input.dims[dim];
+  view.dims[dim] = kUnitAxis;
   if (reduced == kUnitAxis)
     return view;
   Node *reduce = newNode(NodeKind::Reduce, getElementType(result));
