@@ -7,8 +7,8 @@
 // `xent-recognize` finds values computed as a softmax cross-entropy (or its
 // gradient with respect to the logits) by ordinary upstream ops and computes
 // them with `xent.cross_entropy` / `xent.cross_entropy_grad` instead. The
-// matching happens on the semantic view (RecognizeView.h) with the matchers
-// of RecognizeMatchers.h; this file turns a match into the op:
+// matching happens on the semantic view (View.h) with the matchers
+// of Matchers.h; this file turns a match into the op:
 //
 //   * operands: the logits before any widening cast, the targets, the class
 //     weights and the gradient's grad_output, as the chain reads them;
@@ -24,8 +24,8 @@
 
 #include "xent/Dialect/Xent/Transforms/Passes.h"
 
-#include "RecognizeMatchers.h"
-#include "RecognizeView.h"
+#include "Matchers.h"
+#include "View.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -1,4 +1,4 @@
-//===- RecognizeView.h - Semantic view of tensor values ---------*- C++ -*-===//
+//===- View.h - Semantic view of tensor values ------------------*- C++ -*-===//
 //
 // Part of the xent project.
 //
@@ -26,10 +26,16 @@
 // for the value itself, so matchers see precise algebra where it exists and
 // an unknown value everywhere else.
 //
+// View.cpp holds the nodes, the axes' union-find, the analysis driver and
+// what no dialect owns (constants, broadcasting elementwise ops, printing);
+// each source dialect the view understands has its own file with a visitor
+// the driver calls: ViewLinalg.cpp, ViewTensor.cpp, ViewTosa.cpp and
+// ViewArith.cpp (arith and math).
+//
 //===----------------------------------------------------------------------===//
 
-#ifndef XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZEVIEW_H
-#define XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZEVIEW_H
+#ifndef XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZE_VIEW_H
+#define XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZE_VIEW_H
 
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
@@ -173,7 +179,7 @@ public:
   bool dependsOn(Node *node, Axis axis);
 
   /// Prints `node` as an expression (for debugging and remarks).
-  void print(Node *node, raw_ostream &os, unsigned depth = 0);
+  void print(Node *node, raw_ostream &os, unsigned level = 0);
 
   //===--- Synthesized nodes (used by the normalization helpers) --------===//
   Node *makeConstant(double value, Type type);
@@ -184,35 +190,55 @@ public:
 private:
   struct LinalgInfo;
 
+  //===--- The driver and dialect-neutral views (View.cpp) --------------===//
   View analyze(Value value);
   View analyzeResult(OpResult result);
-  View analyzeScalarOp(Operation *op);
+  View analyzeConstant(Value value, Attribute attr);
   View analyzeTensorElementwise(Operation *op, ElementwiseKind kind,
                                 ArrayRef<Value> operands, int64_t predicate,
                                 std::optional<CastKind> cast);
+
+  // One visitor per source dialect, called by analyzeResult: each returns
+  // the view of an op result, or nullopt when the op is not one its file
+  // handles.
+
+  //===--- arith and math (ViewArith.cpp) -------------------------------===//
+  std::optional<View> visitArithMath(OpResult result);
+  View analyzeScalarOp(Operation *op);
+
+  //===--- linalg (ViewLinalg.cpp) --------------------------------------===//
+  std::optional<View> visitLinalg(OpResult result);
   View analyzeLinalg(linalg::LinalgOp op, unsigned resultIndex);
   View analyzeSoftmax(Operation *op);
+  /// The node of a scalar value inside the body of `op`; null when it is not
+  /// expressible (it reads an accumulator, an unknown op...).
+  Node *bodyNode(LinalgInfo &info, Value value, unsigned level);
+  LinalgInfo &getLinalgInfo(linalg::LinalgOp op);
+
+  //===--- tensor (ViewTensor.cpp) --------------------------------------===//
+  // The reshape and the concatenation also serve tosa.reshape and
+  // tosa.concat.
+  std::optional<View> visitTensor(OpResult result);
   View analyzeReshape(Value source, Value result);
+  View analyzeConcat(Operation *op, ValueRange inputs, int64_t dim);
+
+  //===--- TOSA (ViewTosa.cpp) ------------------------------------------===//
+  std::optional<View> visitTosa(OpResult result);
   View analyzeTosa(Operation *op);
   View analyzeTosaReduce(Operation *op, ReduceKind kind, bool nanIgnoring);
   View analyzeTosaGather(Operation *op);
   View analyzeFlattenedGather(Operation *op);
-  View analyzeConcat(Operation *op, ValueRange inputs, int64_t axis);
   /// `node` as Σ coeff · term + constant over integers, looking through
   /// integer casts and expanding sums over concatenated or constant axes;
   /// false when it is not such a combination.
   bool decomposeIndex(Node *node, int64_t coeff,
                       SmallVectorImpl<std::pair<int64_t, Node *>> &terms,
-                      int64_t &constant, unsigned depth = 0);
+                      int64_t &constant, unsigned level = 0);
   /// `node` with its dependence on `axis` fixed at `position` (through
   /// Concat and Table nodes), or null.
-  Node *evaluateAt(Node *node, Axis axis, int64_t position, unsigned depth = 0);
-  View analyzeConstant(Value value, Attribute attr);
-  /// The node of a scalar value inside the body of `op`; null when it is not
-  /// expressible (it reads an accumulator, an unknown op...).
-  Node *bodyNode(LinalgInfo &info, Value value, unsigned depth);
-  LinalgInfo &getLinalgInfo(linalg::LinalgOp op);
+  Node *evaluateAt(Node *node, Axis axis, int64_t position, unsigned level = 0);
 
+  //===--- Nodes and axes (View.cpp) ------------------------------------===//
   View leaf(Value value);
   Node *newNode(NodeKind kind, Type type);
   Axis freshAxis();
@@ -226,7 +252,7 @@ private:
   /// dims, or nullopt on a conflict.
   std::optional<SmallVector<Axis, 4>>
   broadcastDims(ArrayRef<const View *> views, ArrayRef<int64_t> shape);
-  void collectFreeAxes(Node *node, SmallVectorImpl<Axis> &out, unsigned depth);
+  void collectFreeAxes(Node *node, SmallVectorImpl<Axis> &out, unsigned level);
 
   llvm::SpecificBumpPtrAllocator<Node> allocator;
   DenseMap<Value, View> views;
@@ -235,9 +261,37 @@ private:
   DenseMap<Operation *, std::unique_ptr<LinalgInfo>> linalgInfos;
   SmallVector<Axis> parents;
   SmallVector<SmallVector<Axis, 4>> distinctGroups;
-  unsigned depth = 0;
+  /// How many calls of get() are in progress.
+  unsigned analysisDepth = 0;
 };
+
+//===----------------------------------------------------------------------===//
+// Shared by the view's files
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+/// How deep the analysis follows use-def chains before it gives up and
+/// treats a value as a leaf.
+constexpr unsigned kMaxAnalysisDepth = 256;
+
+/// The element type of a value: the element type of a shaped type, else the
+/// type itself.
+Type getElementType(Value value);
+/// A scalar attribute as a double (integers sign-extended, i1 as 0/1).
+std::optional<double> attrToDouble(Attribute attr);
+
+/// What an elementwise op computes, independent of its dialect.
+struct ElementwiseSpec {
+  ElementwiseKind kind;
+  int64_t predicate = 0;
+  std::optional<CastKind> cast;
+};
+/// The elementwise meaning of an arith or math op (on scalars or tensors).
+std::optional<ElementwiseSpec> classifyArithMath(Operation *op);
+
+} // namespace detail
 
 } // namespace mlir::xent::recognize
 
-#endif // XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZEVIEW_H
+#endif // XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZE_VIEW_H

@@ -1,0 +1,260 @@
+//===- Backward.cpp - Matchers of the cross-entropy gradient --------------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Matchers.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+using namespace mlir::xent;
+using namespace mlir::xent::recognize;
+using namespace mlir::xent::recognize::detail;
+
+using K = ElementwiseKind;
+
+//===----------------------------------------------------------------------===//
+// The backward chain
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// exp(logp) · Σ_c g: the softmax part of the log-softmax backward.
+struct SoftmaxTerm {
+  LogSoftmax logSoftmax;
+  Node *sum; // Σ_c g
+  double coeff;
+};
+} // namespace
+
+/// Matches `coeff · exp(ls) · Σ_c g` (or the softmax written as
+/// exp(e) / Σ exp(e)).
+static Match<SoftmaxTerm> matchSoftmaxTerm(ViewAnalysis &va, Node *node,
+                                           double coeff) {
+  using M = Match<SoftmaxTerm>;
+  Monomial m = factorize(va, node);
+  if (!m.masks.empty() || m.num.size() != 2 || m.den.size() > 1)
+    return M::failure("not a product of a softmax and a sum");
+  Node *exp = nullptr, *sum = nullptr;
+  for (Node *f : m.num) {
+    Node *s = stripWidening(f);
+    if (isOp(s, K::Exp) && !exp)
+      exp = s;
+    else if (isReduce(s, ReduceKind::Sum) && !sum)
+      sum = s;
+  }
+  if (!exp || !sum)
+    return M::failure("not a product of a softmax and a sum");
+  Node *logits = exp->operands[0];
+  if (!m.den.empty())
+    logits = va.makeElementwise(
+        K::Sub, logits->type,
+        {logits, va.makeElementwise(K::Log, m.den[0]->type, {m.den[0]})});
+  Match<LogSoftmax> ls = matchLogSoftmax(va, logits);
+  if (!ls)
+    return M::failure("the exp is not of a log-softmax: " + ls.getReason());
+  SmallVector<Axis, 4> axes = canonicalAxes(va, sum->axes);
+  if (axes.size() != 1 || !va.same(axes[0], ls->axis))
+    return M::failure("the sum does not run along the class axis");
+  return SoftmaxTerm{*ls, sum, coeff * m.coeff};
+}
+
+/// True when two monomials are the same product.
+static bool sameMonomial(ViewAnalysis &va, const Monomial &a,
+                         const Monomial &b) {
+  if (!approxEqual(a.coeff, b.coeff) || a.num.size() != b.num.size() ||
+      a.den.size() != b.den.size() || a.masks.size() != b.masks.size())
+    return false;
+  Equivalence eq(va);
+  auto sameSet = [&](ArrayRef<Node *> x, ArrayRef<Node *> y) {
+    SmallVector<bool, 4> used(y.size(), false);
+    for (Node *f : x) {
+      bool found = false;
+      for (auto [j, g] : llvm::enumerate(y)) {
+        if (!used[j] && eq.equal(f, g)) {
+          used[j] = found = true;
+          break;
+        }
+      }
+      if (!found)
+        return false;
+    }
+    return true;
+  };
+  SmallVector<Node *, 2> am, bm;
+  for (const Mask &m : a.masks)
+    am.push_back(m.keptWhen ? m.predicate
+                            : va.makeElementwise(K::Not, m.predicate->type,
+                                                 {m.predicate}));
+  for (const Mask &m : b.masks)
+    bm.push_back(m.keptWhen ? m.predicate
+                            : va.makeElementwise(K::Not, m.predicate->type,
+                                                 {m.predicate}));
+  return sameSet(a.num, b.num) && sameSet(a.den, b.den) && sameSet(am, bm);
+}
+
+namespace {
+struct LogSoftmaxBackward {
+  LogSoftmax logSoftmax;
+  /// The incoming gradient g of `g - exp(logp) · Σ_c g`, as a monomial.
+  Monomial g;
+};
+
+struct NllBackward {
+  Pieces pieces;
+  /// The grad_output factor, or null when the chain scales by a constant.
+  Node *gradOutput = nullptr;
+};
+} // namespace
+
+/// Matches the log-softmax backward `g - exp(logp) · Σ_c g` (the softmax may
+/// also be written exp(e) / Σ exp(e)); returns the log-softmax and g.
+static Match<LogSoftmaxBackward> matchLogSoftmaxBackward(ViewAnalysis &va,
+                                                         Node *root) {
+  using M = Match<LogSoftmaxBackward>;
+  LinearForm form = flattenLinear(va, root);
+  if (form.constant != 0 || form.terms.size() != 2)
+    return M::failure("not of the form g - softmax · Σ g");
+  std::optional<SoftmaxTerm> softmax;
+  const LinearTerm *gTerm = nullptr;
+  std::string reason;
+  for (auto [i, t] : llvm::enumerate(form.terms)) {
+    Match<SoftmaxTerm> s = matchSoftmaxTerm(va, t.node, t.coeff);
+    if (!s) {
+      reason = s.getReason();
+      continue;
+    }
+    if (softmax)
+      return M::failure("two softmax terms");
+    softmax = *s;
+    gTerm = &form.terms[1 - i];
+  }
+  if (!softmax)
+    return M::failure(reason);
+  Monomial g = factorize(va, gTerm->node);
+  g.coeff *= gTerm->coeff;
+  Monomial summed = factorize(va, softmax->sum->operands[0]);
+  summed.coeff *= -softmax->coeff;
+  if (!sameMonomial(va, g, summed))
+    return M::nearMiss("the softmax is not scaled by the sum of the same "
+                       "gradient (g - softmax · Σ_c g)");
+  return LogSoftmaxBackward{softmax->logSoftmax, g};
+}
+
+/// Matches the nll backward
+/// `g = -grad_output · w[t] / total · onehot(t) · kept` along the class axis
+/// of `ls`: the one-hot of the target, ignore masks, an optional class
+/// weight (read at the target or along the class axis), an optional
+/// grad_output factor; the divisor stays in `g.den`.
+static Match<NllBackward> matchNllBackward(ViewAnalysis &va, const Monomial &g,
+                                           const LogSoftmax &ls) {
+  using M = Match<NllBackward>;
+  Axis c = ls.axis;
+  NllBackward nll;
+  Pieces &p = nll.pieces;
+  p.logSoftmax = ls;
+  for (const Mask &mask : splitMasks(g.masks)) {
+    if (Node *index = matchOneHot(va, mask, c)) {
+      if (p.index)
+        return M::failure("two one-hot masks in the nll backward");
+      p.index = index;
+      continue;
+    }
+    Match<IgnoreMask> ignore = matchIgnoreMask(va, mask);
+    if (!ignore)
+      return M::failure("the nll backward has a mask that is neither the "
+                        "one-hot of the target nor an ignore mask: " +
+                        ignore.getReason());
+    p.masks.push_back(*ignore);
+  }
+  if (!p.index)
+    return M::failure("the nll backward has no one-hot of the target");
+  for (Node *f : g.num) {
+    Match<ClassWeight> w = matchClassWeight(va, f);
+    if (w && !p.weight && (w->index || va.dependsOn(f, c))) {
+      p.weight = *w;
+      continue;
+    }
+    Node *s = stripWidening(f);
+    if (!nll.gradOutput && s->origin && !va.dependsOn(s, c) &&
+        isa<RankedTensorType>(s->origin.getType())) {
+      nll.gradOutput = s;
+      continue;
+    }
+    return M::failure("unexpected factor in the nll backward");
+  }
+  return nll;
+}
+
+Match<RaisedOp> recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root) {
+  using M = Match<RaisedOp>;
+  auto rootType = dyn_cast<RankedTensorType>(root.getType());
+  if (!rootType || !isa<FloatType>(rootType.getElementType()))
+    return M::failure("not a float tensor");
+  View view = va.get(root);
+  Match<LogSoftmaxBackward> backward =
+      matchLogSoftmaxBackward(va, stripFloatCasts(view.node));
+  if (!backward)
+    return backward.isNearMiss() ? M::nearMiss(backward.getReason())
+                                 : M::failure(backward);
+  // From here on the value contains a log-softmax backward: every failure is
+  // a near miss.
+  const Monomial &g = backward->g;
+  Match<NllBackward> nll = matchNllBackward(va, g, backward->logSoftmax);
+  if (!nll)
+    return M::nearMiss(nll.getReason());
+  const Pieces &p = nll->pieces;
+  Node *gradOutput = nll->gradOutput;
+
+  Match<Operands> ops = resolveOperands(va, p);
+  if (!ops)
+    return M::nearMiss(ops.getReason());
+  RaisedOp raised;
+  raised.logits = ops->logits;
+  raised.target = ops->target;
+  raised.weight = ops->weight;
+  raised.ignoreIndex = ops->ignoreIndex;
+  raised.axis = ops->classDim;
+  if (rootType != ops->logits.getType())
+    return M::nearMiss("the gradient's type differs from the logits' type");
+
+  // Without a grad_output factor the chain is the gradient of the loss
+  // itself (loss.backward() seeds it with a constant): the op gets that
+  // constant as grad_output.
+  double seed = -g.coeff;
+  if (!gradOutput) {
+    raised.constantGradOutput = seed;
+  } else {
+    if (!approxEqual(seed, 1))
+      return M::nearMiss("the nll backward is scaled by " + formatNumber(seed) +
+                         ", not by -1");
+    raised.gradOutput = gradOutput->origin;
+    auto gradType = cast<RankedTensorType>(raised.gradOutput.getType());
+    if (!isSupportedFloat(gradType.getElementType()))
+      return M::nearMiss("grad_output must be f16, bf16 or f32");
+  }
+
+  if (!gradOutput || va.freeAxes(gradOutput).empty()) {
+    if (gradOutput &&
+        cast<RankedTensorType>(raised.gradOutput.getType()).getRank() != 0)
+      return M::nearMiss("a reduced grad_output that is not a 0-d tensor");
+    if (g.den.empty()) {
+      raised.reduction = Reduction::sum;
+      return raised;
+    }
+    if (g.den.size() != 1)
+      return M::nearMiss("the nll backward is divided by several values");
+    Match<bool> total = matchTotalWeight(va, g.den[0], p, *ops);
+    if (!total)
+      return M::nearMiss(total.getReason());
+    raised.reduction = Reduction::mean;
+    return raised;
+  }
+  if (!g.den.empty())
+    return M::nearMiss("a per-element grad_output is divided by a value");
+  if (!alignsWithLogits(va, *ops, va.get(raised.gradOutput).dims))
+    return M::nearMiss("grad_output is not shaped like the per-element loss");
+  raised.reduction = Reduction::none;
+  return raised;
+}

@@ -1,0 +1,494 @@
+//===- Forward.cpp - Matchers of the cross-entropy loss -------------------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Matchers.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::xent;
+using namespace mlir::xent::recognize;
+using namespace mlir::xent::recognize::detail;
+
+using K = ElementwiseKind;
+
+//===----------------------------------------------------------------------===//
+// Ignore masks and one-hot masks
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// `lhs == rhs` (equal) or `lhs != rhs`.
+struct Equality {
+  Node *lhs, *rhs;
+  bool equal;
+};
+} // namespace
+
+static std::optional<Equality> parseEquality(Node *p) {
+  bool negated = false;
+  while (true) {
+    if (isOp(p, K::Not)) {
+      negated = !negated;
+      p = p->operands[0];
+      continue;
+    }
+    if (isOp(p, K::Xor) && isConstant(p->operands[1], 1)) {
+      negated = !negated;
+      p = p->operands[0];
+      continue;
+    }
+    if (isOp(p, K::Xor) && isConstant(p->operands[0], 1)) {
+      negated = !negated;
+      p = p->operands[1];
+      continue;
+    }
+    break;
+  }
+  bool equal;
+  if (isOp(p, K::CmpI)) {
+    auto pred = static_cast<arith::CmpIPredicate>(p->predicate);
+    if (pred == arith::CmpIPredicate::eq)
+      equal = true;
+    else if (pred == arith::CmpIPredicate::ne)
+      equal = false;
+    else
+      return std::nullopt;
+  } else if (isOp(p, K::CmpF)) {
+    auto pred = static_cast<arith::CmpFPredicate>(p->predicate);
+    if (pred == arith::CmpFPredicate::OEQ || pred == arith::CmpFPredicate::UEQ)
+      equal = true;
+    else if (pred == arith::CmpFPredicate::ONE ||
+             pred == arith::CmpFPredicate::UNE)
+      equal = false;
+    else
+      return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  return Equality{p->operands[0], p->operands[1], equal != negated};
+}
+
+Match<IgnoreMask> recognize::matchIgnoreMask(ViewAnalysis &va,
+                                             const Mask &mask) {
+  std::optional<Equality> eq = parseEquality(mask.predicate);
+  if (!eq)
+    return Match<IgnoreMask>::failure("mask is not an (in)equality test");
+  Node *lhs = stripIndexCasts(eq->lhs), *rhs = stripIndexCasts(eq->rhs);
+  std::optional<double> k = getConstant(rhs);
+  Node *target = lhs;
+  if (!k) {
+    k = getConstant(lhs);
+    target = rhs;
+  }
+  if (!k || getConstant(target))
+    return Match<IgnoreMask>::failure(
+        "mask does not compare the target with a constant");
+  // Kept where (t == k) == keepsEqual.
+  bool keepsEqual = eq->equal == mask.keptWhen;
+  if (keepsEqual)
+    return Match<IgnoreMask>::failure(
+        "mask keeps only the elements whose target equals a constant");
+  if (*k != std::trunc(*k) || std::abs(*k) > 9.0e18)
+    return Match<IgnoreMask>::failure("ignore index is not an integer");
+  if (!isa<IntegerType, IndexType>(target->type))
+    return Match<IgnoreMask>::failure("mask compares a non-integer target");
+  return IgnoreMask{target, static_cast<int64_t>(*k)};
+}
+
+Node *recognize::detail::matchOneHot(ViewAnalysis &va, const Mask &mask,
+                                     Axis axis) {
+  std::optional<Equality> eq = parseEquality(mask.predicate);
+  if (!eq || eq->equal != mask.keptWhen)
+    return nullptr;
+  Node *lhs = stripIndexCasts(eq->lhs), *rhs = stripIndexCasts(eq->rhs);
+  auto isPosition = [&](Node *n) {
+    return n->kind == NodeKind::Index && va.same(n->axes[0], axis);
+  };
+  if (isPosition(lhs) && !va.dependsOn(rhs, axis))
+    return rhs;
+  if (isPosition(rhs) && !va.dependsOn(lhs, axis))
+    return lhs;
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Target pick, class weight
+//===----------------------------------------------------------------------===//
+
+Match<TargetPick> recognize::matchTargetPick(ViewAnalysis &va, Node *node) {
+  using M = Match<TargetPick>;
+  Node *n = stripFloatCasts(node);
+  if (n->kind == NodeKind::Gather) {
+    Match<LogSoftmax> ls = matchLogSoftmax(va, n->operands[0]);
+    if (!ls)
+      return M::failure("the pick reads a value that is not a log-softmax: " +
+                        ls.getReason());
+    if (!va.same(ls->axis, n->axes[0]))
+      return M::failure(
+          "the pick reads along another axis than the log-softmax's");
+    return TargetPick{*ls, stripIndexCasts(n->operands[1])};
+  }
+  if (isReduce(n, ReduceKind::Sum)) {
+    SmallVector<Axis, 4> axes = canonicalAxes(va, n->axes);
+    if (axes.size() != 1)
+      return M::failure("the one-hot sum reduces several axes");
+    Axis c = axes[0];
+    Monomial body = factorize(va, n->operands[0]);
+    SmallVector<Mask, 2> masks = splitMasks(body.masks);
+    if (body.coeff != 1 || !body.den.empty())
+      return M::failure("the sum is not of a log-softmax times a one-hot or "
+                        "probabilities");
+    std::optional<LogSoftmax> ls;
+    std::string reason = "no factors";
+    SmallVector<Node *, 2> others;
+    for (Node *f : body.num) {
+      Match<LogSoftmax> m = matchLogSoftmax(va, f);
+      if (!m) {
+        reason = m.getReason();
+        others.push_back(f);
+        continue;
+      }
+      if (ls)
+        return M::failure("the sum multiplies two log-softmaxes");
+      ls = *m;
+    }
+    if (!ls)
+      return M::failure("the sum does not multiply a log-softmax: " + reason);
+    if (!va.same(ls->axis, c))
+      return M::failure(
+          "the pick runs along another axis than the log-softmax's");
+    if (masks.size() == 1 && others.empty()) {
+      Node *index = matchOneHot(va, masks[0], c);
+      if (!index)
+        return M::failure("the sum is not of a log-softmax times a one-hot "
+                          "of the class axis");
+      return TargetPick{*ls, index};
+    }
+    if (!masks.empty() || others.empty() || others.size() > 2)
+      return M::failure("the sum is not of a log-softmax times a one-hot or "
+                        "probabilities");
+    // Probability targets, optionally with class weights along the class
+    // axis: Σ_c q_c · w_c · logp_c.
+    TargetPick pick{*ls};
+    for (Node *f : others) {
+      Match<ClassWeight> w = matchClassWeight(va, f);
+      if (w && !w->index && !pick.classWeight && va.dependsOn(f, c)) {
+        pick.classWeight = f;
+        continue;
+      }
+      if (!pick.probabilities && isa<FloatType>(f->type) &&
+          va.dependsOn(f, c)) {
+        pick.probabilities = f;
+        continue;
+      }
+      return M::failure("the sum multiplies the log-softmax by something "
+                        "other than a one-hot or probabilities");
+    }
+    if (!pick.probabilities)
+      return M::failure("the sum multiplies the log-softmax by class weights "
+                        "only");
+    return pick;
+  }
+  if (isOp(n, K::Add) || isOp(n, K::Sub) || isOp(n, K::Neg)) {
+    // x[t] - lse (or lse - x[t]): a gather of the raw logits combined with
+    // terms constant along the gathered axis is the gather of
+    // x + those terms / coefficient.
+    LinearForm form = flattenLinear(va, n);
+    std::optional<size_t> gathered;
+    for (auto [i, t] : llvm::enumerate(form.terms)) {
+      if (stripFloatCasts(t.node)->kind != NodeKind::Gather)
+        continue;
+      if (gathered)
+        return M::failure("two gathers in one pick");
+      gathered = i;
+    }
+    if (!gathered)
+      return M::failure("not a gather or a one-hot sum");
+    const LinearTerm &g = form.terms[*gathered];
+    Node *gather = stripFloatCasts(g.node);
+    if (std::abs(g.coeff) != 1)
+      return M::failure("the gather is scaled");
+    Axis axis = gather->axes[0];
+    Node *source = gather->operands[0];
+    Type type = source->type;
+    for (auto [i, t] : llvm::enumerate(form.terms)) {
+      if (i == *gathered)
+        continue;
+      if (va.dependsOn(t.node, axis))
+        return M::failure("a term of the pick depends on the class axis");
+      Node *scale = va.makeConstant(t.coeff / g.coeff, type);
+      source = va.makeElementwise(
+          K::Add, type,
+          {source, va.makeElementwise(K::Mul, type, {scale, t.node})});
+    }
+    if (form.constant != 0)
+      source = va.makeElementwise(
+          K::Add, type,
+          {source, va.makeConstant(form.constant / g.coeff, type)});
+    Match<LogSoftmax> ls = matchLogSoftmax(va, source);
+    if (!ls)
+      return M::failure("the pick reads a value that is not a log-softmax: " +
+                        ls.getReason());
+    if (!va.same(ls->axis, axis))
+      return M::failure(
+          "the pick reads along another axis than the log-softmax's");
+    TargetPick pick{*ls, stripIndexCasts(gather->operands[1])};
+    pick.coeff = g.coeff;
+    return pick;
+  }
+  return M::failure("not a gather or a one-hot sum");
+}
+
+Match<ClassWeight> recognize::matchClassWeight(ViewAnalysis &va, Node *node) {
+  using M = Match<ClassWeight>;
+  Node *n = stripWidening(node);
+  Node *index = nullptr;
+  if (n->kind == NodeKind::Gather) {
+    index = stripIndexCasts(n->operands[1]);
+    n = stripWidening(n->operands[0]);
+  }
+  if (n->kind != NodeKind::Leaf || !n->origin)
+    return M::failure("not a tensor of class weights");
+  auto type = dyn_cast<RankedTensorType>(n->origin.getType());
+  if (!type || type.getRank() != 1 || !isSupportedFloat(type.getElementType()))
+    return M::failure("the class weights are not a rank-1 f16/bf16/f32 tensor");
+  return ClassWeight{n, index};
+}
+
+//===----------------------------------------------------------------------===//
+// The forward chain
+//===----------------------------------------------------------------------===//
+
+/// Classifies the factors of a per-element loss: one target pick, at most
+/// one class weight, ignore masks.
+static Match<Pieces> classifyLossFactors(ViewAnalysis &va, const Monomial &m) {
+  using M = Match<Pieces>;
+  Pieces p;
+  std::optional<TargetPick> pick;
+  std::string pickReason;
+  SmallVector<Node *, 2> others;
+  for (Node *f : m.num) {
+    Match<TargetPick> tp = matchTargetPick(va, f);
+    if (tp) {
+      if (pick)
+        return M::failure("two target picks in one loss");
+      pick = *tp;
+      continue;
+    }
+    Node *s = stripFloatCasts(f);
+    if (pickReason.empty() || s->kind == NodeKind::Gather ||
+        isReduce(s, ReduceKind::Sum))
+      pickReason = tp.getReason();
+    Match<ClassWeight> w = matchClassWeight(va, f);
+    if (w && w->index && !p.weight) {
+      p.weight = *w;
+      continue;
+    }
+    others.push_back(f);
+  }
+  if (!pick)
+    return M::failure("no target pick: " + (pickReason.empty()
+                                                ? std::string("no factors")
+                                                : pickReason));
+  if (!others.empty())
+    return M::failure("unexpected factor in the per-element loss");
+  if (!m.den.empty())
+    return M::failure("the per-element loss is divided by a value that "
+                      "depends on the element");
+  for (const Mask &mask : splitMasks(m.masks)) {
+    Match<IgnoreMask> ignore = matchIgnoreMask(va, mask);
+    if (!ignore)
+      return M::failure(ignore);
+    p.masks.push_back(*ignore);
+  }
+  p.logSoftmax = pick->logSoftmax;
+  p.index = pick->index;
+  p.probabilities = pick->probabilities;
+  p.coeff = pick->coeff;
+  if (pick->probabilities) {
+    if (p.weight)
+      return M::failure("probability targets with a weight read at a class "
+                        "index");
+    if (pick->classWeight)
+      p.weight = *matchClassWeight(va, pick->classWeight);
+  }
+  return p;
+}
+
+/// Finds the loss inside a reduced value: Σ over elements of a per-element
+/// loss, with the factors outside the sum in `outer`. Nested sums are merged
+/// one at a time until the per-element loss is found.
+static Match<Pieces> findSummedLoss(ViewAnalysis &va, const Monomial &top,
+                                    Monomial &outer,
+                                    SmallVector<Axis, 4> &summed) {
+  using M = Match<Pieces>;
+  std::string reason = "not a sum or mean over elements";
+  std::optional<Pieces> pieces;
+  for (auto [i, f] : llvm::enumerate(top.num)) {
+    if (!isSum(f))
+      continue;
+    for (unsigned merges = 0; merges < 8; ++merges) {
+      unsigned merged = 0;
+      SumOver s = expandSum(va, f, merges, &merged);
+      if (merged < merges)
+        break;
+      Monomial pulled = pullOut(va, s);
+      Match<Pieces> m = classifyLossFactors(va, s.body);
+      if (!m) {
+        if (merges == 0 || !StringRef(m.getReason()).starts_with("no target"))
+          reason = m.getReason();
+        continue;
+      }
+      if (pieces)
+        return M::failure("two losses in one value");
+      pieces = *m;
+      summed = s.axes;
+      outer = top;
+      outer.num.erase(outer.num.begin() + i);
+      outer.coeff *= pulled.coeff;
+      outer.num.append(pulled.num.begin(), pulled.num.end());
+      outer.den.append(pulled.den.begin(), pulled.den.end());
+      break;
+    }
+  }
+  if (pieces)
+    return *pieces;
+  // A single element (no element axes) has no sum: the loss is the product.
+  Monomial body = top;
+  body.coeff = 1;
+  body.den.clear();
+  Match<Pieces> m = classifyLossFactors(va, body);
+  if (!m)
+    return M::failure(reason);
+  outer = Monomial();
+  outer.coeff = top.coeff;
+  outer.den = top.den;
+  summed.clear();
+  return m;
+}
+
+/// Decides the reduction of a loss: `none` for a per-element value shaped
+/// like the logits without the class axis; `sum` for the sum over every
+/// element axis; `mean` for that sum divided by the kept count, the kept
+/// weight or, without a mask, the constant element count (also per element
+/// before the sum). `outer` holds the factors outside the sum, `coeff` the
+/// pick's own sign.
+static Match<Reduction> matchReduction(ViewAnalysis &va, bool reduced,
+                                       const Monomial &outer, double coeff,
+                                       ArrayRef<Axis> summed,
+                                       ArrayRef<Axis> rootDims,
+                                       RankedTensorType rootType,
+                                       const Pieces &p, const Operands &ops) {
+  using M = Match<Reduction>;
+  if (!outer.num.empty())
+    return M::failure("the loss is multiplied by a value that is not a "
+                      "constant");
+  double scale = outer.coeff * coeff;
+
+  if (!reduced) {
+    if (!outer.den.empty())
+      return M::failure("the per-element loss is divided by a value");
+    if (!alignsWithLogits(va, ops, rootDims))
+      return M::failure("the per-element loss is not shaped like the "
+                        "logits without the class axis");
+    if (!approxEqual(scale, -1))
+      return M::failure("the loss is scaled by " + formatNumber(-scale) +
+                        ", not by 1");
+    return Reduction::none;
+  }
+
+  if (rootType.getRank() != 0)
+    return M::failure("a reduced loss that is not a 0-d tensor");
+  if (summed != ArrayRef<Axis>(ops.batchAxes))
+    return M::failure("the loss is not summed over every element axis");
+  if (outer.den.empty()) {
+    if (approxEqual(scale, -1))
+      return Reduction::sum;
+    if (ops.numElements && *ops.numElements > 0 &&
+        approxEqual(scale, -1.0 / *ops.numElements)) {
+      if (ops.ignoreIndex)
+        return M::failure("the mean divides by the element count, not by "
+                          "the count of kept targets");
+      if (ops.weight && !p.probabilities)
+        return M::failure("a weighted mean divides by the element count, "
+                          "not by the sum of the kept weights");
+      return Reduction::mean;
+    }
+    return M::failure("the loss is scaled by " + formatNumber(-scale) +
+                      ", which is neither 1 (sum) nor one over the element "
+                      "count (mean)");
+  }
+  if (outer.den.size() != 1)
+    return M::failure("the loss is divided by several values");
+  if (!approxEqual(scale, -1))
+    return M::failure("the mean is scaled by " + formatNumber(-scale));
+  if (p.probabilities)
+    return M::failure("a mean of probability-target losses divides by "
+                      "something other than the element count");
+  Match<bool> total = matchTotalWeight(va, outer.den[0], p, ops);
+  if (!total)
+    return M::failure(total);
+  return Reduction::mean;
+}
+
+Match<RaisedOp> recognize::matchCrossEntropy(ViewAnalysis &va, Value root) {
+  using M = Match<RaisedOp>;
+  auto rootType = dyn_cast<RankedTensorType>(root.getType());
+  if (!rootType || !isa<FloatType>(rootType.getElementType()))
+    return M::failure("not a float tensor");
+  View view = va.get(root);
+  Node *r = stripFloatCasts(view.node);
+  Monomial top = factorize(va, r);
+  bool reduced = va.freeAxes(r).empty();
+
+  Monomial outer;
+  SmallVector<Axis, 4> summed;
+  std::optional<Pieces> pieces;
+  if (reduced) {
+    Match<Pieces> m = findSummedLoss(va, top, outer, summed);
+    if (!m)
+      return M::failure(m);
+    pieces = *m;
+    if (!outer.masks.empty())
+      return M::nearMiss("the total loss is masked");
+  } else {
+    Monomial body = top;
+    outer.coeff = body.coeff;
+    body.coeff = 1;
+    Match<Pieces> m = classifyLossFactors(va, body);
+    if (!m)
+      return M::failure(m);
+    pieces = *m;
+  }
+
+  // From here on the value contains a cross-entropy: every failure is a
+  // near miss.
+  Match<Operands> ops = resolveOperands(va, *pieces);
+  if (!ops)
+    return M::nearMiss(ops.getReason());
+  RaisedOp raised;
+  raised.logits = ops->logits;
+  raised.target = ops->target;
+  raised.weight = ops->weight;
+  raised.ignoreIndex = ops->ignoreIndex;
+  raised.probabilityTargets = pieces->probabilities != nullptr;
+  raised.axis = ops->classDim;
+
+  if (!isSupportedFloat(rootType.getElementType()))
+    return M::nearMiss("a loss of element type " +
+                       typeToString(rootType.getElementType()) +
+                       " (the op computes f16, bf16 or f32)");
+  Match<Reduction> reduction =
+      matchReduction(va, reduced, outer, pieces->coeff, summed, view.dims,
+                     rootType, *pieces, *ops);
+  if (!reduction)
+    return M::nearMiss(reduction.getReason());
+  raised.reduction = *reduction;
+  return raised;
+}

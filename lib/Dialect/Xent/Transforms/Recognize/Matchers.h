@@ -1,0 +1,328 @@
+//===- Matchers.h - Cross-entropy matchers on the view ----------*- C++ -*-===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Small composable matchers over the semantic view (View.h), each
+// returning what it found or the reason it did not match:
+//
+//   matchRowMax             m   = max_c x                      (per row)
+//   matchLogSumExp          log Σ_c exp(x - m), m the row max of the same x
+//   matchLogSoftmax         x - m - log Σ_c exp(x - m)  (any grouping)
+//   matchTargetPick         logp[t] by gather, safe gather or one-hot sum
+//   matchIgnoreMask         t != ignore_index, as compare + select/multiply
+//   matchClassWeight        w[t] (or w along the class axis)
+//   matchTotalWeight        Σ kept w[t] / kept count, the mean's divisor
+//   matchReduction          none / sum over every element / mean
+//   matchNllBackward        d nll / d logp: one-hot · (-grad · w / total)
+//   matchLogSoftmaxBackward g - exp(logp) · Σ_c g
+//
+// and the two entry points that combine them, matchCrossEntropy and
+// matchCrossEntropyGrad, whose results say which xent op computes a value.
+// The first six are declared here; the others work on the matchers'
+// intermediate structures: matchTotalWeight, which both chains use, is
+// declared in `detail` below, the others are local to their chain's file.
+//
+// Normalization happens on the view: linear combinations are flattened
+// (x - (a + b) = x - a - b, log(a / b) = log a - log b, log(exp(e)) = e),
+// products are flattened into monomials (selects against zero become masks,
+// a gather distributes over a product), commutative operands are compared
+// both ways and widening casts are looked through.
+//
+// One file per concern:
+//
+//   Normalization.cpp  node helpers, structural equality, linear forms,
+//                      monomials, sums
+//   LogSoftmax.cpp     row max, log-sum-exp, log-softmax
+//   Forward.cpp        ignore mask, one-hot, target pick, class weight,
+//                      reduction, matchCrossEntropy
+//   Operands.cpp       the raised op's operands and the mean's divisor,
+//                      shared by both chains
+//   Backward.cpp       log-softmax and nll backward, matchCrossEntropyGrad
+//
+// What more than one of these files needs is declared in `detail`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZE_MATCHERS_H
+#define XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZE_MATCHERS_H
+
+#include "View.h"
+
+#include "xent/Dialect/Xent/IR/XentOps.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <string>
+
+namespace mlir::xent::recognize {
+
+/// What a matcher found, or why it found nothing.
+template <typename T> class Match {
+public:
+  Match(T value) : value(std::move(value)) {}
+  static Match failure(const Twine &reason) {
+    Match m;
+    m.reason = reason.str();
+    return m;
+  }
+  /// A failure carrying the reason of another failed match.
+  template <typename U> static Match failure(const Match<U> &other) {
+    return failure(other.getReason());
+  }
+  /// A failure on a value that does contain the chain (a log-softmax and a
+  /// pick), but not in a form the op can compute: the pass then leaves the
+  /// whole chain alone rather than raising a piece of it.
+  static Match nearMiss(const Twine &reason) {
+    Match m = failure(reason);
+    m.near = true;
+    return m;
+  }
+  explicit operator bool() const { return value.has_value(); }
+  bool isNearMiss() const { return near; }
+  T &operator*() { return *value; }
+  T *operator->() { return &*value; }
+  const std::string &getReason() const { return reason; }
+
+private:
+  Match() = default;
+  std::optional<T> value;
+  std::string reason;
+  bool near = false;
+};
+
+//===----------------------------------------------------------------------===//
+// Building blocks
+//===----------------------------------------------------------------------===//
+
+struct RowMax {
+  Node *input;
+  Axis axis;
+};
+
+struct LogSumExp {
+  Node *input; // x
+  Axis axis;   // the class axis c
+  Node *shift; // the row max m
+};
+
+struct LogSoftmax {
+  Node *input;
+  Axis axis;
+  LogSumExp lse;
+};
+
+struct ClassWeight;
+
+struct TargetPick {
+  LogSoftmax logSoftmax;
+  /// The class index the log-probability is read at (integer casts
+  /// stripped); may be a safe index `select(t != ignore, t, 0)`. Null for
+  /// probability targets.
+  Node *index = nullptr;
+  /// Probability targets: Σ_c q_c · logp_c (optionally · w_c).
+  Node *probabilities = nullptr;
+  Node *classWeight = nullptr;
+  /// The pick is `coeff · logp[t]` (-1 for `lse - x[t]`).
+  double coeff = 1.0;
+};
+
+struct IgnoreMask {
+  Node *target;
+  int64_t ignoreIndex;
+};
+
+struct ClassWeight {
+  /// The rank-1 weight tensor's node.
+  Node *weight;
+  /// The class index it is read at, or null when it is read along the class
+  /// axis (only meaningful under a one-hot mask).
+  Node *index;
+};
+
+/// A select against zero or a 0/1 multiplier: kept where `predicate` equals
+/// `keptWhen`.
+struct Mask {
+  Node *predicate;
+  bool keptWhen;
+};
+
+/// A product c · Π num / Π den · Π masks.
+struct Monomial {
+  double coeff = 1.0;
+  SmallVector<Node *, 4> num, den;
+  SmallVector<Mask, 2> masks;
+};
+
+Match<RowMax> matchRowMax(ViewAnalysis &va, Node *node);
+Match<LogSumExp> matchLogSumExp(ViewAnalysis &va, Node *logArgument);
+Match<LogSoftmax> matchLogSoftmax(ViewAnalysis &va, Node *node);
+Match<TargetPick> matchTargetPick(ViewAnalysis &va, Node *node);
+Match<IgnoreMask> matchIgnoreMask(ViewAnalysis &va, const Mask &mask);
+Match<ClassWeight> matchClassWeight(ViewAnalysis &va, Node *node);
+
+//===----------------------------------------------------------------------===//
+// Whole chains
+//===----------------------------------------------------------------------===//
+
+/// The xent op that computes a value, as found by the matchers.
+struct RaisedOp {
+  Reduction reduction = Reduction::mean;
+  /// Only for the gradient: grad_output, or the constant the chain scales by
+  /// when it reads none (the seed of loss.backward()).
+  Value gradOutput;
+  std::optional<double> constantGradOutput;
+  Value logits, target, weight;
+  /// Set when the chain masks ignored targets.
+  std::optional<int64_t> ignoreIndex;
+  /// The targets are class probabilities shaped like the logits.
+  bool probabilityTargets = false;
+  /// The class axis as a dimension of `logits`.
+  int64_t axis = 1;
+};
+
+/// Matches `root` as the forward loss: reduce(mask(-w[t] · logp[t])).
+Match<RaisedOp> matchCrossEntropy(ViewAnalysis &va, Value root);
+/// Matches `root` as the gradient with respect to the logits:
+/// G - exp(logp) · Σ_c G with G the nll backward.
+Match<RaisedOp> matchCrossEntropyGrad(ViewAnalysis &va, Value root);
+
+namespace detail {
+
+//===----------------------------------------------------------------------===//
+// Node helpers (Normalization.cpp)
+//===----------------------------------------------------------------------===//
+
+bool isOp(Node *n, ElementwiseKind kind);
+bool isCast(Node *n, CastKind cast);
+bool isReduce(Node *n, ReduceKind kind);
+/// Looks through float widening casts, which are exact.
+Node *stripWidening(Node *n);
+/// Looks through every float-to-float cast: the final rounding of a loss or
+/// gradient is part of its result type, not of its algebra.
+Node *stripFloatCasts(Node *n);
+/// Looks through integer casts that preserve a signed class index (and its
+/// exact conversion to float, used by float compares).
+Node *stripIndexCasts(Node *n);
+/// The value of a constant node, looking through casts.
+std::optional<double> getConstant(Node *n);
+bool isConstant(Node *n, double value);
+bool approxEqual(double a, double b);
+bool isSupportedFloat(Type t);
+std::string formatNumber(double v);
+std::string typeToString(Type type);
+/// The canonical sorted set of `axes`, unit axes dropped.
+SmallVector<Axis, 4> canonicalAxes(ViewAnalysis &va, ArrayRef<Axis> axes);
+
+//===----------------------------------------------------------------------===//
+// Normal forms (Normalization.cpp)
+//===----------------------------------------------------------------------===//
+
+/// How many node pairs one structural comparison may visit.
+constexpr unsigned kCompareBudget = 4096;
+
+/// Structural equality of nodes modulo widening casts and the operand order
+/// of commutative operations.
+class Equivalence {
+public:
+  explicit Equivalence(ViewAnalysis &va) : va(va) {}
+  bool equal(Node *a, Node *b, unsigned depth = 0);
+
+private:
+  ViewAnalysis &va;
+  unsigned budget = kCompareBudget;
+};
+
+struct LinearTerm {
+  double coeff;
+  Node *node;
+};
+/// constant + Σ coeff · node, equal nodes merged.
+struct LinearForm {
+  double constant = 0;
+  SmallVector<LinearTerm, 4> terms;
+};
+
+/// `n` as a linear form: sums, differences, negations and constant scalings
+/// flattened, log(a / b) = log a - log b and log(exp(e)) = e expanded; terms
+/// whose coefficients cancel are dropped.
+LinearForm flattenLinear(ViewAnalysis &va, Node *n);
+
+/// `n` as a monomial: products, quotients, negations and constant factors
+/// flattened, `select(p, e, 0)` and `e · uitofp(p)` as masks.
+Monomial factorize(ViewAnalysis &va, Node *n);
+
+/// Splits conjunctions: a mask kept where `a and b` holds is two masks.
+SmallVector<Mask, 2> splitMasks(ArrayRef<Mask> masks);
+
+/// Σ over `axes` of `body`, nested sums merged.
+struct SumOver {
+  SmallVector<Axis, 4> axes;
+  Monomial body;
+};
+
+/// True when `n` is a sum reduction (looking through widening casts).
+bool isSum(Node *n);
+/// Expands a sum reduction into Σ_axes monomial, merging at most
+/// `maxMerges` nested sums whose axes nothing else in the product depends on
+/// (Σ_a Σ_b e = Σ_{a,b} e). `merged` receives how many were merged.
+SumOver expandSum(ViewAnalysis &va, Node *reduce, unsigned maxMerges = ~0u,
+                  unsigned *merged = nullptr);
+/// Moves the factors of a sum's body that do not depend on the summed axes
+/// (and its constant) out of the sum.
+Monomial pullOut(ViewAnalysis &va, SumOver &s);
+
+//===----------------------------------------------------------------------===//
+// Masks (Forward.cpp)
+//===----------------------------------------------------------------------===//
+
+/// A one-hot mask along `axis`: kept where index(axis) == idx. Returns idx.
+Node *matchOneHot(ViewAnalysis &va, const Mask &mask, Axis axis);
+
+//===----------------------------------------------------------------------===//
+// Operands of the raised op (Operands.cpp)
+//===----------------------------------------------------------------------===//
+
+/// What the forward and backward matchers collect before the operands and
+/// attributes are resolved.
+struct Pieces {
+  LogSoftmax logSoftmax;
+  Node *index = nullptr;            // the class index used by the pick
+  Node *probabilities = nullptr;    // or the probability targets
+  SmallVector<IgnoreMask, 2> masks; // all masks of ignored targets
+  std::optional<ClassWeight> weight;
+  double coeff = 1.0; // the pick's own coefficient
+};
+
+/// Resolved operands and the logits' layout.
+struct Operands {
+  Value logits, target, weight;
+  Node *targetNode = nullptr;
+  std::optional<int64_t> ignoreIndex;
+  int64_t classDim = 0;
+  SmallVector<Axis, 4> logitsDims;
+  /// The non-unit element (batch) axes, canonical.
+  SmallVector<Axis, 4> batchAxes;
+  /// The static number of elements, if known.
+  std::optional<int64_t> numElements;
+};
+
+/// Resolves the logits, targets, class weights and ignore index that
+/// `p` reads, with the logits' layout.
+Match<Operands> resolveOperands(ViewAnalysis &va, const Pieces &p);
+/// Checks that `dims` are the logits' dimensions, without the class
+/// dimension unless `withClass`.
+bool alignsWithLogits(ViewAnalysis &va, const Operands &ops,
+                      ArrayRef<Axis> dims, bool withClass = false);
+/// Checks that `den` is the divisor of PyTorch's mean: the sum over every
+/// element of the kept weights (or the kept count without weights), also
+/// written as the element count minus the count of ignored elements.
+Match<bool> matchTotalWeight(ViewAnalysis &va, Node *den, const Pieces &p,
+                             const Operands &ops);
+
+} // namespace detail
+
+} // namespace mlir::xent::recognize
+
+#endif // XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZE_MATCHERS_H
