@@ -26,9 +26,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from xent import forms
 from xent.driver import Library, compile_module
 from xent.pipelines import CPU_LOWERING_PASSES
+
+import recognizer_forms as forms
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 XENT_OPT = os.environ.get("XENT_OPT") or os.path.join(ROOT, "build", "bin", "xent-opt")

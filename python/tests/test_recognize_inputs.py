@@ -6,8 +6,8 @@ decompositions, the backward), upstream linalg (linalg.softmax and its
 decompositions), TOSA and JAX (stablehlo -> linalg) emit, plus near misses.
 forms.json next to them describes every function (form, kind, reduction,
 ignore_index, weights, axis, dtypes, argument roles and shapes, expected to be
-recognized or not); python/xent/forms.py generates both and holds the helpers
-used here.  This file proves that
+recognized or not); recognizer_forms.py (next to this file) generates both
+and holds the helpers used here.  This file proves that
 
 * the table and the files agree (every function described, signatures equal);
 * every file parses and verifies with the stock mlir-opt 22 (and xent-opt);
@@ -34,9 +34,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from xent import forms
 from xent.driver import DEFAULT_LLVM_BIN, Library, compile_module
 from xent.pipelines import CPU_LOWERING_PASSES
+
+import recognizer_forms as forms
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MLIR_OPT = os.path.join(os.environ.get("XENT_LLVM_BIN", DEFAULT_LLVM_BIN), "mlir-opt")
@@ -159,7 +160,8 @@ def test_parses_with_xent_opt(name):
 
 def test_inputs_up_to_date():
     assert forms.main(["--check"]) == 0, \
-        "inputs differ from python/xent/forms.py: run PYTHONPATH=python /usr/bin/python3 -m xent.forms --write"
+        "inputs differ from python/tests/recognizer_forms.py: run " \
+        "/usr/bin/python3 python/tests/recognizer_forms.py --write"
 
 
 # --------------------------------------------------------------------------- execution
