@@ -1,7 +1,7 @@
 """Float64 reference for examples/cross_entropy.mlir.
 
 Reads the constants of the example's @main and evaluates PyTorch's
-cross-entropy semantics with python/xent/reference.py, so the CPU result that
+cross-entropy semantics with python/src/xent/reference.py, so the CPU result that
 scripts/run-example.sh prints can be compared by eye."""
 import ast
 import os

@@ -20,7 +20,9 @@ SAN="${XENT_SAN_BUILD_DIR:-$ROOT/build-san}"
 
 export XENT_OPT="$BUILD/bin/xent-opt"
 export XENT_CACHE_DIR="${XENT_CACHE_DIR:-$BUILD/xent-cache}"
-export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
+# setup.sh installed the Python package (editable) into this venv of
+# /usr/bin/python3 (scripts/install-python.sh); pytest imports it from there.
+PYTHON="${XENT_VENV:-$BUILD/venv}/bin/python"
 
 LOG_DIR="$BUILD/test-logs"
 mkdir -p "$LOG_DIR"
@@ -50,7 +52,7 @@ if [[ "$XENT_HARDENING" == 1 ]]; then
 fi
 
 echo "== pytest"
-/usr/bin/python3 -m pytest "$ROOT/python/tests" -q -p no:cacheprovider 2>&1 | tee "$LOG_DIR/pytest.log"
+"$PYTHON" -m pytest "$ROOT/python/tests" -q -p no:cacheprovider 2>&1 | tee "$LOG_DIR/pytest.log"
 py_rc=${PIPESTATUS[0]}
 py_passed=$(grep -oP '\b\K[0-9]+(?= passed)' "$LOG_DIR/pytest.log" | tail -1)
 py_failed=$(grep -oP '\b\K[0-9]+(?= (failed|error|errors))' "$LOG_DIR/pytest.log" | awk '{s+=$1} END {print s+0}')

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs whatever is missing on a Debian 12 machine (apt), then configures
-# and builds xent with CMake + Ninja. Idempotent: a second run only rebuilds
-# what changed.
+# and builds xent with CMake + Ninja, and installs the Python package
+# (python/, editable) into <build>/venv (scripts/install-python.sh).
+# Idempotent: a second run only rebuilds what changed.
 #
 #   XENT_BUILD_DIR   build directory (default: <repo>/build)
 #   XENT_CMAKE_ARGS  extra arguments for the first CMake configure
@@ -17,6 +18,7 @@ LLVM_PREFIX=/usr/lib/llvm-22
 
 PACKAGES=(
   cmake ninja-build g++ python3 python3-numpy python3-pytest
+  python3-venv python3-pip python3-setuptools python3-wheel
   llvm-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
 )
 HARDENING="${XENT_HARDENING:-0}"
@@ -51,6 +53,9 @@ fi
 # Two cores: build only what the tests and the example use.
 ninja -C "$BUILD" xent-opt XentPlugin mlir-doc | grep -v "^ninja: no work to do" || true
 test -x "$BUILD/bin/xent-opt"
+
+# The Python package, editable, into $BUILD/venv.
+"$ROOT/scripts/install-python.sh"
 
 if [[ "$HARDENING" == 1 ]]; then
   SAN="${XENT_SAN_BUILD_DIR:-$ROOT/build-san}"

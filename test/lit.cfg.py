@@ -75,9 +75,6 @@ tools = [
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
-llvm_config.with_environment("PYTHONPATH",
-                             os.path.join(config.xent_src_root, "python"),
-                             append_path=True)
 llvm_config.with_environment("XENT_OPT",
                              os.path.join(config.xent_tools_dir, "xent-opt"))
 

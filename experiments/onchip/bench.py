@@ -2,7 +2,10 @@
 prototype against torch eager (and the current xent kernel when its bundle is
 there), in one process.
 
-    PYTHONPATH=python python3 experiments/onchip/bench.py .device/onchip [--only NAME,...]
+    python3 experiments/onchip/bench.py .device/onchip [--only NAME,...]
+
+(with the xent package installed: ``python3 -m pip install --no-build-isolation
+--no-index -e python``, docs/gpu.md)
 """
 import json
 import os
@@ -13,10 +16,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-from xent import gpu  # noqa: E402
+from xent import gpu
 
 N = 4096
 torch.manual_seed(0)

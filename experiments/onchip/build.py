@@ -1,7 +1,7 @@
 """Builds the on-chip prototype (no GPU needed) into OUT_DIR (default .device/onchip):
 
-    cd /work/main && XENT_OPT=build/bin/xent-opt PYTHONPATH=python \\
-        /usr/bin/python3 experiments/onchip/build.py [OUT_DIR] [--xent-bundle]
+    XENT_OPT=build/bin/xent-opt build/venv/bin/python \\
+        experiments/onchip/build.py [OUT_DIR] [--xent-bundle]
 
 Writes onchip.mlir, the shared library (host code + embedded cubin, linked
 against libxent_cuda_runtime.so, copied beside it), onchip.json (library name
@@ -15,13 +15,12 @@ import re
 import subprocess
 import sys
 
+from xent import gpu
+
+import gen  # next to this script
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-sys.path.insert(0, HERE)
-
-import gen  # noqa: E402
-from xent import gpu  # noqa: E402
 
 
 def ptx_report(text, out_dir):

@@ -6,7 +6,7 @@ inlined, bufferized and lowered to LLVM), compiled to a shared library and
 called from NumPy. Results are compared with
 
 * PyTorch itself: the 240 float64 cases of test/data/torch_cases.json;
-* the independent float64 reference (python/xent/reference.py, itself checked
+* the independent float64 reference (python/src/xent/reference.py, itself checked
   against those cases) over a matrix of every attribute combination, dtypes,
   ranks, static and dynamic shapes, class-index and probability targets;
 * edge cases: all targets ignored, huge logit gaps, inf/NaN in ignored rows,

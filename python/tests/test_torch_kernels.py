@@ -1,4 +1,4 @@
-"""The drop-in's kernel configurations and modules (python/xent/kernels.py),
+"""The drop-in's kernel configurations and modules (python/src/xent/kernels.py),
 without a GPU or torch: the launch geometry chosen per row, which
 configurations keep rows on chip, and that every generated entry module is
 valid MLIR that convert-xent-to-gpu lowers (views with any strides, the

@@ -5,11 +5,9 @@ collects only python/tests.
 The kernels come from a cache directory filled by ``make_bundle.py`` on a
 machine with LLVM (``XENT_CACHE_DIR``); where LLVM and the CUDA toolkit are
 at hand they are compiled on first use instead.
+
+The ``xent`` package is imported from its installation (``pip install -e
+python``, docs/gpu.md); the helpers next to the tests (``kernel_configs``,
+``xent_torch_configs``) from this directory, which pytest puts on the path
+(and Python, for a script run from here).
 """
-
-import os
-import sys
-
-_PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _PYTHON_DIR not in sys.path:
-    sys.path.insert(0, _PYTHON_DIR)

@@ -1,6 +1,6 @@
 """Compiles everything the GPU tests run into one directory (no GPU needed).
 
-    PYTHONPATH=python /usr/bin/python3 python/tests_gpu/make_bundle.py OUT_DIR
+    XENT_OPT=build/bin/xent-opt build/venv/bin/python python/tests_gpu/make_bundle.py OUT_DIR
 
 OUT_DIR receives, next to each other:
 
@@ -21,15 +21,13 @@ import shutil
 import subprocess
 import sys
 
+from xent import gpu
+from xent.driver import DriverError
+
+import kernel_configs
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-sys.path.insert(0, HERE)
-
-from xent import gpu  # noqa: E402
-from xent.driver import DriverError  # noqa: E402
-
-import kernel_configs  # noqa: E402
 
 INTEGRATION = os.path.join(ROOT, "test", "Integration", "GPU")
 

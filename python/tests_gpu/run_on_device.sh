@@ -5,6 +5,8 @@
 #
 #   python/tests_gpu/run_on_device.sh BUNDLE_DIR [LOG_DIR]
 #
+# 0. pip install -e python into python3's environment unless xent already
+#    imports from this checkout;
 # 1. the integration runner on the three modules of test/Integration/GPU;
 # 2. pytest python/tests_gpu (PyTorch tensors, current and side streams,
 #    errors, timings), kernels from BUNDLE_DIR as XENT_CACHE_DIR;
@@ -19,7 +21,14 @@ BUNDLE="$(cd "${1:?usage: run_on_device.sh BUNDLE_DIR [LOG_DIR]}" && pwd)"
 LOGS="${2:-$BUNDLE/logs}"
 mkdir -p "$LOGS"
 export XENT_CACHE_DIR="$BUNDLE" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
-export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
+# The xent package of this checkout, editable, into the python3 that has
+# PyTorch (a venv there: pip may install into it), unless it already imports
+# from here. Offline: --no-build-isolation uses that Python's setuptools,
+# --no-index keeps pip from looking for anything (docs/gpu.md).
+if ! python3 -c 'import sys, xent; sys.exit(xent.__file__ != sys.argv[1])' \
+    "$ROOT/python/src/xent/__init__.py" 2>/dev/null; then
+  python3 -m pip install --quiet --no-build-isolation --no-index -e "$ROOT/python" || exit 1
+fi
 SANITIZER="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"
 declare -a SUMMARY
 status=0

@@ -7,15 +7,12 @@ labels. Checks each loss and gradient against float64 PyTorch; exits 1 on a
 wrong value.
 """
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import torch
+import torch.nn.functional as F
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-from xent import torch as xt  # noqa: E402
+from xent import torch as xt
 
 
 def case(x, t):

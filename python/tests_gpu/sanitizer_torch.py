@@ -5,17 +5,13 @@ row sum (100 KiB variant, strided input) and an allocated result; exits 1
 on a wrong value.
 """
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch
 
-import torch  # noqa: E402
+from xent import gpu
 
-from xent import gpu  # noqa: E402
-
-import kernel_configs  # noqa: E402
+import kernel_configs
 
 
 def main():

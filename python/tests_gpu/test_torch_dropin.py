@@ -9,18 +9,13 @@ Runs on the GPU machine with the kernels precompiled by make_xent_bundle.py
 (XENT_CACHE_DIR); never in CI.
 """
 
-import os
-import sys
-
 import pytest
 import torch
 import torch.nn.functional as F
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+from xent import torch as xt
 
-import xent_torch_configs  # noqa: E402
-from xent import torch as xt  # noqa: E402
+import xent_torch_configs
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

@@ -8,12 +8,8 @@ without the gradient, and two ignore_index values.
 """
 
 import itertools
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-
-from xent.kernels import kernel_config  # noqa: E402
+from xent.kernels import kernel_config
 
 DTYPES = ("bf16", "f32", "f16")
 

@@ -1,6 +1,6 @@
 """Side-by-side benchmark of softmax cross-entropy on a CUDA GPU.
 
-    PYTHONPATH=python XENT_CACHE_DIR=<kernels> python3 -m xent.bench \\
+    XENT_CACHE_DIR=<kernels> python3 -m xent.bench \\
         [--rows 4096] [--vocab 32768 65536 128256 262144] [--dtypes bf16 f32] \\
         [--layouts contiguous slice] \\
         [--liger PATH_TO_LIGER_CHECKOUT] [--plot bench.png] [--json out.json]

@@ -45,7 +45,8 @@ Environment variables (besides those of :mod:`xent.driver`):
 ``XENT_CUDA_RUNTIME``  path of ``libxent_cuda_runtime.so`` to link and load
                        (default: the cache directory's copy, else
                        ``<build>/lib/`` next to ``$XENT_OPT``, else
-                       ``$XENT_BUILD_DIR/lib`` or ``<repo>/build/lib``)
+                       ``$XENT_BUILD_DIR/lib`` or, from a source
+                       checkout, ``<checkout>/build/lib``)
 ``XENT_OPT``           the ``*-opt`` tool (default: LLVM's ``mlir-opt``)
 """
 
@@ -65,6 +66,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import driver
+from ._checkout import checkout_root
 from .driver import DriverError, Toolchain
 
 __all__ = [
@@ -306,16 +308,13 @@ def _descriptor(view: _TensorView) -> ctypes.Structure:
 
 # --------------------------------------------------------------------------- runtime
 
-def _repo_root() -> str:
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
 def find_runtime_library(cache_dir: Optional[str] = None) -> Optional[str]:
     """Path of ``libxent_cuda_runtime.so``, or None.
 
     Looks at ``$XENT_CUDA_RUNTIME``, the cache directory's copy, the build
-    directory of ``$XENT_OPT`` (``bin/../lib``), ``$XENT_BUILD_DIR/lib`` and
-    ``<repo>/build/lib``, in that order.
+    directory of ``$XENT_OPT`` (``bin/../lib``), ``$XENT_BUILD_DIR/lib`` and,
+    when the package runs from a source checkout, ``<checkout>/build/lib``, in
+    that order.
     """
     env = os.environ.get("XENT_CUDA_RUNTIME")
     if env:
@@ -330,7 +329,9 @@ def find_runtime_library(cache_dir: Optional[str] = None) -> Optional[str]:
     build = os.environ.get("XENT_BUILD_DIR")
     if build:
         candidates.append(os.path.join(build, "lib", RUNTIME_NAME))
-    candidates.append(os.path.join(_repo_root(), "build", "lib", RUNTIME_NAME))
+    root = checkout_root()
+    if root:
+        candidates.append(os.path.join(root, "build", "lib", RUNTIME_NAME))
     for c in candidates:
         if os.path.exists(c):
             return os.path.abspath(c)

@@ -33,6 +33,7 @@ from typing import Optional
 import numpy as np
 
 from . import reference
+from ._checkout import checkout_root
 from .codegen import Inputs, OpConfig, cross_entropy_function, module, to_float64
 from .driver import Library, compile_module
 
@@ -40,8 +41,6 @@ __all__ = [
     "UNIT_ROUNDOFF", "ROUNDING", "SUBNORMAL_SPACING", "FINITE_MAX", "default_xent_opt", "build_library",
     "expect_close", "relative_l2", "loose_rows", "check_config",
 ]
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Unit roundoff of each element type: rounding an f32 result once is off by at
 # most this much, relatively, per element (and so in relative L2 norm).
@@ -57,8 +56,10 @@ FINITE_MAX = {"f32": float(np.finfo(np.float32).max), "f16": 65504.0,
 
 
 def default_xent_opt() -> str:
-    """``$XENT_OPT``, or the default build's xent-opt."""
-    return os.environ.get("XENT_OPT") or os.path.join(ROOT, "build", "bin", "xent-opt")
+    """``$XENT_OPT``, or the xent-opt of the source checkout's default build."""
+    root = checkout_root()
+    return os.environ.get("XENT_OPT") or (os.path.join(root, "build", "bin", "xent-opt") if root
+                                          else "xent-opt")
 
 
 def build_library(functions, cache_dir: Optional[str] = None,
