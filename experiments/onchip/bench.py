@@ -16,7 +16,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from xent import gpu
+from xent.runtime import gpu
 
 N = 4096
 torch.manual_seed(0)

@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 
-from xent import gpu
+from xent.runtime import gpu
 
 import gen  # next to this script
 
@@ -65,7 +65,7 @@ def main(argv):
     print("library:", so)
     print(ptx_report(text, out_dir))
     if "--xent-bundle" in argv:
-        from xent.kernels import kernel_config, precompile
+        from xent.runtime.kernels import kernel_config, precompile
         cfg = kernel_config(dtype="bf16", target="i64", rank=2, weighted=False, reduction="mean",
                             ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0, softcap=None,
                             with_grad=True)

@@ -1,4 +1,4 @@
-// Hand-written linalg kernels exercising xent.driver and the CPU lowering
+// Hand-written linalg kernels exercising xent.runtime.driver and the CPU lowering
 // pipeline (static/dynamic shapes, f16/bf16/f32/f64/i32/i64, ranks 0-4).
 #m2 = affine_map<(d0, d1) -> (d0, d1)>
 #r2 = affine_map<(d0, d1) -> (d0)>

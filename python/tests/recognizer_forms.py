@@ -29,8 +29,8 @@ source).  Two shapes of output exist:
   ``torch-backend-to-linalg-on-tensors-backend-pipeline`` delivers.
 
 Every function carries ``llvm.emit_c_interface`` and takes/returns ranked
-tensors, so the CPU pipeline of :mod:`xent.pipelines` compiles it and
-:class:`xent.driver.Library` calls it.
+tensors, so the CPU pipeline of :mod:`xent.runtime.pipelines` compiles it and
+:class:`xent.runtime.driver.Library` calls it.
 """
 
 from __future__ import annotations
@@ -1986,7 +1986,7 @@ def load_entries(path: str = JSON_PATH) -> List[Entry]:
 
 def lowering_passes(entry: Entry) -> str:
     """The comma-separated pass list compiling the function's file to the LLVM dialect."""
-    from xent.pipelines import CPU_LOWERING_PASSES
+    from xent.runtime.pipelines import CPU_LOWERING_PASSES
     pre = ",".join(entry.lowering).replace("%inputs", INPUTS_DIR)
     return f"{pre},{CPU_LOWERING_PASSES}" if pre else CPU_LOWERING_PASSES
 
@@ -2002,7 +2002,7 @@ def make_inputs(entry: Entry, rng: np.random.Generator, sizes: Optional[dict] = 
     Targets are valid class indices, about ``ignore_fraction`` of them set to
     ignore_index (never all); probability targets are random distributions.
     """
-    from xent.bf16 import BF16Array
+    from xent.runtime.bf16 import BF16Array
     sizes = dict(DEFAULT_SIZES[0] if sizes is None else sizes)
     lg = entry.arg("logits") or entry.arg("logp")
     C = _concrete(lg["dims"], sizes)[entry.axis]
@@ -2046,7 +2046,7 @@ def make_inputs(entry: Entry, rng: np.random.Generator, sizes: Optional[dict] = 
 
 
 def to_float64(v) -> np.ndarray:
-    from xent.bf16 import BF16Array
+    from xent.runtime.bf16 import BF16Array
     if isinstance(v, BF16Array):
         return v.to_float32().astype(np.float64)
     return np.asarray(v, dtype=np.float64)

@@ -1,9 +1,9 @@
-"""Tests of xent.bf16 against a brute-force nearest-value search."""
+"""Tests of xent.runtime.bf16 against a brute-force nearest-value search."""
 
 import numpy as np
 import pytest
 
-from xent.bf16 import BF16Array, bf16_bits_to_float32, float32_to_bf16_bits, round_to_bf16
+from xent.runtime.bf16 import BF16Array, bf16_bits_to_float32, float32_to_bf16_bits, round_to_bf16
 
 
 def _nearest_even_bf16(values: np.ndarray) -> np.ndarray:
@@ -70,7 +70,7 @@ def test_array_wrapper():
 
 
 def test_rank0_keeps_its_shape():
-    from xent.bf16 import BF16Array, float32_to_bf16_bits, bf16_bits_to_float32
+    from xent.runtime.bf16 import BF16Array, float32_to_bf16_bits, bf16_bits_to_float32
     bits = float32_to_bf16_bits(np.float32(1.5))
     assert bits.shape == ()
     assert bf16_bits_to_float32(bits).shape == ()

@@ -10,7 +10,7 @@ import pytest
 
 from xent import reference
 from xent.codegen import OpConfig, cross_entropy_function, make_inputs, module, to_float64
-from xent.driver import Library, compile_module
+from xent.runtime.driver import Library, compile_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 XENT_OPT = os.environ.get("XENT_OPT") or os.path.join(ROOT, "build", "bin", "xent-opt")

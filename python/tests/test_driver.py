@@ -1,14 +1,15 @@
-"""Tests of xent.driver with the stock mlir-opt and xent.pipelines.CPU_LOWERING_PASSES."""
+"""Tests of xent.runtime.driver with the stock mlir-opt and
+xent.runtime.pipelines.CPU_LOWERING_PASSES."""
 
 import os
 
 import numpy as np
 import pytest
 
-from xent import driver
-from xent.bf16 import BF16Array, round_to_bf16
-from xent.driver import DriverError, Library, ResultSpec, ToolError, compile_module
-from xent.pipelines import CPU_LOWERING_PASSES, CPU_LOWERING_PIPELINE, pass_pipeline_args
+from xent.runtime import driver
+from xent.runtime.bf16 import BF16Array, round_to_bf16
+from xent.runtime.driver import DriverError, Library, ResultSpec, ToolError, compile_module
+from xent.runtime.pipelines import CPU_LOWERING_PASSES, CPU_LOWERING_PIPELINE, pass_pipeline_args
 from xent.reference import cross_entropy
 
 MLIR_OPT = os.path.join(os.environ.get("XENT_LLVM_BIN", driver.DEFAULT_LLVM_BIN), "mlir-opt")

@@ -1,4 +1,4 @@
-"""xent.gpu without a GPU: pipeline, descriptors, streams, the kernel cache,
+"""xent.runtime.gpu without a GPU: pipeline, descriptors, streams, the kernel cache,
 compilation against libxent_cuda_runtime.so, and the runtime's behaviour
 without a CUDA driver. (The tests that run kernels are in python/tests_gpu.)
 
@@ -15,8 +15,8 @@ import textwrap
 
 import pytest
 
-from xent import driver, gpu
-from xent.driver import DriverError
+from xent.runtime import driver, gpu
+from xent.runtime.driver import DriverError
 
 LLVM_BIN = os.environ.get("XENT_LLVM_BIN", driver.DEFAULT_LLVM_BIN)
 MLIR_OPT = os.path.join(LLVM_BIN, "mlir-opt")
@@ -46,7 +46,7 @@ class FakeDevice:
 
 
 class FakeTensor:
-    """What xent.gpu reads of a torch.Tensor."""
+    """What xent.runtime.gpu reads of a torch.Tensor."""
 
     def __init__(self, ptr, shape, strides, dtype="float32", device=("cuda", 0)):
         self._ptr, self.shape, self._strides = ptr, tuple(shape), tuple(strides)
@@ -274,7 +274,7 @@ def test_no_driver_errors_are_exceptions(compiled, tmp_path):
     cache, so = compiled
     (tmp_path / "libcuda.so.1").symlink_to(STUB_LIBCUDA)
     script = textwrap.dedent(f"""
-        from xent import gpu
+        from xent.runtime import gpu
         lib = gpu.GpuLibrary({so!r})
         assert lib.runtime.device_count() == 0
         a = type("A", (), {{"__cuda_array_interface__": {{

@@ -26,8 +26,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from xent.driver import Library, compile_module
-from xent.pipelines import CPU_LOWERING_PASSES
+from xent.runtime.driver import Library, compile_module
+from xent.runtime.pipelines import CPU_LOWERING_PASSES
 
 import recognizer_forms as forms
 

@@ -11,8 +11,8 @@ and holds the helpers used here.  This file proves that
 
 * the table and the files agree (every function described, signatures equal);
 * every file parses and verifies with the stock mlir-opt 22 (and xent-opt);
-* every function compiles with xent.driver (the file's "lowering" passes, e.g.
-  TOSA -> linalg, then xent.pipelines.CPU_LOWERING_PASSES) and, on random
+* every function compiles with xent.runtime.driver (the file's "lowering" passes, e.g.
+  TOSA -> linalg, then xent.runtime.pipelines.CPU_LOWERING_PASSES) and, on random
   inputs with ignored targets, computes PyTorch's cross-entropy loss/gradient
   (float64 reference, tolerance by compute dtype); near misses run and, where
   meaningful, provably differ from cross-entropy;
@@ -34,8 +34,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from xent.driver import DEFAULT_LLVM_BIN, Library, compile_module
-from xent.pipelines import CPU_LOWERING_PASSES
+from xent.runtime.driver import DEFAULT_LLVM_BIN, Library, compile_module
+from xent.runtime.pipelines import CPU_LOWERING_PASSES
 
 import recognizer_forms as forms
 

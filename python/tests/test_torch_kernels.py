@@ -1,4 +1,4 @@
-"""The drop-in's kernel configurations and modules (python/src/xent/kernels.py),
+"""The drop-in's kernel configurations and modules (python/src/xent/runtime/kernels.py),
 without a GPU or torch: the launch geometry chosen per row, which
 configurations keep rows on chip, and that every generated entry module is
 valid MLIR that convert-xent-to-gpu lowers (views with any strides, the
@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from xent import kernels
+from xent.runtime import kernels
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 XENT_OPT = os.environ.get("XENT_OPT") or os.path.join(ROOT, "build", "bin", "xent-opt")

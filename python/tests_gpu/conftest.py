@@ -1,4 +1,4 @@
-"""GPU tests of xent.gpu and the CUDA runtime: they need PyTorch and a CUDA
+"""GPU tests of xent.runtime.gpu and the CUDA runtime: they need PyTorch and a CUDA
 device, and run on the GPU machine (docs/gpu-runtime.md), never in CI, which
 collects only python/tests.
 

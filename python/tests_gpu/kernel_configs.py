@@ -9,7 +9,7 @@ library).
 import hashlib
 import os
 
-from xent import gpu
+from xent.runtime import gpu
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS_MLIR = os.path.join(HERE, "kernels.mlir")

@@ -1,5 +1,5 @@
 // Kernels of the GPU runtime tests (python/tests_gpu, python/tests/test_gpu_*.py):
-// hand-written gpu-dialect modules lowered with xent.gpu.gpu_pipeline_args().
+// hand-written gpu-dialect modules lowered with xent.runtime.gpu.gpu_pipeline_args().
 //   vadd_<type>      c = a + b, one thread per element, grid ceil(n / 256)
 //   vadd_f32_cluster the same launched in clusters of 2 blocks
 //   rowsum_<type>    out[r] = sum_c x[r, c] (f32 accumulation) through dynamic

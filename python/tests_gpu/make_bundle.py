@@ -21,8 +21,8 @@ import shutil
 import subprocess
 import sys
 
-from xent import gpu
-from xent.driver import DriverError
+from xent.runtime import gpu
+from xent.runtime.driver import DriverError
 
 import kernel_configs
 

@@ -11,7 +11,7 @@ bundle directory may be the same one).
 import sys
 import time
 
-from xent.kernels import precompile
+from xent.runtime.kernels import precompile
 
 import xent_torch_configs
 

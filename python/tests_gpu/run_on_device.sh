@@ -11,7 +11,7 @@
 # 2. pytest python/tests_gpu (PyTorch tensors, current and side streams,
 #    errors, timings), kernels from BUNDLE_DIR as XENT_CACHE_DIR;
 # 3. compute-sanitizer memcheck on the three runner checks, racecheck on the
-#    shared-memory reduction, memcheck on a PyTorch program through xent.gpu,
+#    shared-memory reduction, memcheck on a PyTorch program through xent.runtime.gpu,
 #    memcheck and racecheck on the drop-in (sanitizer_dropin.py).
 # Prints a summary line per step; exit status 1 if one failed.
 set -uo pipefail

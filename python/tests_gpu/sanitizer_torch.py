@@ -1,4 +1,4 @@
-"""A small PyTorch program through xent.gpu, for compute-sanitizer (run_on_device.sh).
+"""A small PyTorch program through xent.runtime.gpu, for compute-sanitizer (run_on_device.sh).
 
 Vector add on the current and on a side stream, the dynamic-shared-memory
 row sum (100 KiB variant, strided input) and an allocated result; exits 1
@@ -9,7 +9,7 @@ import sys
 
 import torch
 
-from xent import gpu
+from xent.runtime import gpu
 
 import kernel_configs
 

@@ -1,4 +1,4 @@
-"""xent.gpu and libxent_cuda_runtime.so on a CUDA device, with PyTorch tensors.
+"""xent.runtime.gpu and libxent_cuda_runtime.so on a CUDA device, with PyTorch tensors.
 
 Runs where PyTorch sees a GPU (skipped elsewhere); the kernels come from
 ``$XENT_CACHE_DIR`` (filled by make_bundle.py) or are compiled on first use.
@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
-from xent import gpu  # noqa: E402
+from xent.runtime import gpu  # noqa: E402
 
 import kernel_configs  # noqa: E402
 
@@ -283,7 +283,8 @@ def test_timings(lib):
         torch.add(small[0], small[1], out=small[2])
     torch_us = (time.perf_counter() - t0) / calls * 1e6
     torch.cuda.synchronize()
-    TIMINGS.append(("host time per call, n=1024 (xent.gpu, ctypes + runtime)", f"{host_us:.1f} us"))
+    TIMINGS.append(("host time per call, n=1024 (xent.runtime.gpu, ctypes + runtime)",
+                    f"{host_us:.1f} us"))
     TIMINGS.append(("host time per call, n=1024 (torch.add)", f"{torch_us:.1f} us"))
     assert ms_x > 0
 

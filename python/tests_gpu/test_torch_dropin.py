@@ -346,7 +346,7 @@ def test_strided_forward_makes_no_copy():
 
 
 def test_descriptor_reuse_across_layouts():
-    """xent.gpu.TensorCall keeps descriptors per argument layout and only
+    """xent.runtime.gpu.TensorCall keeps descriptors per argument layout and only
     rewrites the data pointers: alternating shapes and fresh tensors of the
     same shape must each give their own, correct results."""
     c = xent_torch_configs.specials()[0]  # bf16 mean with gradient

@@ -9,7 +9,7 @@ without the gradient, and two ignore_index values.
 
 import itertools
 
-from xent.kernels import kernel_config
+from xent.runtime.kernels import kernel_config
 
 DTYPES = ("bf16", "f32", "f16")
 
@@ -51,7 +51,7 @@ def specials():
 def two_pass():
     """The benchmark's gradient configurations with resident rows off (the
     two-pass kernel, timed side by side by xent.bench)."""
-    from xent import kernels
+    from xent.runtime import kernels
     kernels.RESIDENT_ROWS = False
     try:
         return [kernel_config(dtype=d, target="i64", rank=2, weighted=False, reduction="mean",
@@ -64,7 +64,7 @@ def two_pass():
 def small_rows():
     """The 256-thread variants that xent.torch picks (kernels.threads_for) for
     rows of at most 8192 16-byte vectors when the kernel keeps rows on chip."""
-    from xent.kernels import has_resident_path
+    from xent.runtime.kernels import has_resident_path
     return [{**c, "threads": 256} for c in matrix() + specials()
             if has_resident_path(**c) and c["threads"] != 256]
 

@@ -96,7 +96,7 @@ def providers(liger_path):
             out["liger"] = lambda x, t: liger_cross_entropy(x, t)
         except Exception as e:  # a checkout that does not import is reported, not fatal
             print(f"liger unavailable: {e}")
-    from xent import kernels
+    from xent.runtime import kernels
     from xent import torch as xt
     out["xent"] = lambda x, t: xt.cross_entropy(x, t)
 

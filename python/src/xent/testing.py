@@ -35,7 +35,7 @@ import numpy as np
 from . import reference
 from ._checkout import checkout_root
 from .codegen import Inputs, OpConfig, cross_entropy_function, module, to_float64
-from .driver import Library, compile_module
+from .runtime.driver import Library, compile_module
 
 __all__ = [
     "UNIT_ROUNDOFF", "ROUNDING", "SUBNORMAL_SPACING", "FINITE_MAX", "default_xent_opt", "build_library",
@@ -198,7 +198,7 @@ def check_config(lib, name: str, config: OpConfig, inputs: Inputs, *, context: s
     """Calls ``name`` and compares loss, z-loss and dlogits with the reference.
 
     ``lib.call(name, args, result_types)`` runs the function (a compiled
-    :class:`~xent.driver.Library`, or any runner with that method).
+    :class:`~xent.runtime.driver.Library`, or any runner with that method).
     ``context`` is prefixed to every failure message (a seed, a case name).
     Returns the results.
     """

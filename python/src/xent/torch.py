@@ -18,7 +18,7 @@ by one fused multiply. Everything runs on PyTorch's current stream without a
 synchronization, so calls are CUDA-graph capturable.
 
 Kernels are compiled per configuration (dtypes, rank, attributes) into a
-:class:`xent.gpu.KernelCache` directory (``$XENT_CACHE_DIR``); compiling needs
+:class:`xent.runtime.gpu.KernelCache` directory (``$XENT_CACHE_DIR``); compiling needs
 ``xent-opt`` and LLVM (:func:`precompile` fills a cache on such a machine),
 running needs only the cache and the CUDA driver.
 """
@@ -30,9 +30,9 @@ from typing import Dict, Optional
 
 import torch
 
-from . import gpu
-from .kernels import (has_resident_path, kernel_config, kernel_module, pipeline_args, precompile,
-                      threads_for)
+from .runtime import gpu
+from .runtime.kernels import (has_resident_path, kernel_config, kernel_module, pipeline_args,
+                              precompile, threads_for)
 
 __all__ = ["cross_entropy", "CrossEntropyLoss", "kernel_config", "kernel_module", "precompile"]
 

@@ -4,7 +4,7 @@ A module with ``gpu.module`` kernels and host functions that
 ``gpu.launch_func`` them (hand-written, or produced by ``xent-gpu-pipeline``)
 is lowered by :func:`compile_gpu_module` -- kernels to a cubin embedded in
 the host code, host code to LLVM, then ``mlir-translate``, ``llc`` and
-``cc`` as in :func:`xent.driver.compile_module` -- into a shared library
+``cc`` as in :func:`xent.runtime.driver.compile_module` -- into a shared library
 linked against ``libxent_cuda_runtime.so`` (``lib/Runtime/CUDA``), which
 implements the ``mgpu*`` functions the host code calls.  Compiling needs
 LLVM 22 and the CUDA toolkit's ``ptxas``, but no GPU.
@@ -40,7 +40,7 @@ Errors of the CUDA driver (module load, launch configuration, ...) raise
 Kernel faults are asynchronous and surface at a later synchronization, as in
 PyTorch.
 
-Environment variables (besides those of :mod:`xent.driver`):
+Environment variables (besides those of :mod:`xent.runtime.driver`):
 
 ``XENT_CUDA_RUNTIME``  path of ``libxent_cuda_runtime.so`` to link and load
                        (default: the cache directory's copy, else
@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import driver
-from ._checkout import checkout_root
+from .._checkout import checkout_root
 from .driver import DriverError, Toolchain
 
 __all__ = [
@@ -553,7 +553,7 @@ def _stream_handle(stream: _StreamArg, device: Optional[int]) -> Optional[int]:
     handle = getattr(stream, "cuda_stream", None)
     if handle is None:
         raise TypeError(f"invalid stream {stream!r}: expected a torch.cuda.Stream, an int "
-                        "CUstream or xent.gpu.SYNCHRONOUS")
+                        "CUstream or xent.runtime.gpu.SYNCHRONOUS")
     return int(handle)
 
 

@@ -12,7 +12,7 @@ and calls functions through MLIR's C interface (``llvm.emit_c_interface``):
 
 Results are copied into NumPy arrays and their buffers released with libc
 ``free`` (they must be ``malloc``-owned by the caller, as the deallocation
-pipeline in :mod:`xent.pipelines` guarantees).
+pipeline in :mod:`xent.runtime.pipelines` guarantees).
 
 Environment variables:
 
@@ -192,7 +192,7 @@ def compile_module(mlir_text: str, pipeline_args: Sequence[str], opt_tool: str,
     when a step fails.
 
     ``link_libraries``: shared libraries the module is linked against (e.g.
-    the CUDA runtime for GPU host code, see :mod:`xent.gpu`); ``rpath``:
+    the CUDA runtime for GPU host code, see :mod:`xent.runtime.gpu`); ``rpath``:
     run-time search paths recorded in the library (``$ORIGIN`` is the
     library's own directory).  Both are part of the cache key.
     """

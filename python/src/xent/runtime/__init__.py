@@ -1,0 +1,28 @@
+"""The xent runtime: compile MLIR that uses the xent ops, and call it.
+
+* :mod:`xent.runtime.driver`: lower a module with an ``*-opt`` tool and a
+  pass pipeline, link it into a shared library (cached by content) and call
+  its functions from NumPy through their C interface;
+* :mod:`xent.runtime.pipelines`: the CPU lowering pipeline after the xent
+  passes;
+* :mod:`xent.runtime.bf16`: bfloat16 arrays for NumPy;
+* :mod:`xent.runtime.gpu`: GPU modules linked against
+  ``libxent_cuda_runtime.so``, called with PyTorch CUDA tensors on PyTorch's
+  stream, and the kernel cache a GPU machine without LLVM reads;
+* :mod:`xent.runtime.kernels`: the MLIR of the kernels behind
+  :mod:`xent.torch`, one entry function per configuration, and
+  :func:`~xent.runtime.kernels.precompile` (free of torch).
+
+The NumPy side (driver, pipelines, bf16) is re-exported here; ``gpu`` and
+``kernels`` are imported by name.
+"""
+
+from .bf16 import BF16Array, bf16_bits_to_float32, float32_to_bf16_bits, round_to_bf16
+from .driver import DriverError, Library, ResultSpec, ToolError, compile_module
+from .pipelines import CPU_LOWERING_PASSES, CPU_LOWERING_PIPELINE, pass_pipeline_args
+
+__all__ = [
+    "BF16Array", "bf16_bits_to_float32", "float32_to_bf16_bits", "round_to_bf16",
+    "DriverError", "Library", "ResultSpec", "ToolError", "compile_module",
+    "CPU_LOWERING_PASSES", "CPU_LOWERING_PIPELINE", "pass_pipeline_args",
+]
