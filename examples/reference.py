@@ -1,7 +1,7 @@
 """Float64 reference for examples/cross_entropy.mlir.
 
 Reads the constants of the example's @main and evaluates PyTorch's
-cross-entropy semantics with python/src/xent/reference.py, so the CPU result that
+cross-entropy semantics with python/src/xent/testing/reference.py, so the CPU result that
 scripts/run-example.sh prints can be compared by eye."""
 import ast
 import os
@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from xent import reference
+from xent.testing import reference
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEXT = open(os.path.join(HERE, "cross_entropy.mlir")).read()

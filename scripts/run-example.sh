@@ -30,6 +30,6 @@ section "loss computed on the CPU (xent-cpu-pipeline + mlir-runner)"
       -shared-libs="$LLVM_LIB/libmlir_runner_utils.so,$LLVM_LIB/libmlir_c_runner_utils.so"
 
 if [[ "$EXAMPLE" == "$ROOT/examples/cross_entropy.mlir" ]]; then
-  section "float64 reference (python/src/xent/reference.py)"
+  section "float64 reference (python/src/xent/testing/reference.py)"
   "${XENT_VENV:-$BUILD/venv}/bin/python" "$ROOT/examples/reference.py"
 fi

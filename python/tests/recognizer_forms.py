@@ -6,7 +6,7 @@ cross-entropy loss (or its gradient) the way real frontends lower it, plus
 near misses that look similar but are not cross-entropy.  It also describes
 every generated function in ``forms.json`` (next to the inputs) and offers the
 helpers that the execution tests use to run a function on random inputs and
-compare it with the float64 reference (:mod:`xent.reference`).  It is test
+compare it with the float64 reference (:mod:`xent.testing.reference`).  It is test
 tooling of this repository, not part of the installed ``xent`` package: it
 lives next to the tests that import it (``test_recognize.py``,
 ``test_recognize_inputs.py``) and writes into the checkout's ``test/``.
@@ -1936,7 +1936,8 @@ def write_inputs(directory: str = INPUTS_DIR, opt: str = STOCK_MLIR_OPT) -> List
                                "shared across arguments), dtype, type",
                "compute_dtype": "element type the chain computes in (sets the test tolerance)",
                "lowering": "passes needed before the CPU pipeline (TOSA)",
-               "check": "reference: equals xent.reference; differs: must differ from it; runs: only runs",
+               "check": "reference: equals xent.testing.reference; differs: must differ from it; "
+                        "runs: only runs",
                "raise_to": "the xent ops expected from xent-recognize with their attributes (ignore_index "
                            "null: the source has none, any value that no valid label takes is exact)",
            },
@@ -2054,7 +2055,7 @@ def to_float64(v) -> np.ndarray:
 
 def expected_outputs(entry: Entry, inputs: Sequence[object]) -> List[np.ndarray]:
     """float64 reference values of the function's results (forward loss / gradient)."""
-    from xent import reference
+    from xent.testing import reference
     r = {a["role"]: v for a, v in zip(entry.args, inputs)}
     x = to_float64(r["logits"])
     t = r["target"]

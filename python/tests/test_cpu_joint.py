@@ -8,9 +8,9 @@ import os
 import numpy as np
 import pytest
 
-from xent import reference
-from xent.codegen import OpConfig, cross_entropy_function, make_inputs, module, to_float64
 from xent.runtime.driver import Library, compile_module
+from xent.testing import reference
+from xent.testing.codegen import OpConfig, cross_entropy_function, make_inputs, module, to_float64
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 XENT_OPT = os.environ.get("XENT_OPT") or os.path.join(ROOT, "build", "bin", "xent-opt")

@@ -6,7 +6,7 @@ inlined, bufferized and lowered to LLVM), compiled to a shared library and
 called from NumPy. Results are compared with
 
 * PyTorch itself: the 240 float64 cases of test/data/torch_cases.json;
-* the independent float64 reference (python/src/xent/reference.py, itself checked
+* the independent float64 reference (python/src/xent/testing/reference.py, itself checked
   against those cases) over a matrix of every attribute combination, dtypes,
   ranks, static and dynamic shapes, class-index and probability targets;
 * edge cases: all targets ignored, huge logit gaps, inf/NaN in ignored rows,
@@ -20,10 +20,9 @@ import os
 import numpy as np
 import pytest
 
-from xent import reference
-from xent.codegen import OpConfig, cross_entropy_function, make_inputs, to_float64
 from xent.testing import (ROUNDING, UNIT_ROUNDOFF, build_library, check_config,  # noqa: F401
-                          default_xent_opt, expect_close, relative_l2)
+                          default_xent_opt, expect_close, reference, relative_l2)
+from xent.testing.codegen import OpConfig, cross_entropy_function, make_inputs, to_float64
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 XENT_OPT = default_xent_opt()

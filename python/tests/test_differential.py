@@ -2,7 +2,7 @@
 reference.
 
 ``CONFIG_COUNT`` configurations are drawn from a seed (``XENT_DIFF_SEED``,
-default ``xent.randomized.DEFAULT_SEED``) by :mod:`xent.randomized`: every
+default ``xent.testing.randomized.DEFAULT_SEED``) by :mod:`xent.testing.randomized`: every
 attribute, dtype, rank, class axis, static or dynamic shapes, empty batches.
 They are compiled once into one module (``xent-opt --xent-cpu-pipeline``) and
 each is called
@@ -25,10 +25,10 @@ import os
 import numpy as np
 import pytest
 
-from xent.codegen import cross_entropy_function
-from xent.randomized import (ADVERSARIAL_KINDS, DEFAULT_SEED, Case, adversarial_inputs,
-                             call_shapes, random_configs, supports)
 from xent.testing import build_library, check_config
+from xent.testing.codegen import cross_entropy_function
+from xent.testing.randomized import (ADVERSARIAL_KINDS, DEFAULT_SEED, Case, adversarial_inputs,
+                                     call_shapes, random_configs, supports)
 
 SEED = int(os.environ.get("XENT_DIFF_SEED", DEFAULT_SEED))
 CONFIG_COUNT = int(os.environ.get("XENT_DIFF_CONFIGS", 48))

@@ -10,7 +10,7 @@ from xent.runtime import driver
 from xent.runtime.bf16 import BF16Array, round_to_bf16
 from xent.runtime.driver import DriverError, Library, ResultSpec, ToolError, compile_module
 from xent.runtime.pipelines import CPU_LOWERING_PASSES, CPU_LOWERING_PIPELINE, pass_pipeline_args
-from xent.reference import cross_entropy
+from xent.testing.reference import cross_entropy
 
 MLIR_OPT = os.path.join(os.environ.get("XENT_LLVM_BIN", driver.DEFAULT_LLVM_BIN), "mlir-opt")
 KERNELS = os.path.join(os.path.dirname(__file__), "kernels.mlir")

@@ -1,4 +1,4 @@
-"""Tests of xent.reference: PyTorch oracle cases, finite differences, edge cases."""
+"""Tests of xent.testing.reference: PyTorch oracle cases, finite differences, edge cases."""
 
 import itertools
 import json
@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 import pytest
 
-from xent.reference import cross_entropy, cross_entropy_grad
+from xent.testing.reference import cross_entropy, cross_entropy_grad
 
 ORACLE = os.path.join(os.path.dirname(__file__), "..", "..", "test", "data", "torch_cases.json")
 RTOL, ATOL = 1e-9, 1e-12

@@ -1,8 +1,8 @@
 """Seeded random op configurations and adversarial inputs for differential
-testing of any xent implementation against :mod:`xent.reference`.
+testing of any xent implementation against :mod:`xent.testing.reference`.
 
 Nothing here knows how the ops are run: :func:`random_configs` draws
-:class:`~xent.codegen.OpConfig` values (every attribute, dtype, rank, axis,
+:class:`~xent.testing.codegen.OpConfig` values (every attribute, dtype, rank, axis,
 static or dynamic shapes), :func:`call_shapes` the shapes to call a compiled
 function with, and :func:`adversarial_inputs` the logits and targets of one
 adversarial kind. The CPU suite (python/tests/test_differential.py) compiles

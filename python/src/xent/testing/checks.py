@@ -1,6 +1,6 @@
 """Checks shared by the test suites that run the xent ops: compile a module of
 generated functions, call one, and compare its results with the float64
-reference (:mod:`xent.reference`) within the documented tolerances.
+reference (:mod:`xent.testing.reference`) within the documented tolerances.
 
 Used by ``python/tests/test_cpu_semantics.py`` (the attribute matrix, the
 PyTorch oracle, edge cases) and ``python/tests/test_differential.py``
@@ -33,9 +33,9 @@ from typing import Optional
 import numpy as np
 
 from . import reference
-from ._checkout import checkout_root
+from .._checkout import checkout_root
 from .codegen import Inputs, OpConfig, cross_entropy_function, module, to_float64
-from .runtime.driver import Library, compile_module
+from ..runtime.driver import Library, compile_module
 
 __all__ = [
     "UNIT_ROUNDOFF", "ROUNDING", "SUBNORMAL_SPACING", "FINITE_MAX", "default_xent_opt", "build_library",
@@ -148,7 +148,7 @@ def _masked_max_abs(a) -> float:
 
 def _gradient_term_magnitude(config: OpConfig, inputs: Inputs) -> np.ndarray:
     """Per dlogits element, the sum of the magnitudes of the terms that the
-    gradient adds up (xent.reference's formula with every term made
+    gradient adds up (xent.testing.reference's formula with every term made
     positive), in the logits' layout; 0 on ignored rows and where a term is
     not finite."""
     kwargs = config.reference_kwargs()

@@ -18,7 +18,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from .runtime.bf16 import BF16Array, round_to_bf16
+from ..runtime.bf16 import BF16Array, round_to_bf16
 
 __all__ = ["OpConfig", "cross_entropy_function", "module", "make_inputs", "to_float64"]
 
@@ -80,7 +80,7 @@ class OpConfig:
         return replace(self, shape=tuple(shape))
 
     def reference_kwargs(self) -> dict:
-        """Keyword arguments of :func:`xent.reference.cross_entropy`."""
+        """Keyword arguments of :func:`xent.testing.reference.cross_entropy`."""
         return dict(ignore_index=self.effective_ignore_index, reduction=self.reduction,
                     label_smoothing=float(np.float32(self.label_smoothing)),
                     z_loss_scale=float(np.float32(self.z_loss_scale)),
