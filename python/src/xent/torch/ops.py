@@ -1,26 +1,20 @@
-"""A drop-in for ``torch.nn.functional.cross_entropy`` on CUDA, backed by
-kernels that ``xent-gpu-pipeline`` compiles from ``xent.cross_entropy``.
+"""The drop-in's kernels behind :mod:`xent.torch`: which compiled library a
+call needs, and the autograd function that calls it.
 
-    from xent.torch import cross_entropy, CrossEntropyLoss
-    loss = cross_entropy(logits, target, ignore_index=-100, label_smoothing=0.1,
-                         z_loss_scale=1e-4, softcap=30.0)
+:func:`config_for` checks a call's arguments as ``F.cross_entropy`` does and
+names its kernel configuration (dtypes, rank, attributes, with or without
+gradient, threads per block; :mod:`xent.runtime.kernels`); the library is
+compiled once per configuration into a :class:`xent.runtime.gpu.KernelCache`
+directory (``$XENT_CACHE_DIR``) and memoized per process.
 
-Semantics are PyTorch's (class weights, ``ignore_index``, label smoothing,
-``mean``/``sum``/``none``, N-D inputs with the class axis at 1, probability
-targets) plus Liger's z-loss and a logit softcap; see docs/user-guide.md.
-
-When ``logits.requires_grad``, the forward launches one fused kernel that
-writes the loss and the gradient for ``grad_output = 1`` (the joint op
-``xent.cross_entropy_and_grad``); backward then only scales it: a scalar
-``grad_output`` is applied by a kernel that returns at once when it is 1 (no
-pass over the N×V gradient, no device→host read), a per-element one (``none``)
-by one fused multiply. Everything runs on PyTorch's current stream without a
-synchronization, so calls are CUDA-graph capturable.
-
-Kernels are compiled per configuration (dtypes, rank, attributes) into a
-:class:`xent.runtime.gpu.KernelCache` directory (``$XENT_CACHE_DIR``); compiling needs
-``xent-opt`` and LLVM (:func:`precompile` fills a cache on such a machine),
-running needs only the cache and the CUDA driver.
+:class:`CrossEntropyFunction`: when ``logits.requires_grad``, the forward
+launches one fused kernel that writes the loss and the gradient for
+``grad_output = 1`` (the joint op ``xent.cross_entropy_and_grad``); backward
+then only scales it: a scalar ``grad_output`` is applied by a kernel that
+returns at once when it is 1 (no pass over the N×V gradient, no device→host
+read), a per-element one (``none``) by one fused multiply. Everything runs
+on PyTorch's current stream without a synchronization, so calls are
+CUDA-graph capturable.
 """
 
 from __future__ import annotations
@@ -30,11 +24,11 @@ from typing import Dict, Optional
 
 import torch
 
-from .runtime import gpu
-from .runtime.kernels import (has_resident_path, kernel_config, kernel_module, pipeline_args,
-                              precompile, threads_for)
+from ..runtime import gpu
+from ..runtime.kernels import (has_resident_path, kernel_config, kernel_module, pipeline_args,
+                               threads_for)
 
-__all__ = ["cross_entropy", "CrossEntropyLoss", "kernel_config", "kernel_module", "precompile"]
+__all__ = ["CrossEntropyFunction", "config_for"]
 
 _DTYPES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16",
            torch.int64: "i64", torch.int32: "i32"}
@@ -65,8 +59,9 @@ def _library(config: Dict) -> gpu.GpuLibrary:
     return lib
 
 
-def _describe(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ignore_index,
-              label_smoothing, z_loss_scale, softcap, with_grad) -> Dict:
+def config_for(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ignore_index,
+               label_smoothing, z_loss_scale, softcap, with_grad) -> Dict:
+    """The kernel configuration of one call; raises as ``F.cross_entropy`` on bad arguments."""
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
@@ -112,7 +107,13 @@ def _scalar_one(device) -> torch.Tensor:
     return one
 
 
-class _CrossEntropy(torch.autograd.Function):
+class CrossEntropyFunction(torch.autograd.Function):
+    """Loss and z-loss of ``logits`` in their dtype; differentiable in ``logits``.
+
+    ``apply(logits, target, weight, config, return_z)`` with ``config`` from
+    :func:`config_for` (its ``with_grad`` decides whether the forward also
+    writes the gradient)."""
+
     @staticmethod
     def forward(ctx, logits, target, weight, config, return_z):
         # Views are passed as they are (no copy): the kernels read through
@@ -154,37 +155,3 @@ class _CrossEntropy(torch.autograd.Function):
                 g = g.unsqueeze(1)
             dx.mul_(g.to(dx.dtype) if dx.dtype != torch.float32 else g)
         return dx, None, None, None, None
-
-
-def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor] = None,
-                  ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0,
-                  z_loss_scale: float = 0.0, softcap: Optional[float] = None,
-                  return_z_loss: bool = False):
-    """``torch.nn.functional.cross_entropy`` with xent's fused CUDA kernels.
-
-    Returns the loss (in the logits' dtype, like PyTorch), and the z-loss part
-    too when ``return_z_loss``. Differentiable with respect to ``logits``."""
-    if not logits.is_cuda:
-        raise ValueError("xent.torch.cross_entropy runs on CUDA tensors")
-    with_grad = torch.is_grad_enabled() and logits.requires_grad
-    config = _describe(logits, target, weight, reduction, ignore_index, label_smoothing,
-                       z_loss_scale, softcap, with_grad)
-    loss, z = _CrossEntropy.apply(logits, target, weight, config, return_z_loss)
-    return (loss, z) if return_z_loss else loss
-
-
-class CrossEntropyLoss(torch.nn.Module):
-    """``torch.nn.CrossEntropyLoss`` with xent's kernels (and z-loss, softcap)."""
-
-    def __init__(self, weight: Optional[torch.Tensor] = None, ignore_index: int = -100,
-                 reduction: str = "mean", label_smoothing: float = 0.0,
-                 z_loss_scale: float = 0.0, softcap: Optional[float] = None):
-        super().__init__()
-        self.register_buffer("weight", weight)
-        self.ignore_index, self.reduction = ignore_index, reduction
-        self.label_smoothing, self.z_loss_scale, self.softcap = (label_smoothing, z_loss_scale,
-                                                                  softcap)
-
-    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return cross_entropy(logits, target, self.weight, self.ignore_index, self.reduction,
-                             self.label_smoothing, self.z_loss_scale, self.softcap)

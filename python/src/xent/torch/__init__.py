@@ -1,0 +1,65 @@
+"""A drop-in for ``torch.nn.functional.cross_entropy`` on CUDA, backed by
+kernels that ``xent-gpu-pipeline`` compiles from ``xent.cross_entropy``.
+
+    from xent.torch import cross_entropy, CrossEntropyLoss
+    loss = cross_entropy(logits, target, ignore_index=-100, label_smoothing=0.1,
+                         z_loss_scale=1e-4, softcap=30.0)
+
+Semantics are PyTorch's (class weights, ``ignore_index``, label smoothing,
+``mean``/``sum``/``none``, N-D inputs with the class axis at 1, probability
+targets) plus Liger's z-loss and a logit softcap; see docs/user-guide.md.
+
+This module is the API; :mod:`xent.torch.ops` holds the kernel calls and the
+autograd function (one fused forward + gradient kernel, a backward that only
+scales the saved gradient, no host synchronization, CUDA-graph capturable).
+
+Kernels are compiled per configuration (dtypes, rank, attributes) into a
+:class:`xent.runtime.gpu.KernelCache` directory (``$XENT_CACHE_DIR``);
+compiling needs ``xent-opt`` and LLVM (:func:`precompile` fills a cache on
+such a machine), running needs only the cache and the CUDA driver.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..runtime.kernels import kernel_config, kernel_module, precompile
+from .ops import CrossEntropyFunction, config_for
+
+__all__ = ["cross_entropy", "CrossEntropyLoss", "kernel_config", "kernel_module", "precompile"]
+
+
+def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor] = None,
+                  ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0,
+                  z_loss_scale: float = 0.0, softcap: Optional[float] = None,
+                  return_z_loss: bool = False):
+    """``torch.nn.functional.cross_entropy`` with xent's fused CUDA kernels.
+
+    Returns the loss (in the logits' dtype, like PyTorch), and the z-loss part
+    too when ``return_z_loss``. Differentiable with respect to ``logits``."""
+    if not logits.is_cuda:
+        raise ValueError("xent.torch.cross_entropy runs on CUDA tensors")
+    with_grad = torch.is_grad_enabled() and logits.requires_grad
+    config = config_for(logits, target, weight, reduction, ignore_index, label_smoothing,
+                        z_loss_scale, softcap, with_grad)
+    loss, z = CrossEntropyFunction.apply(logits, target, weight, config, return_z_loss)
+    return (loss, z) if return_z_loss else loss
+
+
+class CrossEntropyLoss(torch.nn.Module):
+    """``torch.nn.CrossEntropyLoss`` with xent's kernels (and z-loss, softcap)."""
+
+    def __init__(self, weight: Optional[torch.Tensor] = None, ignore_index: int = -100,
+                 reduction: str = "mean", label_smoothing: float = 0.0,
+                 z_loss_scale: float = 0.0, softcap: Optional[float] = None):
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.ignore_index, self.reduction = ignore_index, reduction
+        self.label_smoothing, self.z_loss_scale, self.softcap = (label_smoothing, z_loss_scale,
+                                                                  softcap)
+
+    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return cross_entropy(logits, target, self.weight, self.ignore_index, self.reduction,
+                             self.label_smoothing, self.z_loss_scale, self.softcap)
