@@ -1,7 +1,7 @@
 """Realistic frontend forms of softmax cross-entropy, for ``xent-recognize``.
 
 This module generates the input corpus under
-``test/Transforms/Recognize/Inputs/``: MLIR functions that compute a
+``test/Dialect/Xent/Recognize/Inputs/``: MLIR functions that compute a
 cross-entropy loss (or its gradient) the way real frontends lower it, plus
 near misses that look similar but are not cross-entropy.  It also describes
 every generated function in ``forms.json`` (next to the inputs) and offers the
@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-INPUTS_DIR = os.path.join(ROOT, "test", "Transforms", "Recognize", "Inputs")
+INPUTS_DIR = os.path.join(ROOT, "test", "Dialect", "Xent", "Recognize", "Inputs")
 JSON_PATH = os.path.join(INPUTS_DIR, "forms.json")
 STOCK_MLIR_OPT = os.path.join(os.environ.get("XENT_LLVM_BIN", "/usr/lib/llvm-22/bin"), "mlir-opt")
 
@@ -1921,7 +1921,7 @@ def write_inputs(directory: str = INPUTS_DIR, opt: str = STOCK_MLIR_OPT) -> List
     doc = {"description": "Realistic frontend forms of softmax cross-entropy (input corpus of "
                           "xent-recognize); see python/tests/recognizer_forms.py and docs/recognition-forms.md",
            "columns": {
-               "file": "file under test/Transforms/Recognize/Inputs",
+               "file": "file under test/Dialect/Xent/Recognize/Inputs",
                "function": "func.func symbol (carries llvm.emit_c_interface)",
                "form": "frontend family: torch_linalg | torch_fx | linalg_softmax | linalg_named | tosa | jax "
                        "| torch_backward | near_miss",

@@ -9,7 +9,7 @@
  * (module load, kernel launch, streams, events, memory), over the CUDA
  * driver API, in the primary context of the device, so that it shares
  * PyTorch's context. This header declares them, and the xent* extensions a
- * host program (or python/xent/gpu.py through ctypes) uses to launch on its
+ * host program (or python/src/xent/runtime/gpu.py through ctypes) uses to launch on its
  * own stream and to read errors. docs/gpu-runtime.md describes the whole.
  *
  * Handles are opaque here: a `void *` stream is a CUstream, an event a
