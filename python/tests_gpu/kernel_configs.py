@@ -50,3 +50,38 @@ def suite_config() -> dict:
 def cross_entropy_config() -> dict:
     return {"op": "cross_entropy", "reduction": "mean", "logits": "bf16", "target": "i64",
             "chip": "sm_90", "source": _sha(CROSS_ENTROPY_MEAN_MLIR)}
+
+
+# The in-place rules of convert-xent-to-gpu, executed (test_in_place.py):
+# dlogits takes the logits' buffer only when the logits are dead after the
+# op, never for a joint op whose kernel keeps rows on chip.
+IN_PLACE_MLIR = """\
+func.func @joint_dead(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>)
+    -> (tensor<f32>, tensor<?x?xbf16>) attributes {llvm.emit_c_interface} {
+  %l, %d = xent.cross_entropy_and_grad mean %g, %x, %t
+      : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>) -> (tensor<f32>, tensor<?x?xbf16>)
+  return %l, %d : tensor<f32>, tensor<?x?xbf16>
+}
+func.func @grad_dead(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>)
+    -> tensor<?x?xbf16> attributes {llvm.emit_c_interface} {
+  %d = xent.cross_entropy_grad mean %g, %x, %t
+      : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>) -> tensor<?x?xbf16>
+  return %d : tensor<?x?xbf16>
+}
+func.func @grad_read_later(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>)
+    -> (tensor<?x?xbf16>, tensor<f32>) attributes {llvm.emit_c_interface} {
+  %d = xent.cross_entropy_grad mean %g, %x, %t
+      : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>) -> tensor<?x?xbf16>
+  %l = xent.cross_entropy mean %x, %t : (tensor<?x?xbf16>, tensor<?xi64>) -> tensor<f32>
+  return %d, %l : tensor<?x?xbf16>, tensor<f32>
+}
+"""
+
+
+def in_place_config(resident_rows: bool) -> dict:
+    return {"suite": "in_place", "resident_rows": resident_rows, "chip": "sm_90",
+            "source": _sha(IN_PLACE_MLIR)}
+
+
+def in_place_pipeline(resident_rows: bool) -> list:
+    return [f"--xent-gpu-pipeline=resident-rows={'true' if resident_rows else 'false'}"]

@@ -5,7 +5,8 @@
 OUT_DIR receives, next to each other:
 
 * the KernelCache entries of python/tests_gpu/kernel_configs.py (the test
-  kernels, and xent.cross_entropy mean through the xent GPU pipeline) with
+  kernels, xent.cross_entropy mean through the xent GPU pipeline, and the
+  in-place modules at both resident-rows settings) with
   their ``index/`` and a copy of libxent_cuda_runtime.so;
 * ``vector-add.so``, ``shared-memory.so``, ``host-ops.so``: the modules of
   test/Integration/GPU, and ``runner``, the C program that runs them (and
@@ -53,6 +54,11 @@ def main(argv):
                 break
             except DriverError as e:
                 print(f"cross_entropy mean with {args} failed:\n{str(e)[-600:]}")
+        for resident in (True, False):
+            path = cache.path(kernel_configs.in_place_config(resident),
+                              lambda: kernel_configs.IN_PLACE_MLIR,
+                              kernel_configs.in_place_pipeline(resident), xent_opt)
+            print(f"in-place (resident rows {resident}):", path)
     else:
         print("XENT_OPT not set: no cross_entropy kernel")
 

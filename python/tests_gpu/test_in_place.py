@@ -1,0 +1,107 @@
+"""The in-place rules of convert-xent-to-gpu, executed on the GPU.
+
+dlogits may take the logits' buffer only when nothing reads the logits after
+the op (test/Conversion/XentToGPU/in-place.mlir checks the IR): here the
+compiled functions of kernel_configs.IN_PLACE_MLIR run at both settings of
+``resident-rows``, and the test checks where dlogits landed (the logits'
+own memory, or fresh memory), that logits still read later were not
+overwritten, and the values against PyTorch in float64 — so a wrong reuse
+shows up as a wrong number, not only as a wrong pointer.
+
+Runs where PyTorch sees a GPU; the libraries come from ``$XENT_CACHE_DIR``
+(make_bundle.py) or are compiled on first use.
+"""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+from xent.runtime import gpu  # noqa: E402
+
+import kernel_configs  # noqa: E402
+
+ARGS = ["memref<f32>", "memref<?x?xbf16>", "memref<?xi64>"]
+# V = 65536 bf16 at 512 threads: a full block's worth of 16-byte vectors, so
+# rows take the resident path when it is compiled in; at V = 4096 they take
+# the two-pass walk either way.
+SHAPES = [(64, 65536), (33, 4096)]
+
+
+def library(resident: bool):
+    try:
+        return gpu.KernelCache().get(kernel_configs.in_place_config(resident),
+                                     lambda: kernel_configs.IN_PLACE_MLIR,
+                                     kernel_configs.in_place_pipeline(resident))
+    except gpu.DriverError as e:
+        pytest.skip(f"no compiled in-place module: {e}")
+
+
+def inputs(n, v, g):
+    gen = torch.Generator(device="cuda").manual_seed(n * v)
+    x = (torch.randn(n, v, device="cuda", generator=gen) * 3).to(torch.bfloat16)
+    t = torch.randint(0, v, (n,), device="cuda", generator=gen)
+    t[::7] = -100
+    return torch.tensor(g, device="cuda"), x, t
+
+
+def reference(x, t, g):
+    """Loss and dlogits in float64, and PyTorch's own dlogits in bf16."""
+    x64 = x.double().requires_grad_()
+    loss = torch.nn.functional.cross_entropy(x64, t)
+    (d64,) = torch.autograd.grad(loss * g, x64)
+    xb = x.clone().requires_grad_()
+    (db,) = torch.autograd.grad(torch.nn.functional.cross_entropy(xb, t) * g, xb)
+    return loss.detach(), d64, db
+
+
+def assert_gradient(d, d64, db):
+    """xent's dlogits is at least as close to float64 as PyTorch's own bf16."""
+    assert d.dtype == torch.bfloat16 and d.shape == d64.shape
+    err = (d.double() - d64).norm() / d64.norm()
+    torch_err = (db.double() - d64).norm() / d64.norm()
+    assert err <= max(2.6e-3, 1.05 * torch_err), (err.item(), torch_err.item())
+
+
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "two-pass"])
+@pytest.mark.parametrize("n,v", SHAPES)
+def test_joint_dead_logits(resident, n, v):
+    g, x, t = inputs(n, v, 0.5)
+    loss64, d64, db = reference(x, t, 0.5)
+    fn = library(resident).function("joint_dead", ARGS, ["memref<f32>", "memref<?x?xbf16>"])
+    loss, d = fn(g, x, t)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(loss.double(), loss64, rtol=1e-4, atol=1e-5)
+    assert_gradient(d, d64, db)
+    # A joint kernel with the resident path compiled in reads the target's
+    # logit for the loss after other blocks of its cluster may have written
+    # their gradient: never in place, whatever path a row takes.
+    assert (d.data_ptr() == x.data_ptr()) == (not resident)
+
+
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "two-pass"])
+@pytest.mark.parametrize("n,v", SHAPES)
+def test_grad_dead_logits_in_place(resident, n, v):
+    g, x, t = inputs(n, v, -3.0)
+    _, d64, db = reference(x, t, -3.0)
+    fn = library(resident).function("grad_dead", ARGS, ["memref<?x?xbf16>"])
+    d = fn(g, x, t)
+    torch.cuda.synchronize()
+    assert d.data_ptr() == x.data_ptr()
+    assert_gradient(d, d64, db)
+
+
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "two-pass"])
+@pytest.mark.parametrize("n,v", SHAPES)
+def test_logits_read_later_not_overwritten(resident, n, v):
+    g, x, t = inputs(n, v, 1.0)
+    x0 = x.clone()
+    loss64, d64, db = reference(x, t, 1.0)
+    fn = library(resident).function("grad_read_later", ARGS,
+                                    ["memref<?x?xbf16>", "memref<f32>"])
+    d, loss = fn(g, x, t)
+    torch.cuda.synchronize()
+    assert d.data_ptr() != x.data_ptr()
+    assert torch.equal(x, x0)
+    torch.testing.assert_close(loss.double(), loss64, rtol=1e-4, atol=1e-5)
+    assert_gradient(d, d64, db)
