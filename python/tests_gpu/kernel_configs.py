@@ -72,6 +72,13 @@ func.func @grad_read_later(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi
     -> (tensor<?x?xbf16>, tensor<f32>) attributes {llvm.emit_c_interface} {
   %d = xent.cross_entropy_grad mean %g, %x, %t
       : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>) -> tensor<?x?xbf16>
+  %l = xent.cross_entropy sum %x, %t : (tensor<?x?xbf16>, tensor<?xi64>) -> tensor<f32>
+  return %d, %l : tensor<?x?xbf16>, tensor<f32>
+}
+func.func @pair_fused(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>)
+    -> (tensor<?x?xbf16>, tensor<f32>) attributes {llvm.emit_c_interface} {
+  %d = xent.cross_entropy_grad mean %g, %x, %t
+      : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>) -> tensor<?x?xbf16>
   %l = xent.cross_entropy mean %x, %t : (tensor<?x?xbf16>, tensor<?xi64>) -> tensor<f32>
   return %d, %l : tensor<?x?xbf16>, tensor<f32>
 }

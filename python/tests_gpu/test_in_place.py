@@ -94,14 +94,34 @@ def test_grad_dead_logits_in_place(resident, n, v):
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "two-pass"])
 @pytest.mark.parametrize("n,v", SHAPES)
 def test_logits_read_later_not_overwritten(resident, n, v):
+    # A sum after a mean gradient: another configuration, so
+    # xent-fuse-forward-backward leaves the pair alone and the logits are
+    # live after the gradient op.
     g, x, t = inputs(n, v, 1.0)
     x0 = x.clone()
-    loss64, d64, db = reference(x, t, 1.0)
+    _, d64, db = reference(x, t, 1.0)
     fn = library(resident).function("grad_read_later", ARGS,
                                     ["memref<?x?xbf16>", "memref<f32>"])
     d, loss = fn(g, x, t)
     torch.cuda.synchronize()
     assert d.data_ptr() != x.data_ptr()
     assert torch.equal(x, x0)
+    sum64 = torch.nn.functional.cross_entropy(x.double(), t, reduction="sum")
+    torch.testing.assert_close(loss.double(), sum64, rtol=1e-4, atol=1e-3)
+    assert_gradient(d, d64, db)
+
+
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "two-pass"])
+@pytest.mark.parametrize("n,v", SHAPES)
+def test_fused_pair_like_joint(resident, n, v):
+    # The same loss after its gradient becomes one joint op (the pipeline
+    # fuses them): the logits are dead after it, so the rule of the joint op
+    # applies, and the loss is still computed from the logits as they were.
+    g, x, t = inputs(n, v, 1.0)
+    loss64, d64, db = reference(x, t, 1.0)
+    fn = library(resident).function("pair_fused", ARGS, ["memref<?x?xbf16>", "memref<f32>"])
+    d, loss = fn(g, x, t)
+    torch.cuda.synchronize()
+    assert (d.data_ptr() == x.data_ptr()) == (not resident)
     torch.testing.assert_close(loss.double(), loss64, rtol=1e-4, atol=1e-5)
     assert_gradient(d, d64, db)
