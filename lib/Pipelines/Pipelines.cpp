@@ -7,6 +7,7 @@
 #include "xent/Pipelines/Pipelines.h"
 
 #include "xent/Conversion/Passes.h"
+#include "xent/Conversion/XentToGPU/NVIDIAChip.h"
 #include "xent/Dialect/Xent/Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
@@ -65,7 +66,7 @@ mlir::xent::buildXentGPUPipeline(OpPassManager &pm,
   pm.addPass(createConvertXentToGPU(conversion));
   // A chip the conversion rejects would also trip the NVVM target while the
   // pipeline is built; stop here and let the conversion's diagnostic speak.
-  if (!isValidChip(options.chip))
+  if (!NVIDIAChip::parse(options.chip))
     return success();
   // Host code: tensors become identity-layout memrefs; buffers returned by
   // the kernels are device memory owned by the caller (no host-side

@@ -23,6 +23,8 @@
 
 #include "KernelBuilder.h"
 
+#include "xent/Conversion/XentToGPU/NVIDIAChip.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -61,12 +63,8 @@ LaunchGeometry mlir::xent::getLaunchGeometry(const XentToGPUOptions &options,
   if (vectorBytes > 16 || vectorBytes < 2 * bytes ||
       !llvm::isPowerOf2_64(vectorBytes))
     vectorBytes = 0;
-  // Thread-block clusters and distributed shared memory: sm_90 and newer.
-  StringRef chip = options.chip;
-  unsigned version = 0;
-  chip.consume_front("sm_");
-  chip.consume_back("a");
-  bool clusters = !chip.getAsInteger(10, version) && version >= 90;
+  std::optional<NVIDIAChip> chip = NVIDIAChip::parse(options.chip);
+  bool clusters = chip && chip->hasClusters();
   return {threads, vectorBytes, options.residentRows && clusters};
 }
 

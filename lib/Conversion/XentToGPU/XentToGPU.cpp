@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "xent/Conversion/Passes.h"
+#include "xent/Conversion/XentToGPU/NVIDIAChip.h"
 
 #include "KernelBuilder.h"
 
@@ -467,7 +468,7 @@ struct ConvertXentToGPUPass
           << width;
       return signalPassFailure();
     }
-    if (!isValidChip(chip)) {
+    if (!NVIDIAChip::parse(chip)) {
       getOperation().emitError(
           "chip must name an NVIDIA chip sm_80 or newer, such as 'sm_90', "
           "got '")
@@ -516,14 +517,6 @@ struct ConvertXentToGPUPass
 };
 
 } // namespace
-
-bool mlir::xent::isValidChip(StringRef chip) {
-  unsigned version = 0;
-  if (!chip.consume_front("sm_"))
-    return false;
-  chip.consume_back("a");
-  return !chip.getAsInteger(10, version) && version >= 80;
-}
 
 void mlir::xent::populateXentToGPUConversionPatterns(
     RewritePatternSet &patterns, const XentToGPUOptions &options) {

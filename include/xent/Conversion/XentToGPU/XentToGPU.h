@@ -23,9 +23,6 @@ struct XentToGPUOptions {
   bool residentRows = true;
 };
 
-/// True for the chips the kernels target: sm_80 or newer (`sm_90a` too).
-bool isValidChip(StringRef chip);
-
 /// Adds the patterns that replace xent ops by launches of kernels generated
 /// into `@xent_kernels` of the enclosing module.
 void populateXentToGPUConversionPatterns(RewritePatternSet &patterns,
