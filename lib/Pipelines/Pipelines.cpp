@@ -53,17 +53,22 @@ LogicalResult mlir::xent::buildXentCPUPipeline(OpPassManager &pm) {
   return parsePassPipeline(kCPUPipeline, pm);
 }
 
+xent::ConvertXentToGPUOptions
+mlir::xent::XentGPUPipelineOptions::getConversionOptions() const {
+  ConvertXentToGPUOptions conversion;
+  conversion.chip = chip;
+  conversion.threads = threads;
+  conversion.vectorWidth = vectorWidth;
+  conversion.residentRows = residentRows;
+  return conversion;
+}
+
 LogicalResult
 mlir::xent::buildXentGPUPipeline(OpPassManager &pm,
                                  const XentGPUPipelineOptions &options) {
-  ConvertXentToGPUOptions conversion;
-  conversion.chip = options.chip;
-  conversion.threads = options.threads;
-  conversion.vectorWidth = options.vectorWidth;
-  conversion.residentRows = options.residentRows;
   // A loss and its gradient in the same graph become one kernel.
   pm.addPass(createXentFuseForwardBackward());
-  pm.addPass(createConvertXentToGPU(conversion));
+  pm.addPass(createConvertXentToGPU(options.getConversionOptions()));
   // A chip the conversion rejects would also trip the NVVM target while the
   // pipeline is built; stop here and let the conversion's diagnostic speak.
   if (!NVIDIAChip::parse(options.chip))

@@ -13,9 +13,7 @@
 
 namespace mlir::xent {
 
-#define GEN_PASS_DECL
-#include "xent/Conversion/Passes.h.inc"
-
+// Each conversion's header declares its pass.
 #define GEN_PASS_REGISTRATION
 #include "xent/Conversion/Passes.h.inc"
 

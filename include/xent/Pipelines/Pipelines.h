@@ -7,6 +7,8 @@
 #ifndef XENT_PIPELINES_PIPELINES_H
 #define XENT_PIPELINES_PIPELINES_H
 
+#include "xent/Conversion/XentToGPU/XentToGPU.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Support/LogicalResult.h"
@@ -20,12 +22,28 @@ namespace mlir::xent {
 /// `llvm.emit_c_interface` can be called from C or `mlir-runner`.
 LogicalResult buildXentCPUPipeline(OpPassManager &pm);
 
-/// Options of `xent-gpu-pipeline`.
+/// Options of `xent-gpu-pipeline`: those of convert-xent-to-gpu, under the
+/// same names and with the same defaults (`chip` also names the chip the
+/// kernels are compiled for), and those of the kernels' binary.
 struct XentGPUPipelineOptions
     : public PassPipelineOptions<XentGPUPipelineOptions> {
+  // convert-xent-to-gpu (Passes.td describes them).
   PassOptions::Option<std::string> chip{
       *this, "chip", llvm::cl::desc("NVIDIA chip (sm_80 or newer)"),
-      llvm::cl::init("sm_90")};
+      llvm::cl::init(ConvertXentToGPUOptions().chip)};
+  PassOptions::Option<int64_t> threads{
+      *this, "threads", llvm::cl::desc("Threads per block"),
+      llvm::cl::init(ConvertXentToGPUOptions().threads)};
+  PassOptions::Option<int64_t> vectorWidth{
+      *this, "vector-width",
+      llvm::cl::desc("Elements per load (0: 16 bytes' worth)"),
+      llvm::cl::init(ConvertXentToGPUOptions().vectorWidth)};
+  PassOptions::Option<bool> residentRows{
+      *this, "resident-rows",
+      llvm::cl::desc("Gradient kernels keep each row on chip (sm_90+)"),
+      llvm::cl::init(ConvertXentToGPUOptions().residentRows)};
+
+  // The kernels' binary.
   PassOptions::Option<std::string> features{
       *this, "features", llvm::cl::desc("PTX features"),
       llvm::cl::init("+ptx80")};
@@ -34,17 +52,9 @@ struct XentGPUPipelineOptions
       llvm::cl::desc("Kernel binary format: bin (cubin, needs ptxas), isa "
                      "(PTX) or fatbin"),
       llvm::cl::init("bin")};
-  PassOptions::Option<int64_t> threads{
-      *this, "threads", llvm::cl::desc("Threads per block"),
-      llvm::cl::init(512)};
-  PassOptions::Option<int64_t> vectorWidth{
-      *this, "vector-width",
-      llvm::cl::desc("Elements per load (0: 16 bytes' worth)"),
-      llvm::cl::init(0)};
-  PassOptions::Option<bool> residentRows{
-      *this, "resident-rows",
-      llvm::cl::desc("Gradient kernels keep each row on chip (sm_90+)"),
-      llvm::cl::init(true)};
+
+  /// The options of the pipeline's convert-xent-to-gpu.
+  ConvertXentToGPUOptions getConversionOptions() const;
 };
 
 /// Appends the GPU pipeline: convert-xent-to-gpu, bufferization of the host

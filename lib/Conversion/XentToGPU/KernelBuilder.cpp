@@ -50,7 +50,7 @@ static_assert(kMaxComponents * kMaxWarps * 4 == kReduceBytes,
 /// 16-byte loads each thread issues before using the first.
 static constexpr int64_t kUnroll = 4;
 
-LaunchGeometry mlir::xent::getLaunchGeometry(const XentToGPUOptions &options,
+LaunchGeometry mlir::xent::getLaunchGeometry(const ConvertXentToGPUOptions &options,
                                              Type logitsType) {
   int64_t threads = options.threads;
   threads = std::max<int64_t>(kLanes, std::min<int64_t>(1024, threads));

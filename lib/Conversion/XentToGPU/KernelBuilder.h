@@ -59,7 +59,7 @@ struct LaunchGeometry {
     return vectorBytes >= 2 * bytes ? vectorBytes / bytes : 1;
   }
 };
-LaunchGeometry getLaunchGeometry(const XentToGPUOptions &options,
+LaunchGeometry getLaunchGeometry(const ConvertXentToGPUOptions &options,
                                  Type logitsType);
 
 /// Row-resident gradient kernels: a row is split over the blocks of a

@@ -225,7 +225,7 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
                              const CrossEntropyConfig &config,
                              Value gradOutput, Value logits, Value target,
                              Value weight, Value loss, Value zLoss,
-                             Value dlogits, const XentToGPUOptions &options) {
+                             Value dlogits, const ConvertXentToGPUOptions &options) {
   Location loc = op->getLoc();
   auto module = op->getParentOfType<ModuleOp>();
   if (!module)
@@ -414,7 +414,7 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
 }
 
 struct CrossEntropyOpLowering : public OpRewritePattern<CrossEntropyOp> {
-  CrossEntropyOpLowering(MLIRContext *ctx, const XentToGPUOptions &options)
+  CrossEntropyOpLowering(MLIRContext *ctx, const ConvertXentToGPUOptions &options)
       : OpRewritePattern(ctx), options(options) {}
   LogicalResult matchAndRewrite(CrossEntropyOp op,
                                 PatternRewriter &rewriter) const override {
@@ -422,13 +422,13 @@ struct CrossEntropyOpLowering : public OpRewritePattern<CrossEntropyOp> {
                    op.getTarget(), op.getWeight(), op.getLoss(), op.getZLoss(),
                    Value(), options);
   }
-  XentToGPUOptions options;
+  ConvertXentToGPUOptions options;
 };
 
 struct CrossEntropyAndGradOpLowering
     : public OpRewritePattern<CrossEntropyAndGradOp> {
   CrossEntropyAndGradOpLowering(MLIRContext *ctx,
-                                const XentToGPUOptions &options)
+                                const ConvertXentToGPUOptions &options)
       : OpRewritePattern(ctx), options(options) {}
   LogicalResult matchAndRewrite(CrossEntropyAndGradOp op,
                                 PatternRewriter &rewriter) const override {
@@ -436,12 +436,12 @@ struct CrossEntropyAndGradOpLowering
                    op.getLogits(), op.getTarget(), op.getWeight(),
                    op.getLoss(), op.getZLoss(), op.getDlogits(), options);
   }
-  XentToGPUOptions options;
+  ConvertXentToGPUOptions options;
 };
 
 struct CrossEntropyGradOpLowering
     : public OpRewritePattern<CrossEntropyGradOp> {
-  CrossEntropyGradOpLowering(MLIRContext *ctx, const XentToGPUOptions &options)
+  CrossEntropyGradOpLowering(MLIRContext *ctx, const ConvertXentToGPUOptions &options)
       : OpRewritePattern(ctx), options(options) {}
   LogicalResult matchAndRewrite(CrossEntropyGradOp op,
                                 PatternRewriter &rewriter) const override {
@@ -449,7 +449,7 @@ struct CrossEntropyGradOpLowering
                    op.getLogits(), op.getTarget(), op.getWeight(), Value(),
                    Value(), op.getDlogits(), options);
   }
-  XentToGPUOptions options;
+  ConvertXentToGPUOptions options;
 };
 
 struct ConvertXentToGPUPass
@@ -475,7 +475,7 @@ struct ConvertXentToGPUPass
           << chip << "'";
       return signalPassFailure();
     }
-    XentToGPUOptions options;
+    ConvertXentToGPUOptions options;
     options.chip = chip;
     options.threads = threads;
     options.vectorWidth = vectorWidth;
@@ -519,7 +519,7 @@ struct ConvertXentToGPUPass
 } // namespace
 
 void mlir::xent::populateXentToGPUConversionPatterns(
-    RewritePatternSet &patterns, const XentToGPUOptions &options) {
+    RewritePatternSet &patterns, const ConvertXentToGPUOptions &options) {
   patterns.add<CrossEntropyOpLowering, CrossEntropyGradOpLowering,
                CrossEntropyAndGradOpLowering>(
       patterns.getContext(), options);

@@ -7,27 +7,28 @@
 #ifndef XENT_CONVERSION_XENTTOGPU_XENTTOGPU_H
 #define XENT_CONVERSION_XENTTOGPU_XENTTOGPU_H
 
-#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
 
+#include <memory>
 #include <string>
 
-namespace mlir::xent {
+namespace mlir {
+class RewritePatternSet;
 
-/// Knobs of the generated kernels; the launch geometry is derived from them
-/// in one place (KernelBuilder.cpp).
-struct XentToGPUOptions {
-  std::string chip = "sm_90";
-  int64_t threads = 512;
-  int64_t vectorWidth = 0;
-  /// Gradient kernels keep each row on chip when the chip has clusters.
-  bool residentRows = true;
-};
+namespace xent {
+
+// The pass and its options, ConvertXentToGPUOptions: the knobs of the
+// generated kernels, from which the launch geometry is derived in one place.
+#define GEN_PASS_DECL_CONVERTXENTTOGPU
+#include "xent/Conversion/Passes.h.inc"
 
 /// Adds the patterns that replace xent ops by launches of kernels generated
-/// into `@xent_kernels` of the enclosing module.
-void populateXentToGPUConversionPatterns(RewritePatternSet &patterns,
-                                         const XentToGPUOptions &options);
+/// into `@xent_kernels` of the enclosing module. The options are those of
+/// `convert-xent-to-gpu` and should be valid for it.
+void populateXentToGPUConversionPatterns(
+    RewritePatternSet &patterns, const ConvertXentToGPUOptions &options);
 
-} // namespace mlir::xent
+} // namespace xent
+} // namespace mlir
 
 #endif // XENT_CONVERSION_XENTTOGPU_XENTTOGPU_H
