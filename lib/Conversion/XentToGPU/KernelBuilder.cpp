@@ -1024,21 +1024,16 @@ void KernelEmitter::emitGradientPass() {
 
 void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
   bool probs = config.probabilityTargets;
-  unsigned arg = 0;
-  x = func.getArgument(arg++);
-  target = func.getArgument(arg++);
-  if (spec.weightType)
-    weight = func.getArgument(arg++);
-  if (spec.needsStats() && (spec.lossType || spec.gradOutputType))
-    stats = func.getArgument(arg++);
-  if (spec.gradOutputType)
-    gradOutput = func.getArgument(arg++);
-  if (spec.lossType)
-    loss = func.getArgument(arg++);
-  if (spec.zLossType)
-    zLoss = func.getArgument(arg++);
-  if (spec.withGrad)
-    dlogits = func.getArgument(arg++);
+  RowKernelArgs<Value> args = bindKernelArgs(
+      getRowKernelArgTypes(b.getContext(), spec), func.getArguments());
+  x = args.x;
+  target = args.target;
+  weight = args.weight;
+  stats = args.stats;
+  gradOutput = args.gradOutput;
+  loss = args.loss;
+  zLoss = args.zLoss;
+  dlogits = args.dlogits;
   shared = func.getWorkgroupAttributions()[0];
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
@@ -1199,16 +1194,13 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
   // One block: Σ kept weights and the kept count (class indices, mean), then
   // the accumulators' initial values: NaN for a mean over nothing, else 0.
   bool probs = config.probabilityTargets;
-  unsigned arg = 0;
-  target = func.getArgument(arg++);
-  if (spec.weightType)
-    weight = func.getArgument(arg++);
-  if (spec.needsStats())
-    stats = func.getArgument(arg++);
-  if (spec.lossType)
-    loss = func.getArgument(arg++);
-  if (spec.zLossType)
-    zLoss = func.getArgument(arg++);
+  PrologueKernelArgs<Value> args = bindKernelArgs(
+      getPrologueKernelArgTypes(b.getContext(), spec), func.getArguments());
+  target = args.target;
+  weight = args.weight;
+  stats = args.stats;
+  loss = args.loss;
+  zLoss = args.zLoss;
   shared = func.getWorkgroupAttributions()[0];
   maxSumPair = false;
 
@@ -1325,29 +1317,51 @@ static MemRefType getTargetType(MLIRContext *ctx, const KernelSpec &spec) {
                        spec.targetType);
 }
 
+RowKernelArgs<Type> mlir::xent::getRowKernelArgTypes(MLIRContext *ctx,
+                                                     const KernelSpec &spec) {
+  auto reducedOrElements = [&](Type t) -> Type {
+    return getBufferType(ctx, spec.reduced() ? 0 : spec.rowRank(), t);
+  };
+  RowKernelArgs<Type> args;
+  args.x = getBufferType(ctx, spec.rank(), spec.logitsType);
+  args.target = getTargetType(ctx, spec);
+  if (spec.weightType)
+    args.weight = getBufferType(ctx, 1, spec.weightType);
+  if (spec.needsStats())
+    args.stats = MemRefType::get({2}, Float32Type::get(ctx));
+  if (spec.gradOutputType)
+    args.gradOutput = reducedOrElements(spec.gradOutputType);
+  if (spec.lossType)
+    args.loss = reducedOrElements(spec.lossType);
+  if (spec.zLossType)
+    args.zLoss = reducedOrElements(spec.zLossType);
+  if (spec.withGrad)
+    args.dlogits = getBufferType(ctx, spec.rank(), spec.logitsType);
+  return args;
+}
+
+PrologueKernelArgs<Type>
+mlir::xent::getPrologueKernelArgTypes(MLIRContext *ctx,
+                                      const KernelSpec &spec) {
+  Type f32 = Float32Type::get(ctx);
+  PrologueKernelArgs<Type> args;
+  args.target = getTargetType(ctx, spec);
+  if (spec.weightType)
+    args.weight = getBufferType(ctx, 1, spec.weightType);
+  if (spec.needsStats())
+    args.stats = MemRefType::get({2}, f32);
+  if (spec.lossType)
+    args.loss = getBufferType(ctx, 0, f32);
+  if (spec.zLossType)
+    args.zLoss = getBufferType(ctx, 0, f32);
+  return args;
+}
+
 gpu::GPUFuncOp mlir::xent::buildRowKernel(OpBuilder &b, Location loc,
                                           StringRef name,
                                           const KernelSpec &spec,
                                           const LaunchGeometry &geometry) {
-  MLIRContext *ctx = b.getContext();
-  SmallVector<Type> args = {getBufferType(ctx, spec.rank(), spec.logitsType)};
-  args.push_back(getTargetType(ctx, spec));
-  if (spec.weightType)
-    args.push_back(getBufferType(ctx, 1, spec.weightType));
-  if (spec.needsStats() && (spec.lossType || spec.gradOutputType))
-    args.push_back(MemRefType::get({2}, b.getF32Type()));
-  auto reducedOrElements = [&](Type t) -> Type {
-    return getBufferType(ctx, spec.reduced() ? 0 : spec.rowRank(), t);
-  };
-  if (spec.gradOutputType)
-    args.push_back(reducedOrElements(spec.gradOutputType));
-  if (spec.lossType)
-    args.push_back(reducedOrElements(spec.lossType));
-  if (spec.zLossType)
-    args.push_back(reducedOrElements(spec.zLossType));
-  if (spec.withGrad)
-    args.push_back(getBufferType(ctx, spec.rank(), spec.logitsType));
-
+  SmallVector<Type> args = getRowKernelArgTypes(b.getContext(), spec).list();
   gpu::GPUFuncOp func =
       createKernel(b, loc, name, args, geometry, /*withSharedMemory=*/true);
   // At most 64 registers per thread at 1024 threads per SM, so that two
@@ -1371,16 +1385,8 @@ gpu::GPUFuncOp mlir::xent::buildPrologueKernel(OpBuilder &b, Location loc,
                                                StringRef name,
                                                const KernelSpec &spec,
                                                const LaunchGeometry &geometry) {
-  MLIRContext *ctx = b.getContext();
-  SmallVector<Type> args = {getTargetType(ctx, spec)};
-  if (spec.weightType)
-    args.push_back(getBufferType(ctx, 1, spec.weightType));
-  if (spec.needsStats())
-    args.push_back(MemRefType::get({2}, b.getF32Type()));
-  if (spec.lossType)
-    args.push_back(getBufferType(ctx, 0, b.getF32Type()));
-  if (spec.zLossType)
-    args.push_back(getBufferType(ctx, 0, b.getF32Type()));
+  SmallVector<Type> args =
+      getPrologueKernelArgTypes(b.getContext(), spec).list();
   gpu::GPUFuncOp func =
       createKernel(b, loc, name, args, geometry, /*withSharedMemory=*/true);
   ImplicitLocOpBuilder ib(loc, b);

@@ -18,6 +18,8 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
+#include <array>
+
 namespace mlir::xent {
 
 /// What one row kernel computes, and the types of its buffers.
@@ -93,15 +95,83 @@ Value emitResidentClusterSize(OpBuilder &b, Location loc, Value numClasses,
 /// Dynamic shared memory of a resident block, in bytes.
 int64_t getResidentSharedMemoryBytes(const LaunchGeometry &geometry);
 
-/// Kernel arguments, in order. Every buffer but `stats` has the type of
-/// getBufferType (dynamic sizes, any strides and offset), the logits' rank R
-/// or R - 1 for per-row values (class indices, per-row loss / grad_output):
-///   row kernel:  x[R], target[R-1] or [R], weight[C]?, stats[2]?,
-///                grad_output[] or ?, loss[] or ?, z[] or ?,
-///                dlogits[R]?
-///   prologue:    target[R-1] or [R], weight[C]?, stats[2]?, loss[]?, z[]?
-///                (mean / sum only; accumulators are f32)
-///   convert:     src[] f32, dst[] of another float type
+/// The non-null values of `members`, in order.
+template <typename T, size_t N>
+SmallVector<T> listPresent(std::array<const T *, N> members) {
+  SmallVector<T> present;
+  for (const T *member : members)
+    if (*member)
+      present.push_back(*member);
+  return present;
+}
+
+/// The arguments of the row kernel by name: Values (the host's launch
+/// operands, the kernel's block arguments) or Types (the kernel's signature);
+/// absent ones are null. members() is the one place that fixes their order.
+/// Every buffer but `stats` has the type of getBufferType (dynamic sizes, any
+/// strides and offset), the logits' rank R or R - 1 for per-row values
+/// (class indices, per-row loss / grad_output).
+template <typename T>
+struct RowKernelArgs {
+  T x;          // [R]
+  T target;     // class indices or [R] probabilities
+  T weight;     // [C], when weighted
+  T stats;      // memref<2xf32> from the prologue: kept weight and count
+  T gradOutput; // [] or, for the gradient
+  T loss;       // [] (an f32 accumulator) or
+  T zLoss;      // [] (an f32 accumulator) or
+  T dlogits;    // [R], for the gradient
+
+  template <typename Self>
+  static auto members(Self &self) {
+    return std::array{&self.x,          &self.target, &self.weight,
+                      &self.stats,      &self.gradOutput, &self.loss,
+                      &self.zLoss,      &self.dlogits};
+  }
+  /// The present arguments, in order.
+  SmallVector<T> list() const { return listPresent(members(*this)); }
+};
+
+/// The arguments of the prologue (mean / sum only), like RowKernelArgs; the
+/// loss accumulators are f32.
+template <typename T>
+struct PrologueKernelArgs {
+  T target;
+  T weight;
+  T stats;
+  T loss;
+  T zLoss;
+
+  template <typename Self>
+  static auto members(Self &self) {
+    return std::array{&self.target, &self.weight, &self.stats, &self.loss,
+                      &self.zLoss};
+  }
+  /// The present arguments, in order.
+  SmallVector<T> list() const { return listPresent(members(*this)); }
+};
+
+/// The block arguments of a kernel whose signature is `types`, by name.
+template <template <typename> class Args>
+Args<Value> bindKernelArgs(const Args<Type> &types, ValueRange arguments) {
+  Args<Value> values;
+  auto next = arguments.begin();
+  for (auto [type, value] :
+       llvm::zip_equal(Args<Type>::members(types), Args<Value>::members(values)))
+    if (*type)
+      *value = *next++;
+  assert(next == arguments.end() && "the signature has other arguments");
+  return values;
+}
+
+/// The signatures of the kernels of `spec`.
+RowKernelArgs<Type> getRowKernelArgTypes(MLIRContext *ctx,
+                                         const KernelSpec &spec);
+PrologueKernelArgs<Type> getPrologueKernelArgTypes(MLIRContext *ctx,
+                                                   const KernelSpec &spec);
+
+/// The kernels of `spec`, taking the arguments above. The convert kernel
+/// takes src[] f32 and dst[] of another float type.
 gpu::GPUFuncOp buildRowKernel(OpBuilder &b, Location loc, StringRef name,
                               const KernelSpec &spec,
                               const LaunchGeometry &geometry);

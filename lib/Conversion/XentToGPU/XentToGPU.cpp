@@ -323,17 +323,16 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
         host.buildKernel("xent_prologue", [&](OpBuilder &b, StringRef name) {
           return buildPrologueKernel(b, loc, name, spec, geometry);
         });
-    SmallVector<Value> operands = {t};
-    if (w)
-      operands.push_back(w);
-    if (stats)
-      operands.push_back(stats);
+    PrologueKernelArgs<Value> args;
+    args.target = t;
+    args.weight = w;
+    args.stats = stats;
     if (loss)
-      operands.push_back(host.kernelArg(lossAcc));
+      args.loss = host.kernelArg(lossAcc);
     if (zLoss)
-      operands.push_back(host.kernelArg(zAcc));
+      args.zLoss = host.kernelArg(zAcc);
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    host.launch(prologue, one, operands, geometry.threads);
+    host.launch(prologue, one, args.list(), geometry.threads);
   }
 
   // The row kernel.
@@ -343,19 +342,19 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
                        [&](OpBuilder &b, StringRef name) {
                          return buildRowKernel(b, loc, name, spec, geometry);
                        });
-  SmallVector<Value> operands = {x, t};
-  if (w)
-    operands.push_back(w);
-  if (stats)
-    operands.push_back(stats);
+  RowKernelArgs<Value> args;
+  args.x = x;
+  args.target = t;
+  args.weight = w;
+  args.stats = stats;
   if (gradOutput)
-    operands.push_back(host.kernelArg(host.toBuffer(gradOutput)));
+    args.gradOutput = host.kernelArg(host.toBuffer(gradOutput));
   if (loss)
-    operands.push_back(host.kernelArg(lossAcc));
+    args.loss = host.kernelArg(lossAcc);
   if (zLoss)
-    operands.push_back(host.kernelArg(zAcc));
+    args.zLoss = host.kernelArg(zAcc);
   if (dlogits)
-    operands.push_back(host.kernelArg(gradOut->buffer));
+    args.dlogits = host.kernelArg(gradOut->buffer);
   if (hasResidentPath(spec, geometry)) {
     // Rows that take the resident path get a cluster of blocks each and
     // the staging memory; others one block without it (the kernel decides
@@ -376,10 +375,10 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
             rewriter, loc,
             rewriter.getI32IntegerAttr(getResidentSharedMemoryBytes(geometry))),
         arith::ConstantOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0)));
-    host.launch(rowKernel, rows, operands, geometry.threads, cluster,
+    host.launch(rowKernel, rows, args.list(), geometry.threads, cluster,
                 sharedBytes);
   } else {
-    host.launch(rowKernel, rows, operands, geometry.threads);
+    host.launch(rowKernel, rows, args.list(), geometry.threads);
   }
 
   // Epilogue: reduced results in another type than f32.
