@@ -44,9 +44,9 @@ struct XentGPUPipelineOptions
       llvm::cl::init(ConvertXentToGPUOptions().residentRows)};
 
   // The kernels' binary.
-  PassOptions::Option<std::string> features{
-      *this, "features", llvm::cl::desc("PTX features"),
-      llvm::cl::init("+ptx80")};
+  PassOptions::Option<std::string> features{*this, "features",
+                                            llvm::cl::desc("PTX features"),
+                                            llvm::cl::init("+ptx80")};
   PassOptions::Option<std::string> format{
       *this, "format",
       llvm::cl::desc("Kernel binary format: bin (cubin, needs ptxas), isa "

@@ -22,10 +22,10 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -81,9 +81,9 @@ public:
     auto layout = StridedLayoutAttr::get(rewriter.getContext(),
                                          ShapedType::kDynamic, strides);
     auto memrefType =
-        identity ? MemRefType::get(type.getShape(), type.getElementType())
-                 : MemRefType::get(type.getShape(), type.getElementType(),
-                                   layout);
+        identity
+            ? MemRefType::get(type.getShape(), type.getElementType())
+            : MemRefType::get(type.getShape(), type.getElementType(), layout);
     return bufferization::ToBufferOp::create(rewriter, loc, memrefType, tensor,
                                              readOnly);
   }
@@ -157,7 +157,7 @@ public:
 /// Where one result goes: the memref written by the kernel and the tensor
 /// that replaces the op's result.
 struct ResultBuffer {
-  Value buffer;                                  // in the result's shape
+  Value buffer;                                   // in the result's shape
   bufferization::MaterializeInDestinationOp sink; // erased when used
 };
 
@@ -174,15 +174,14 @@ static ResultBuffer getResultBuffer(HostEmitter &host, Value result,
     if (sink && sink.getWritable() && sink.getRestrict()) {
       // Any strides: the kernels write through them.
       auto destType = dyn_cast<MemRefType>(sink.getDest().getType());
-      if (destType &&
-          destType.getElementType() == tensorType.getElementType())
+      if (destType && destType.getElementType() == tensorType.getElementType())
         return {sink.getDest(), sink};
     }
   }
   if (peek) // only asking whether a destination is given
     return {Value(), nullptr};
-  auto type = MemRefType::get(tensorType.getShape(),
-                              tensorType.getElementType());
+  auto type =
+      MemRefType::get(tensorType.getShape(), tensorType.getElementType());
   return {host.allocate(type, logitsBuffer, logitsDims), nullptr};
 }
 
@@ -222,10 +221,10 @@ static SmallVector<int64_t> getElementDims(int64_t rank, int64_t axis) {
 /// Lowers one forward or gradient op. `gradOutput` and `dlogits` are null
 /// for the forward op; `loss` / `zLoss` null for the gradient op.
 static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
-                             const CrossEntropyConfig &config,
-                             Value gradOutput, Value logits, Value target,
-                             Value weight, Value loss, Value zLoss,
-                             Value dlogits, const ConvertXentToGPUOptions &options) {
+                             const CrossEntropyConfig &config, Value gradOutput,
+                             Value logits, Value target, Value weight,
+                             Value loss, Value zLoss, Value dlogits,
+                             const ConvertXentToGPUOptions &options) {
   Location loc = op->getLoc();
   auto module = op->getParentOfType<ModuleOp>();
   if (!module)
@@ -247,9 +246,9 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
     spec.gradOutputType =
         cast<ShapedType>(gradOutput.getType()).getElementType();
   spec.withGrad = static_cast<bool>(dlogits);
-  spec.contiguousRows = llvm::all_of(
-      config.logitsType.getShape().drop_front(config.axis + 1),
-      [](int64_t d) { return d == 1; });
+  spec.contiguousRows =
+      llvm::all_of(config.logitsType.getShape().drop_front(config.axis + 1),
+                   [](int64_t d) { return d == 1; });
   bool reduced = spec.reduced();
   // Reduced losses accumulate in f32; other types are converted afterwards.
   if (loss)
@@ -276,11 +275,10 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
   // Nor for a joint op whose kernel keeps rows on chip: there block 0 reads
   // the target's logit for the loss after the cluster's exchange, when the
   // block holding that element may already have written its gradient.
-  bool gradInPlace = dlogits && dlogits.getType() == logits.getType() &&
-                     logits.hasOneUse() && isDense(logits) &&
-                     !(loss && hasResidentPath(spec, geometry)) &&
-                     !getResultBuffer(host, dlogits, Value(), {}, /*peek=*/true)
-                          .sink;
+  bool gradInPlace =
+      dlogits && dlogits.getType() == logits.getType() && logits.hasOneUse() &&
+      isDense(logits) && !(loss && hasResidentPath(spec, geometry)) &&
+      !getResultBuffer(host, dlogits, Value(), {}, /*peek=*/true).sink;
   Value xBuffer = host.toBuffer(logits, /*readOnly=*/!gradInPlace,
                                 /*identity=*/gradInPlace);
   Value x = host.kernelArg(xBuffer);
@@ -291,7 +289,8 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
   for (int64_t d = 0; d < rank; ++d)
     if (d != config.axis)
       rows = arith::MulIOp::create(
-          rewriter, loc, rows, memref::DimOp::create(rewriter, loc, xBuffer, d));
+          rewriter, loc, rows,
+          memref::DimOp::create(rewriter, loc, xBuffer, d));
 
   // Results.
   std::optional<ResultBuffer> lossOut, zOut, gradOut;
@@ -336,12 +335,11 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
   }
 
   // The row kernel.
-  gpu::GPUFuncOp rowKernel =
-      host.buildKernel(dlogits ? (loss ? "xent_loss_grad" : "xent_grad")
-                               : "xent_loss",
-                       [&](OpBuilder &b, StringRef name) {
-                         return buildRowKernel(b, loc, name, spec, geometry);
-                       });
+  gpu::GPUFuncOp rowKernel = host.buildKernel(
+      dlogits ? (loss ? "xent_loss_grad" : "xent_grad") : "xent_loss",
+      [&](OpBuilder &b, StringRef name) {
+        return buildRowKernel(b, loc, name, spec, geometry);
+      });
   RowKernelArgs<Value> args;
   args.x = x;
   args.target = t;
@@ -361,11 +359,11 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
     // the same way from C).
     Value numClasses =
         memref::DimOp::create(rewriter, loc, xBuffer, config.axis);
-    Value size = emitResidentClusterSize(rewriter, loc, numClasses, spec,
-                                         geometry);
+    Value size =
+        emitResidentClusterSize(rewriter, loc, numClasses, spec, geometry);
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    Value fits = arith::CmpIOp::create(rewriter, loc,
-                                       arith::CmpIPredicate::ne, size, zero);
+    Value fits = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne,
+                                       size, zero);
     Value cluster = arith::SelectOp::create(
         rewriter, loc, fits, size,
         arith::ConstantIndexOp::create(rewriter, loc, 1));
@@ -374,7 +372,8 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
         arith::ConstantOp::create(
             rewriter, loc,
             rewriter.getI32IntegerAttr(getResidentSharedMemoryBytes(geometry))),
-        arith::ConstantOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0)));
+        arith::ConstantOp::create(rewriter, loc,
+                                  rewriter.getI32IntegerAttr(0)));
     host.launch(rowKernel, rows, args.list(), geometry.threads, cluster,
                 sharedBytes);
   } else {
@@ -413,7 +412,8 @@ static LogicalResult lowerOp(RewriterBase &rewriter, Operation *op,
 }
 
 struct CrossEntropyOpLowering : public OpRewritePattern<CrossEntropyOp> {
-  CrossEntropyOpLowering(MLIRContext *ctx, const ConvertXentToGPUOptions &options)
+  CrossEntropyOpLowering(MLIRContext *ctx,
+                         const ConvertXentToGPUOptions &options)
       : OpRewritePattern(ctx), options(options) {}
   LogicalResult matchAndRewrite(CrossEntropyOp op,
                                 PatternRewriter &rewriter) const override {
@@ -432,15 +432,16 @@ struct CrossEntropyAndGradOpLowering
   LogicalResult matchAndRewrite(CrossEntropyAndGradOp op,
                                 PatternRewriter &rewriter) const override {
     return lowerOp(rewriter, op, op.getConfig(), op.getGradOutput(),
-                   op.getLogits(), op.getTarget(), op.getWeight(),
-                   op.getLoss(), op.getZLoss(), op.getDlogits(), options);
+                   op.getLogits(), op.getTarget(), op.getWeight(), op.getLoss(),
+                   op.getZLoss(), op.getDlogits(), options);
   }
   ConvertXentToGPUOptions options;
 };
 
 struct CrossEntropyGradOpLowering
     : public OpRewritePattern<CrossEntropyGradOp> {
-  CrossEntropyGradOpLowering(MLIRContext *ctx, const ConvertXentToGPUOptions &options)
+  CrossEntropyGradOpLowering(MLIRContext *ctx,
+                             const ConvertXentToGPUOptions &options)
       : OpRewritePattern(ctx), options(options) {}
   LogicalResult matchAndRewrite(CrossEntropyGradOp op,
                                 PatternRewriter &rewriter) const override {
@@ -456,12 +457,14 @@ struct ConvertXentToGPUPass
   using Base::Base;
   void runOnOperation() override {
     if (threads < 32 || threads > 1024 || threads % 32 != 0) {
-      getOperation().emitError("threads must be a multiple of 32 in [32, 1024], got ")
+      getOperation().emitError(
+          "threads must be a multiple of 32 in [32, 1024], got ")
           << static_cast<int64_t>(threads);
       return signalPassFailure();
     }
     int64_t width = vectorWidth;
-    if (width < 0 || width > 16 || (width != 0 && !llvm::isPowerOf2_64(width))) {
+    if (width < 0 || width > 16 ||
+        (width != 0 && !llvm::isPowerOf2_64(width))) {
       getOperation().emitError("vector-width must be 0 (16 bytes' worth) or a "
                                "power of two up to 16, got ")
           << width;
@@ -496,10 +499,9 @@ struct ConvertXentToGPUPass
                          fwd.getLogits(), fwd.getTarget(), fwd.getWeight(),
                          fwd.getLoss(), fwd.getZLoss(), Value(), options);
       else if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
-        result = lowerOp(rewriter, grad, grad.getConfig(),
-                         grad.getGradOutput(), grad.getLogits(),
-                         grad.getTarget(), grad.getWeight(), Value(), Value(),
-                         grad.getDlogits(), options);
+        result = lowerOp(rewriter, grad, grad.getConfig(), grad.getGradOutput(),
+                         grad.getLogits(), grad.getTarget(), grad.getWeight(),
+                         Value(), Value(), grad.getDlogits(), options);
       else if (auto joint = dyn_cast<CrossEntropyAndGradOp>(op))
         result = lowerOp(rewriter, joint, joint.getConfig(),
                          joint.getGradOutput(), joint.getLogits(),
@@ -520,6 +522,5 @@ struct ConvertXentToGPUPass
 void mlir::xent::populateXentToGPUConversionPatterns(
     RewritePatternSet &patterns, const ConvertXentToGPUOptions &options) {
   patterns.add<CrossEntropyOpLowering, CrossEntropyGradOpLowering,
-               CrossEntropyAndGradOpLowering>(
-      patterns.getContext(), options);
+               CrossEntropyAndGradOpLowering>(patterns.getContext(), options);
 }
