@@ -25,12 +25,12 @@ namespace mlir::xent {
 /// What one row kernel computes, and the types of its buffers.
 struct KernelSpec {
   CrossEntropyConfig config;
-  Type logitsType;           // element type of logits (and dlogits)
-  Type targetType;           // i32/i64 indices or the probabilities' float
-  Type weightType;           // null when unweighted
-  Type gradOutputType;       // null when no gradient is computed
-  Type lossType;             // null when no loss is written
-  Type zLossType;            // null when no z-loss is written
+  Type logitsType;     // element type of logits (and dlogits)
+  Type targetType;     // i32/i64 indices or the probabilities' float
+  Type weightType;     // null when unweighted
+  Type gradOutputType; // null when no gradient is computed
+  Type lossType;       // null when no loss is written
+  Type zLossType;      // null when no z-loss is written
   bool withGrad = false;
   /// The class axis is the innermost dim (no dim after it, or only static
   /// 1s): the kernels then read rows with vector loads when, at run time,
@@ -47,14 +47,18 @@ struct KernelSpec {
   }
 };
 
-/// The launch geometry of every xent kernel, decided in one place.
+/// Threads in a warp.
+inline constexpr int64_t kLanes = 32;
+
+/// The launch geometry of every xent kernel, decided in one place
+/// (LaunchGeometry.cpp).
 struct LaunchGeometry {
   int64_t threads;     // per block, a multiple of 32
   int64_t vectorBytes; // bytes per vector load (16), 0 for scalar loads
   /// Gradient kernels may keep rows on chip across a thread-block cluster
   /// (sm_90+, option resident-rows).
   bool residentRows = false;
-  int64_t warps() const { return threads / 32; }
+  int64_t warps() const { return threads / kLanes; }
   /// Elements of `type` per vector load (1: scalar).
   int64_t vectorWidth(Type type) const {
     int64_t bytes = type.getIntOrFloatBitWidth() / 8;
@@ -111,8 +115,7 @@ SmallVector<T> listPresent(std::array<const T *, N> members) {
 /// Every buffer but `stats` has the type of getBufferType (dynamic sizes, any
 /// strides and offset), the logits' rank R or R - 1 for per-row values
 /// (class indices, per-row loss / grad_output).
-template <typename T>
-struct RowKernelArgs {
+template <typename T> struct RowKernelArgs {
   T x;          // [R]
   T target;     // class indices or [R] probabilities
   T weight;     // [C], when weighted
@@ -122,11 +125,10 @@ struct RowKernelArgs {
   T zLoss;      // [] (an f32 accumulator) or
   T dlogits;    // [R], for the gradient
 
-  template <typename Self>
-  static auto members(Self &self) {
-    return std::array{&self.x,          &self.target, &self.weight,
-                      &self.stats,      &self.gradOutput, &self.loss,
-                      &self.zLoss,      &self.dlogits};
+  template <typename Self> static auto members(Self &self) {
+    return std::array{&self.x,     &self.target,     &self.weight,
+                      &self.stats, &self.gradOutput, &self.loss,
+                      &self.zLoss, &self.dlogits};
   }
   /// The present arguments, in order.
   SmallVector<T> list() const { return listPresent(members(*this)); }
@@ -134,16 +136,14 @@ struct RowKernelArgs {
 
 /// The arguments of the prologue (mean / sum only), like RowKernelArgs; the
 /// loss accumulators are f32.
-template <typename T>
-struct PrologueKernelArgs {
+template <typename T> struct PrologueKernelArgs {
   T target;
   T weight;
   T stats;
   T loss;
   T zLoss;
 
-  template <typename Self>
-  static auto members(Self &self) {
+  template <typename Self> static auto members(Self &self) {
     return std::array{&self.target, &self.weight, &self.stats, &self.loss,
                       &self.zLoss};
   }
@@ -156,8 +156,8 @@ template <template <typename> class Args>
 Args<Value> bindKernelArgs(const Args<Type> &types, ValueRange arguments) {
   Args<Value> values;
   auto next = arguments.begin();
-  for (auto [type, value] :
-       llvm::zip_equal(Args<Type>::members(types), Args<Value>::members(values)))
+  for (auto [type, value] : llvm::zip_equal(Args<Type>::members(types),
+                                            Args<Value>::members(values)))
     if (*type)
       *value = *next++;
   assert(next == arguments.end() && "the signature has other arguments");

@@ -1,0 +1,267 @@
+//===- KernelEmitter.h - Emits the bodies of the xent kernels ---*- C++ -*-===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The emitter that the kernel builder's files share. The row kernel, per
+// block (one row: an index of every dim of the logits but the class axis, the
+// block id delinearized over those dims; every buffer is read through its
+// strides, so views reach the kernel uncopied):
+//
+//   1. emitRowStatistics (RowStatistics.cpp): each thread walks classes
+//      c = tid, tid + T, ... keeping a running max m and Σ exp(x - m) (online
+//      softmax), and, for label smoothing / probability targets, Σ f_c and
+//      Σ f_c (x_c - x_0) with f_c = w_c or w_c q'_c (relative to the row's
+//      first logit so that large logits do not cancel).
+//   2. emitBlockAllReduce (BlockReduce.cpp): warp butterflies (gpu.shuffle
+//      xor) and one round through workgroup memory give every thread the
+//      row's totals.
+//   3. emitRowBody (KernelBuilder.cpp): the row's loss terms; thread 0 writes
+//      them (none) or adds them to the f32 accumulators with an atomic (mean
+//      / sum).
+//   4. emitGradientPass (GradientPass.cpp): a second walk over the row writes
+//      dlogits.
+//
+// On the resident path (ResidentRows.cpp) the blocks of a cluster share a
+// row: step 1 reads each block's slice once into shared memory and
+// registers, step 2 continues across the cluster, and step 4 writes the
+// gradient from the on-chip copy.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XENT_LIB_CONVERSION_XENTTOGPU_KERNELEMITTER_H
+#define XENT_LIB_CONVERSION_XENTTOGPU_KERNELEMITTER_H
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <cmath>
+
+namespace mlir::xent {
+
+inline constexpr int64_t kMaxWarps = 32;
+/// Components reduced across the block at once: max, Σexp, Σf, Σf·(x - x0).
+inline constexpr int64_t kMaxComponents = 4;
+static_assert(kMaxComponents * kMaxWarps * 4 == kReduceBytes,
+              "the resident path keeps the reduction scratch in kReduceBytes");
+/// 16-byte loads each thread issues before using the first.
+inline constexpr int64_t kUnroll = 4;
+
+/// Emits the body of one kernel. Values named in the kernel's terms: `tid`
+/// (thread in block), `rowIdx` (the block's row: its index in every dim but
+/// the class axis), C (numClasses).
+class KernelEmitter {
+public:
+  KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
+                const LaunchGeometry &geometry)
+      : b(b), spec(spec), config(spec.config), geometry(geometry),
+        f32(b.getF32Type()) {}
+
+  // Kernels (KernelBuilder.cpp).
+  void emitRowKernel(gpu::GPUFuncOp func);
+  void emitPrologueKernel(gpu::GPUFuncOp func);
+
+private:
+  //===--------------------------------------------------------------------===//
+  // Scalars
+  //===--------------------------------------------------------------------===//
+
+  Value cstF(double v) {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  }
+  Value cstIdx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value toF32(Value v) {
+    if (v.getType().isF32())
+      return v;
+    return arith::ExtFOp::create(b, f32, v);
+  }
+  Value fromF32(Value v, Type type) {
+    if (type.isF32())
+      return v;
+    return arith::TruncFOp::create(b, type, v);
+  }
+  Value select(Value c, Value t, Value f) {
+    return arith::SelectOp::create(b, c, t, f);
+  }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
+  Value div(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
+  /// exp(x) as ex2.approx(x · log2 e): one MUFU op, no libdevice.
+  Value exp(Value x) { return exp2(mul(x, cstF(M_LOG2E))); }
+  Value exp2(Value x) { return callIntrinsic("llvm.nvvm.ex2.approx.ftz.f", x); }
+  /// log(x) as lg2.approx(x) · ln 2.
+  Value log(Value x) {
+    return mul(callIntrinsic("llvm.nvvm.lg2.approx.ftz.f", x), cstF(M_LN2));
+  }
+  Value callIntrinsic(StringRef name, Value x) {
+    return LLVM::CallIntrinsicOp::create(b, f32, b.getStringAttr(name),
+                                         ValueRange{x})
+        .getResult(0);
+  }
+  Value indexToF32(Value i) {
+    Value i64 = arith::IndexCastUIOp::create(b, b.getI64Type(), i);
+    return arith::UIToFPOp::create(b, f32, i64);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Per-element math (ElementMath.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)), with its Taylor series
+  /// near 0 where that form cancels.
+  Value tanh(Value x);
+  /// A logit as the loss sees it: widened to f32 and soft-capped.
+  Value emitLogit(Value raw);
+  /// 1 - (x / cap)² at the capped logit x.
+  Value emitSoftcapSlope(Value capped);
+  /// Smoothed probability target q·(1-ε) + ε/C.
+  Value emitSmoothedProbability(Value q);
+
+  //===--------------------------------------------------------------------===//
+  // Rows of the buffers (RowAccess.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// Row `row` (< emitRowCount) as an index of every dim of `buffer` but
+  /// `skip` (the class axis, or -1 for a per-row buffer), row-major.
+  SmallVector<Value> emitDelinearize(Value row, Value buffer, int64_t skip);
+  /// The number of rows: the product of the dims of `buffer` but `skip`.
+  Value emitRowCount(Value buffer, int64_t skip);
+  /// The index of class `c` of the row in a buffer of the logits' rank.
+  SmallVector<Value> rowIndex(Value c) {
+    SmallVector<Value> index(rowIdx);
+    index.insert(index.begin() + config.axis, c);
+    return index;
+  }
+  /// The linear offset of the row's class 0 in `buffer` (logits' rank).
+  Value emitRowOffset(Value buffer,
+                      memref::ExtractStridedMetadataOp meta = nullptr);
+  /// The row of `buffer` as memref<C x T, strided<[1], offset: ?>>, for
+  /// vector loads along the classes: only valid where emitCanVectorize
+  /// found the class stride to be 1.
+  Value rowVectorView(Value buffer);
+  /// True (uniformly in the block) when rows can be read with aligned
+  /// vector loads from every buffer in `buffers`.
+  Value emitCanVectorize(ArrayRef<Value> buffers, int64_t width);
+  /// A 16-byte load of the row view `row` at class `c`, or zeros when
+  /// `inside` is false (past the row's end).
+  Value emitGuardedVectorLoad(VectorType type, Value row, Value c, Value inside,
+                              int64_t width);
+  /// One step of the two-pass vector walks: kUnroll 16-byte vectors of the
+  /// row view `row` starting at c0, c0 + chunk, ... (no loads when `row` is
+  /// null), all issued before any is used; `inside` says which exist.
+  struct UnrolledStep {
+    SmallVector<Value> starts, inside, vecs;
+  };
+  UnrolledStep emitUnrolledLoads(Value row, Value c0, int64_t chunk,
+                                 int64_t width);
+  /// The classes of the `width` elements of a vector starting at class
+  /// `start`, and (when `vec` is given) its logits as the loss sees them.
+  void unpackVector(Value start, Value vec, int64_t width,
+                    SmallVectorImpl<Value> &cs, SmallVectorImpl<Value> &xs);
+  /// Loads the row's logit of class `c` as the loss sees it.
+  Value loadLogit(Value c) {
+    return emitLogit(memref::LoadOp::create(b, x, rowIndex(c)));
+  }
+  Value loadWeight(Value c) {
+    if (!weight)
+      return cstF(1.0);
+    return toF32(memref::LoadOp::create(b, weight, ValueRange{c}));
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Reductions (BlockReduce.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// (m1, s1) ⊕ (m2, s2) of the online softmax.
+  std::pair<Value, Value> combineMaxSum(Value m1, Value s1, Value m2, Value s2);
+  /// Combines two sets of partial totals: a[0], a[1] are an online-softmax
+  /// pair when `maxSumPair`; the others are summed.
+  SmallVector<Value> combine(ArrayRef<Value> a, ArrayRef<Value> c);
+  /// Combines `values` across the warp with xor butterflies.
+  SmallVector<Value> emitWarpAllReduce(ArrayRef<Value> values);
+  /// Combines `values` across the block; every thread gets the totals.
+  SmallVector<Value> emitBlockAllReduce(ArrayRef<Value> values);
+
+  //===--------------------------------------------------------------------===//
+  // Row statistics (RowStatistics.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// Statistics over the row (per thread), then across the block (and the
+  /// cluster on the resident path).
+  void emitRowStatistics();
+  /// One step of the per-thread statistics over the logits `xs` of classes
+  /// `cs` (consecutive), from the accumulators `acc`.
+  SmallVector<Value> emitStatisticsStep(ArrayRef<Value> cs, ArrayRef<Value> xs,
+                                        ValueRange acc);
+
+  //===--------------------------------------------------------------------===//
+  // Resident rows (ResidentRows.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// Loads the block's slice of the row (cp.async into shared memory, the
+  /// rest into registers) and returns the per-thread statistics over it.
+  SmallVector<Value> emitResidentStatistics(ArrayRef<Value> init);
+  /// Combines the blocks' totals across the cluster through distributed
+  /// shared memory; every block gets the row's totals.
+  SmallVector<Value> emitClusterAllReduce(ArrayRef<Value> totals);
+  /// The `k`-th vector of this thread's slice.
+  Value loadResidentVector(int64_t k);
+
+  //===--------------------------------------------------------------------===//
+  // Gradient (GradientPass.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// The gradient pass over the row.
+  void emitGradientPass();
+  /// dlogits of class `c` whose capped logit is `xc` (f32).
+  Value emitGradientElement(Value c, Value xc);
+
+  //===--------------------------------------------------------------------===//
+  // Kernels (KernelBuilder.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// Statistics, loss and gradient of the block's row (after the target).
+  void emitRowBody();
+
+  ImplicitLocOpBuilder &b;
+  const KernelSpec &spec;
+  const CrossEntropyConfig &config;
+  const LaunchGeometry &geometry;
+  Type f32;
+  /// The reductions combine values[0], values[1] as an online-softmax pair
+  /// (the prologue only sums).
+  bool maxSumPair = true;
+
+  // Kernel arguments and shared values.
+  Value x, target, weight, stats, gradOutput, loss, zLoss, dlogits;
+  /// The block reduction's workgroup memref<kMaxComponents x kMaxWarps x f32>.
+  Value reduceScratch;
+  Value tid, lane, warp, numClasses, numClassesF, numRows;
+  SmallVector<Value> rowIdx; // the row's index in every dim but the axis
+  // Row statistics (f32, identical in every thread after the reduction).
+  Value rowMax, rowSumExp, rowMass, rowGap, reference, lse;
+  // Class-index target of the row.
+  Value kept, valid, targetIndex;
+  // Per-row gradient coefficients (emitGradientPass).
+  Value gradScale, gradMass;
+  // Resident path (hasResidentPath): block `clusterRank` of `clusterSize`
+  // holds vectors [sliceBegin, sliceEnd) of the row, read through the row
+  // view `logitsRow`; vector k of this thread starts at class
+  // residentStart[k] and exists when residentValid[k]; residentRegs[k] holds
+  // it for k >= kStagedVectors, the others are in `stagedVectors` (dynamic
+  // shared memory, next to the cluster's `exchangeSlots`).
+  bool resident = false;
+  Value clusterRank, clusterSize, sliceBegin, sliceEnd, logitsRow;
+  Value stagedVectors, exchangeSlots;
+  SmallVector<Value> residentStart, residentValid, residentRegs;
+};
+
+} // namespace mlir::xent
+
+#endif // XENT_LIB_CONVERSION_XENTTOGPU_KERNELEMITTER_H

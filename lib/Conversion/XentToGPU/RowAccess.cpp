@@ -1,0 +1,146 @@
+//===- RowAccess.cpp - Row indexing and vector loads of the xent kernels --===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// How a kernel finds its row in a buffer of any strides: the row's index,
+// its linear offset, a unit-stride view of it for vector loads (when the
+// strides and alignment allow them, checked at run time), and the guarded,
+// unrolled 16-byte loads of the vector walks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelEmitter.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::xent;
+
+SmallVector<Value> KernelEmitter::emitDelinearize(Value row, Value buffer,
+                                                  int64_t skip) {
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < cast<MemRefType>(buffer.getType()).getRank(); ++d)
+    if (d != skip)
+      dims.push_back(d);
+  SmallVector<Value> index(dims.size());
+  // Innermost dim first: index_d = rest mod size_d, rest /= size_d; the
+  // outermost takes the rest (row < count, so no size is 0 here).
+  Value rest = row;
+  for (int64_t k = static_cast<int64_t>(dims.size()) - 1; k > 0; --k) {
+    Value size = memref::DimOp::create(b, buffer, dims[k]);
+    index[k] = arith::RemUIOp::create(b, rest, size);
+    rest = arith::DivUIOp::create(b, rest, size);
+  }
+  if (!dims.empty())
+    index[0] = rest;
+  return index;
+}
+
+Value KernelEmitter::emitRowCount(Value buffer, int64_t skip) {
+  Value count = cstIdx(1);
+  for (int64_t d = 0; d < cast<MemRefType>(buffer.getType()).getRank(); ++d)
+    if (d != skip)
+      count =
+          arith::MulIOp::create(b, count, memref::DimOp::create(b, buffer, d));
+  return count;
+}
+
+Value KernelEmitter::emitRowOffset(Value buffer,
+                                   memref::ExtractStridedMetadataOp meta) {
+  if (!meta)
+    meta = memref::ExtractStridedMetadataOp::create(b, buffer);
+  Value offset = meta.getOffset();
+  for (auto [k, idx] : llvm::enumerate(rowIdx)) {
+    int64_t d = static_cast<int64_t>(k) < config.axis ? k : k + 1;
+    offset = arith::AddIOp::create(
+        b, offset, arith::MulIOp::create(b, idx, meta.getStrides()[d]));
+  }
+  return offset;
+}
+
+Value KernelEmitter::rowVectorView(Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  auto viewType = MemRefType::get(
+      {ShapedType::kDynamic}, type.getElementType(),
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {1}));
+  auto meta = memref::ExtractStridedMetadataOp::create(b, buffer);
+  return memref::ReinterpretCastOp::create(
+      b, viewType, meta.getBaseBuffer(),
+      OpFoldResult(emitRowOffset(buffer, meta)),
+      ArrayRef<OpFoldResult>{OpFoldResult(numClasses)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+}
+
+Value KernelEmitter::emitCanVectorize(ArrayRef<Value> buffers, int64_t width) {
+  Value divisible = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, numClasses, cstIdx(width)), cstIdx(0));
+  Value ok = divisible;
+  for (Value buffer : buffers) {
+    // Classes side by side (stride 1) from a 16-byte aligned row start.
+    auto type = cast<MemRefType>(buffer.getType());
+    int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
+    auto meta = memref::ExtractStridedMetadataOp::create(b, buffer);
+    ok = arith::AndIOp::create(
+        b, ok,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                              meta.getStrides()[config.axis], cstIdx(1)));
+    Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, buffer);
+    Value start = arith::AddIOp::create(
+        b, ptr, arith::MulIOp::create(b, emitRowOffset(buffer), cstIdx(bytes)));
+    Value aligned = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(b, start, cstIdx(width * bytes)), cstIdx(0));
+    ok = arith::AndIOp::create(b, ok, aligned);
+  }
+  return ok;
+}
+
+Value KernelEmitter::emitGuardedVectorLoad(VectorType type, Value row, Value c,
+                                           Value inside, int64_t width) {
+  auto ifOp = scf::IfOp::create(b, TypeRange{type}, inside,
+                                /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value v = vector::LoadOp::create(
+      b, type, row, ValueRange{c}, /*nontemporal=*/false,
+      llvm::MaybeAlign(width * type.getElementTypeBitWidth() / 8));
+  scf::YieldOp::create(b, v);
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  Value zeros = arith::ConstantOp::create(
+      b, type,
+      DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
+  scf::YieldOp::create(b, zeros);
+  return ifOp.getResult(0);
+}
+
+KernelEmitter::UnrolledStep KernelEmitter::emitUnrolledLoads(Value row,
+                                                             Value c0,
+                                                             int64_t chunk,
+                                                             int64_t width) {
+  auto vecType = VectorType::get({width}, spec.logitsType);
+  UnrolledStep step;
+  for (int64_t u = 0; u < kUnroll; ++u) {
+    Value cu = arith::AddIOp::create(b, c0, cstIdx(u * chunk));
+    step.starts.push_back(cu);
+    step.inside.push_back(
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, cu, numClasses));
+    step.vecs.push_back(
+        row ? emitGuardedVectorLoad(vecType, row, cu, step.inside.back(), width)
+            : Value());
+  }
+  return step;
+}
+
+void KernelEmitter::unpackVector(Value start, Value vec, int64_t width,
+                                 SmallVectorImpl<Value> &cs,
+                                 SmallVectorImpl<Value> &xs) {
+  for (int64_t e = 0; e < width; ++e) {
+    cs.push_back(arith::AddIOp::create(b, start, cstIdx(e)));
+    xs.push_back(vec ? emitLogit(vector::ExtractOp::create(b, vec, e))
+                     : Value());
+  }
+}
