@@ -12,10 +12,11 @@ include "mlir/Pass/PassBase.td"
 def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Lower xent ops to fused CUDA kernels in the gpu dialect";
   let description = [{
-    Replaces every `xent.cross_entropy` and `xent.cross_entropy_grad` by
-    `gpu.launch_func` of kernels generated into a `gpu.module @xent_kernels`
-    written with the gpu dialect (thread/block ids, `gpu.shuffle` butterflies,
-    `gpu.barrier`, workgroup memory), `memref`, `arith`, `math` and `scf`.
+    Replaces every `xent.cross_entropy`, `xent.cross_entropy_grad` and
+    `xent.cross_entropy_and_grad` by `gpu.launch_func` of kernels generated
+    into a `gpu.module @xent_kernels` written with the gpu dialect
+    (thread/block ids, `gpu.shuffle` butterflies, `gpu.barrier`, workgroup
+    memory), `memref`, `arith`, `math` and `scf`.
 
     One thread block handles one row (the C logits of one element): a first
     pass over the row keeps a running maximum and sum of exponentials (online
@@ -42,6 +43,11 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     a result whose only use is `bufferization.materialize_in_destination`
     into a writable buffer is written there directly. The host code expects
     every buffer to be device memory.
+
+    The rewrite is `populateXentToGPUConversionPatterns`
+    (`xent/Conversion/XentToGPU/XentToGPU.h`), which other drivers can use
+    with the same options; the pass applies it as a partial conversion in
+    which every xent op is illegal, in program order.
 
     Example: `xent-opt --convert-xent-to-gpu="threads=256"` on
 
