@@ -80,55 +80,34 @@ static SmallVector<int64_t> getElementDims(int64_t rank, int64_t axis) {
   return dims;
 }
 
-/// What the lowering reads of one xent op: its configuration, operands and
-/// results, null where the op has none (`gradOutput` and `dlogits` when it
-/// computes no gradient, `loss` and `zLoss` when it computes no loss,
-/// `weight` when it is unweighted).
-struct CrossEntropyValues {
-  CrossEntropyConfig config;
-  Value gradOutput, logits, target, weight;
-  Value loss, zLoss, dlogits;
-};
-
-static CrossEntropyValues getValues(CrossEntropyOp op) {
-  return {op.getConfig(), Value(),      op.getLogits(), op.getTarget(),
-          op.getWeight(), op.getLoss(), op.getZLoss(),  Value()};
-}
-static CrossEntropyValues getValues(CrossEntropyGradOp op) {
-  return {op.getConfig(), op.getGradOutput(), op.getLogits(),
-          op.getTarget(), op.getWeight(),     Value(),
-          Value(),        op.getDlogits()};
-}
-static CrossEntropyValues getValues(CrossEntropyAndGradOp op) {
-  return {op.getConfig(), op.getGradOutput(), op.getLogits(), op.getTarget(),
-          op.getWeight(), op.getLoss(),       op.getZLoss(),  op.getDlogits()};
-}
-
 /// What the kernels of the op compute.
-static KernelSpec getKernelSpec(const CrossEntropyValues &op) {
-  const CrossEntropyConfig &config = op.config;
+static KernelSpec getKernelSpec(CrossEntropyOpInterface op) {
+  CrossEntropyConfig config = op.getConfig();
   Type f32 = Float32Type::get(config.logitsType.getContext());
   KernelSpec spec;
   spec.config = config;
   spec.logitsType = config.logitsType.getElementType();
   spec.targetType = config.targetType.getElementType();
-  if (op.weight)
-    spec.weightType = cast<ShapedType>(op.weight.getType()).getElementType();
-  if (op.gradOutput)
+  if (op.getWeight())
+    spec.weightType =
+        cast<ShapedType>(op.getWeight().getType()).getElementType();
+  if (op.getGradOutput())
     spec.gradOutputType =
-        cast<ShapedType>(op.gradOutput.getType()).getElementType();
-  spec.withGrad = static_cast<bool>(op.dlogits);
+        cast<ShapedType>(op.getGradOutput().getType()).getElementType();
+  spec.withGrad = op.computesGradient();
   spec.contiguousRows =
       llvm::all_of(config.logitsType.getShape().drop_front(config.axis + 1),
                    [](int64_t d) { return d == 1; });
   // Reduced losses accumulate in f32; other types are converted afterwards.
   bool reduced = spec.reduced();
-  if (op.loss)
+  if (op.getLoss())
     spec.lossType =
-        reduced ? f32 : cast<ShapedType>(op.loss.getType()).getElementType();
-  if (op.zLoss)
+        reduced ? f32
+                : cast<ShapedType>(op.getLoss().getType()).getElementType();
+  if (op.getZLoss())
     spec.zLossType =
-        reduced ? f32 : cast<ShapedType>(op.zLoss.getType()).getElementType();
+        reduced ? f32
+                : cast<ShapedType>(op.getZLoss().getType()).getElementType();
   return spec;
 }
 
@@ -140,13 +119,11 @@ namespace {
 /// results.
 class HostEmitter {
 public:
-  HostEmitter(RewriterBase &rewriter, Location loc,
-              const CrossEntropyValues &op, gpu::GPUModuleOp kernels,
-              const ConvertXentToGPUOptions &options)
-      : rewriter(rewriter), loc(loc), op(op), config(op.config),
-        kernels(kernels), geometry(getLaunchGeometry(
-                              options, config.logitsType.getElementType())),
-        spec(getKernelSpec(op)) {}
+  HostEmitter(RewriterBase &rewriter, Location loc, CrossEntropyOpInterface op,
+              gpu::GPUModuleOp kernels, const ConvertXentToGPUOptions &options)
+      : rewriter(rewriter), loc(loc), op(op), kernels(kernels),
+        spec(getKernelSpec(op)),
+        geometry(getLaunchGeometry(options, spec.logitsType)) {}
 
   /// Takes the op's operands as buffers and finds (or allocates) the buffers
   /// its results are written into.
@@ -158,7 +135,7 @@ public:
   /// scratch buffers released.
   void launchConversions();
   /// The tensors that replace the op's results, in the op's result order.
-  SmallVector<Value> getResults(ResultRange opResults);
+  SmallVector<Value> getResults();
 
 private:
   /// `buffer` as a kernel takes it: dynamic sizes, any strides.
@@ -195,11 +172,10 @@ private:
 
   RewriterBase &rewriter;
   Location loc;
-  const CrossEntropyValues &op;
-  const CrossEntropyConfig &config;
+  CrossEntropyOpInterface op;
   gpu::GPUModuleOp kernels;
-  LaunchGeometry geometry;
   KernelSpec spec;
+  LaunchGeometry geometry;
 
   // The op's buffers (emitBuffers).
   Value logitsBuffer;      // as taken, in the logits' type
@@ -235,46 +211,48 @@ void HostEmitter::launch(gpu::GPUFuncOp func, Value grid, ValueRange operands,
 void HostEmitter::emitBuffers() {
   Type f32 = rewriter.getF32Type();
   bool reduced = spec.reduced();
-  int64_t rank = config.logitsType.getRank();
+  int64_t rank = spec.config.logitsType.getRank();
   SmallVector<int64_t> logitsDims =
       llvm::to_vector(llvm::seq<int64_t>(0, rank));
-  SmallVector<int64_t> elementDims = getElementDims(rank, config.axis);
+  SmallVector<int64_t> elementDims = getElementDims(rank, spec.config.axis);
 
   // A joint op on the resident path reads the target's logit for the loss
   // after other blocks of the cluster may have written their gradient.
   bool gradInPlace = canWriteGradientInPlace(
-      op.logits, op.dlogits, op.loss && hasResidentPath(spec, geometry));
-  logitsBuffer = toBuffer(rewriter, loc, op.logits, /*readOnly=*/!gradInPlace,
-                          /*identity=*/gradInPlace);
+      op.getLogits(), op.getDlogits(),
+      op.computesLoss() && hasResidentPath(spec, geometry));
+  logitsBuffer =
+      toBuffer(rewriter, loc, op.getLogits(), /*readOnly=*/!gradInPlace,
+               /*identity=*/gradInPlace);
   x = kernelArg(logitsBuffer);
-  target = kernelArg(toBuffer(rewriter, loc, op.target));
-  if (op.weight)
-    weight = kernelArg(toBuffer(rewriter, loc, op.weight));
+  target = kernelArg(toBuffer(rewriter, loc, op.getTarget()));
+  if (op.getWeight())
+    weight = kernelArg(toBuffer(rewriter, loc, op.getWeight()));
   // One block per row: the product of every dim but the class axis.
   numRows = arith::ConstantIndexOp::create(rewriter, loc, 1);
   for (int64_t d = 0; d < rank; ++d)
-    if (d != config.axis)
+    if (d != spec.config.axis)
       numRows = arith::MulIOp::create(
           rewriter, loc, numRows,
           memref::DimOp::create(rewriter, loc, logitsBuffer, d));
 
-  if (op.loss) {
-    lossOut = getResultBuffer(rewriter, loc, op.loss, logitsBuffer,
+  if (op.getLoss()) {
+    lossOut = getResultBuffer(rewriter, loc, op.getLoss(), logitsBuffer,
                               reduced ? ArrayRef<int64_t>() : elementDims);
     lossAcc = lossOut->buffer;
-    if (reduced && !getElementTypeOrSelf(op.loss.getType()).isF32())
+    if (reduced && !getElementTypeOrSelf(op.getLoss().getType()).isF32())
       lossAcc = allocateScalar(f32);
   }
-  if (op.zLoss) {
-    zLossOut = getResultBuffer(rewriter, loc, op.zLoss, logitsBuffer,
+  if (op.getZLoss()) {
+    zLossOut = getResultBuffer(rewriter, loc, op.getZLoss(), logitsBuffer,
                                reduced ? ArrayRef<int64_t>() : elementDims);
     zLossAcc = zLossOut->buffer;
-    if (reduced && !getElementTypeOrSelf(op.zLoss.getType()).isF32())
+    if (reduced && !getElementTypeOrSelf(op.getZLoss().getType()).isF32())
       zLossAcc = allocateScalar(f32);
   }
-  if (op.dlogits)
+  if (op.getDlogits())
     dlogitsOut = gradInPlace ? ResultBuffer{logitsBuffer, nullptr}
-                             : getResultBuffer(rewriter, loc, op.dlogits,
+                             : getResultBuffer(rewriter, loc, op.getDlogits(),
                                                logitsBuffer, logitsDims);
   if (spec.needsStats())
     stats = allocateDeviceBuffer(rewriter, loc, MemRefType::get({2}, f32),
@@ -282,7 +260,7 @@ void HostEmitter::emitBuffers() {
 }
 
 void HostEmitter::launchPrologue() {
-  if (!spec.needsStats() && !(op.loss && spec.reduced()))
+  if (!spec.needsStats() && !(op.computesLoss() && spec.reduced()))
     return;
   gpu::GPUFuncOp prologue =
       buildKernel("xent_prologue", [&](OpBuilder &b, StringRef name) {
@@ -292,32 +270,34 @@ void HostEmitter::launchPrologue() {
   args.target = target;
   args.weight = weight;
   args.stats = stats;
-  if (op.loss)
+  if (op.getLoss())
     args.loss = kernelArg(lossAcc);
-  if (op.zLoss)
+  if (op.getZLoss())
     args.zLoss = kernelArg(zLossAcc);
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
   launch(prologue, one, args.list(), geometry.threads);
 }
 
 void HostEmitter::launchRowKernel() {
-  gpu::GPUFuncOp rowKernel = buildKernel(
-      op.dlogits ? (op.loss ? "xent_loss_grad" : "xent_grad") : "xent_loss",
-      [&](OpBuilder &b, StringRef name) {
-        return buildRowKernel(b, loc, name, spec, geometry);
-      });
+  gpu::GPUFuncOp rowKernel =
+      buildKernel(op.computesGradient()
+                      ? (op.computesLoss() ? "xent_loss_grad" : "xent_grad")
+                      : "xent_loss",
+                  [&](OpBuilder &b, StringRef name) {
+                    return buildRowKernel(b, loc, name, spec, geometry);
+                  });
   RowKernelArgs<Value> args;
   args.x = x;
   args.target = target;
   args.weight = weight;
   args.stats = stats;
-  if (op.gradOutput)
-    args.gradOutput = kernelArg(toBuffer(rewriter, loc, op.gradOutput));
-  if (op.loss)
+  if (op.getGradOutput())
+    args.gradOutput = kernelArg(toBuffer(rewriter, loc, op.getGradOutput()));
+  if (op.getLoss())
     args.loss = kernelArg(lossAcc);
-  if (op.zLoss)
+  if (op.getZLoss())
     args.zLoss = kernelArg(zLossAcc);
-  if (op.dlogits)
+  if (op.getDlogits())
     args.dlogits = kernelArg(dlogitsOut->buffer);
   if (!hasResidentPath(spec, geometry)) {
     launch(rowKernel, numRows, args.list(), geometry.threads);
@@ -327,7 +307,7 @@ void HostEmitter::launchRowKernel() {
   // staging memory; others one block without it (the kernel decides the
   // same way from C).
   Value numClasses =
-      memref::DimOp::create(rewriter, loc, logitsBuffer, config.axis);
+      memref::DimOp::create(rewriter, loc, logitsBuffer, spec.config.axis);
   Value size =
       emitResidentClusterSize(rewriter, loc, numClasses, spec, geometry);
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
@@ -359,43 +339,27 @@ void HostEmitter::launchConversions() {
     launch(kernel, one, ValueRange{kernelArg(acc), kernelArg(out)}, kLanes);
     deallocate(acc);
   };
-  if (op.loss)
+  if (op.getLoss())
     convert(lossAcc, lossOut->buffer);
-  if (op.zLoss)
+  if (op.getZLoss())
     convert(zLossAcc, zLossOut->buffer);
   if (stats)
     deallocate(stats);
 }
 
-SmallVector<Value> HostEmitter::getResults(ResultRange opResults) {
+SmallVector<Value> HostEmitter::getResults() {
   IRMapping results;
-  if (op.loss)
-    results.map(op.loss, getResultTensor(rewriter, loc, op.loss, *lossOut));
-  if (op.zLoss)
-    results.map(op.zLoss, getResultTensor(rewriter, loc, op.zLoss, *zLossOut));
-  if (op.dlogits)
-    results.map(op.dlogits,
-                getResultTensor(rewriter, loc, op.dlogits, *dlogitsOut));
-  return llvm::map_to_vector(opResults,
+  if (op.getLoss())
+    results.map(op.getLoss(),
+                getResultTensor(rewriter, loc, op.getLoss(), *lossOut));
+  if (op.getZLoss())
+    results.map(op.getZLoss(),
+                getResultTensor(rewriter, loc, op.getZLoss(), *zLossOut));
+  if (op.getDlogits())
+    results.map(op.getDlogits(),
+                getResultTensor(rewriter, loc, op.getDlogits(), *dlogitsOut));
+  return llvm::map_to_vector(op->getResults(),
                              [&](Value r) { return results.lookup(r); });
-}
-
-/// Replaces `op` by the launches of its kernels.
-static LogicalResult lowerCrossEntropy(RewriterBase &rewriter, Operation *op,
-                                       const CrossEntropyValues &values,
-                                       const ConvertXentToGPUOptions &options) {
-  auto module = op->getParentOfType<ModuleOp>();
-  if (!module)
-    return rewriter.notifyMatchFailure(op, "not inside a module");
-  gpu::GPUModuleOp kernels = getOrCreateKernelModule(rewriter, module);
-  rewriter.setInsertionPoint(op);
-  HostEmitter host(rewriter, op->getLoc(), values, kernels, options);
-  host.emitBuffers();
-  host.launchPrologue();
-  host.launchRowKernel();
-  host.launchConversions();
-  rewriter.replaceOp(op, host.getResults(op->getResults()));
-  return success();
 }
 
 /// Checks the options the patterns assume, on `module`.
@@ -421,15 +385,31 @@ static LogicalResult checkOptions(ModuleOp module,
 
 namespace {
 
-/// Lowers one kind of xent op (CrossEntropyValues says what it has).
-template <typename OpTy>
-struct CrossEntropyLowering : public OpRewritePattern<OpTy> {
+/// Replaces a cross-entropy op (any CrossEntropyOpInterface) by the launches
+/// of its kernels. A rewrite pattern rather than a conversion pattern: no
+/// type changes, and the buffer decisions (HostBuffers) look at the uses of
+/// the op's own operands. Until the conversion commits, an operand that an
+/// earlier op produced keeps the uses its replacement will have (the
+/// replacement has none yet).
+struct CrossEntropyLowering
+    : public OpInterfaceRewritePattern<CrossEntropyOpInterface> {
   CrossEntropyLowering(MLIRContext *ctx, const ConvertXentToGPUOptions &options)
-      : OpRewritePattern<OpTy>(ctx), options(options) {}
+      : OpInterfaceRewritePattern(ctx), options(options) {}
 
-  LogicalResult matchAndRewrite(OpTy op,
+  LogicalResult matchAndRewrite(CrossEntropyOpInterface op,
                                 PatternRewriter &rewriter) const override {
-    return lowerCrossEntropy(rewriter, op, getValues(op), options);
+    auto module = op->getParentOfType<ModuleOp>();
+    if (!module)
+      return rewriter.notifyMatchFailure(op, "not inside a module");
+    gpu::GPUModuleOp kernels = getOrCreateKernelModule(rewriter, module);
+    rewriter.setInsertionPoint(op);
+    HostEmitter host(rewriter, op.getLoc(), op, kernels, options);
+    host.emitBuffers();
+    host.launchPrologue();
+    host.launchRowKernel();
+    host.launchConversions();
+    rewriter.replaceOp(op, host.getResults());
+    return success();
   }
 
   ConvertXentToGPUOptions options;
@@ -467,8 +447,5 @@ struct ConvertXentToGPUPass
 
 void mlir::xent::populateXentToGPUConversionPatterns(
     RewritePatternSet &patterns, const ConvertXentToGPUOptions &options) {
-  patterns.add<CrossEntropyLowering<CrossEntropyOp>,
-               CrossEntropyLowering<CrossEntropyGradOp>,
-               CrossEntropyLowering<CrossEntropyAndGradOp>>(
-      patterns.getContext(), options);
+  patterns.add<CrossEntropyLowering>(patterns.getContext(), options);
 }
