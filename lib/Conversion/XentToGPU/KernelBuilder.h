@@ -4,9 +4,13 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Builds the device side of the xent GPU lowering: gpu.func kernels that take
-// the op's buffers in their own rank with any strides, one block per row (a
-// row is one index of every dim but the class axis).
+// The device side of the xent GPU lowering as the host side sees it: what a
+// kernel computes (KernelSpec), how it is launched (LaunchGeometry, decided
+// in LaunchGeometry.cpp), which arguments it takes in which order
+// (RowKernelArgs, PrologueKernelArgs) and the builders of the gpu.func
+// kernels (KernelBuilder.cpp). The kernels take the op's buffers in their own
+// rank with any strides, one block per row (a row is one index of every dim
+// but the class axis).
 //
 //===----------------------------------------------------------------------===//
 
@@ -125,6 +129,7 @@ template <typename T> struct RowKernelArgs {
   T zLoss;      // [] (an f32 accumulator) or
   T dlogits;    // [R], for the gradient
 
+  /// Pointers to every member of `self`, in the kernel's argument order.
   template <typename Self> static auto members(Self &self) {
     return std::array{&self.x,     &self.target,     &self.weight,
                       &self.stats, &self.gradOutput, &self.loss,
@@ -143,6 +148,7 @@ template <typename T> struct PrologueKernelArgs {
   T loss;
   T zLoss;
 
+  /// Pointers to every member of `self`, in the kernel's argument order.
   template <typename Self> static auto members(Self &self) {
     return std::array{&self.target, &self.weight, &self.stats, &self.loss,
                       &self.zLoss};
