@@ -68,21 +68,15 @@ func.func @grad_dead(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>)
       : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>) -> tensor<?x?xbf16>
   return %d : tensor<?x?xbf16>
 }
-func.func @grad_read_later(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>)
-    -> (tensor<?x?xbf16>, tensor<f32>) attributes {llvm.emit_c_interface} {
+""" + "".join(f"""\
+func.func @{name}(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>)
+    -> (tensor<?x?xbf16>, tensor<f32>) attributes {{llvm.emit_c_interface}} {{
   %d = xent.cross_entropy_grad mean %g, %x, %t
       : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>) -> tensor<?x?xbf16>
-  %l = xent.cross_entropy sum %x, %t : (tensor<?x?xbf16>, tensor<?xi64>) -> tensor<f32>
+  %l = xent.cross_entropy {reduction} %x, %t : (tensor<?x?xbf16>, tensor<?xi64>) -> tensor<f32>
   return %d, %l : tensor<?x?xbf16>, tensor<f32>
-}
-func.func @pair_fused(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>)
-    -> (tensor<?x?xbf16>, tensor<f32>) attributes {llvm.emit_c_interface} {
-  %d = xent.cross_entropy_grad mean %g, %x, %t
-      : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>) -> tensor<?x?xbf16>
-  %l = xent.cross_entropy mean %x, %t : (tensor<?x?xbf16>, tensor<?xi64>) -> tensor<f32>
-  return %d, %l : tensor<?x?xbf16>, tensor<f32>
-}
-"""
+}}
+""" for name, reduction in (("grad_read_later", "sum"), ("pair_fused", "mean")))
 
 
 def in_place_config(resident_rows: bool) -> dict:

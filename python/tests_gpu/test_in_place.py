@@ -63,65 +63,43 @@ def assert_gradient(d, d64, db):
     assert err <= max(2.6e-3, 1.05 * torch_err), (err.item(), torch_err.item())
 
 
-@pytest.mark.parametrize("resident", [True, False], ids=["resident", "two-pass"])
-@pytest.mark.parametrize("n,v", SHAPES)
-def test_joint_dead_logits(resident, n, v):
-    g, x, t = inputs(n, v, 0.5)
-    loss64, d64, db = reference(x, t, 0.5)
-    fn = library(resident).function("joint_dead", ARGS, ["memref<f32>", "memref<?x?xbf16>"])
-    loss, d = fn(g, x, t)
-    torch.cuda.synchronize()
-    torch.testing.assert_close(loss.double(), loss64, rtol=1e-4, atol=1e-5)
-    assert_gradient(d, d64, db)
-    # A joint kernel with the resident path compiled in reads the target's
-    # logit for the loss after other blocks of its cluster may have written
-    # their gradient: never in place, whatever path a row takes.
-    assert (d.data_ptr() == x.data_ptr()) == (not resident)
-
-
-@pytest.mark.parametrize("resident", [True, False], ids=["resident", "two-pass"])
-@pytest.mark.parametrize("n,v", SHAPES)
-def test_grad_dead_logits_in_place(resident, n, v):
-    g, x, t = inputs(n, v, -3.0)
-    _, d64, db = reference(x, t, -3.0)
-    fn = library(resident).function("grad_dead", ARGS, ["memref<?x?xbf16>"])
-    d = fn(g, x, t)
-    torch.cuda.synchronize()
-    assert d.data_ptr() == x.data_ptr()
-    assert_gradient(d, d64, db)
-
-
-@pytest.mark.parametrize("resident", [True, False], ids=["resident", "two-pass"])
-@pytest.mark.parametrize("n,v", SHAPES)
-def test_logits_read_later_not_overwritten(resident, n, v):
+# name, results, grad_output, reduction of its loss (None: no loss), and
+# whether dlogits takes the logits' memory, by resident-rows setting.
+CASES = [
+    # A joint op with dead logits: in place, except where the kernel has the
+    # resident path compiled in (it reads the target's logit for the loss
+    # after other blocks of its cluster may have written their gradient),
+    # whatever path a row then takes.
+    ("joint_dead", ["memref<f32>", "memref<?x?xbf16>"], 0.5, "mean", lambda r: not r),
+    # A gradient op alone with dead logits: in place on both paths.
+    ("grad_dead", ["memref<?x?xbf16>"], -3.0, None, lambda r: True),
     # A sum after a mean gradient: another configuration, so
     # xent-fuse-forward-backward leaves the pair alone and the logits are
-    # live after the gradient op.
-    g, x, t = inputs(n, v, 1.0)
-    x0 = x.clone()
-    _, d64, db = reference(x, t, 1.0)
-    fn = library(resident).function("grad_read_later", ARGS,
-                                    ["memref<?x?xbf16>", "memref<f32>"])
-    d, loss = fn(g, x, t)
-    torch.cuda.synchronize()
-    assert d.data_ptr() != x.data_ptr()
-    assert torch.equal(x, x0)
-    sum64 = torch.nn.functional.cross_entropy(x.double(), t, reduction="sum")
-    torch.testing.assert_close(loss.double(), sum64, rtol=1e-4, atol=1e-3)
-    assert_gradient(d, d64, db)
+    # live after the gradient op: never in place.
+    ("grad_read_later", ["memref<?x?xbf16>", "memref<f32>"], 1.0, "sum", lambda r: False),
+    # The same loss after its gradient: the pipeline fuses them into a joint
+    # op, whose rule applies; its loss still sees the logits as they were.
+    ("pair_fused", ["memref<?x?xbf16>", "memref<f32>"], 1.0, "mean", lambda r: not r),
+]
 
 
+@pytest.mark.parametrize("name,results,grad,reduction,in_place", CASES,
+                         ids=[c[0] for c in CASES])
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "two-pass"])
 @pytest.mark.parametrize("n,v", SHAPES)
-def test_fused_pair_like_joint(resident, n, v):
-    # The same loss after its gradient becomes one joint op (the pipeline
-    # fuses them): the logits are dead after it, so the rule of the joint op
-    # applies, and the loss is still computed from the logits as they were.
-    g, x, t = inputs(n, v, 1.0)
-    loss64, d64, db = reference(x, t, 1.0)
-    fn = library(resident).function("pair_fused", ARGS, ["memref<?x?xbf16>", "memref<f32>"])
-    d, loss = fn(g, x, t)
+def test_in_place_rules(name, results, grad, reduction, in_place, resident, n, v):
+    g, x, t = inputs(n, v, grad)
+    x0 = x.clone()
+    _, d64, db = reference(x, t, grad)
+    outputs = library(resident).function(name, ARGS, results)(g, x, t)
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
     torch.cuda.synchronize()
-    assert (d.data_ptr() == x.data_ptr()) == (not resident)
-    torch.testing.assert_close(loss.double(), loss64, rtol=1e-4, atol=1e-5)
+    d = outputs[results.index("memref<?x?xbf16>")]
+    assert (d.data_ptr() == x.data_ptr()) == in_place(resident)
+    if not in_place(resident):
+        assert torch.equal(x, x0)
+    if reduction:
+        loss = outputs[results.index("memref<f32>")]
+        ref = torch.nn.functional.cross_entropy(x0.double(), t, reduction=reduction)
+        torch.testing.assert_close(loss.double(), ref, rtol=1e-4, atol=1e-5 * n)
     assert_gradient(d, d64, db)

@@ -53,13 +53,7 @@ void KernelEmitter::emitGradientPass() {
   } else {
     g = gz = toF32(memref::LoadOp::create(b, gradOutput, ValueRange{}));
     if (config.reduction == Reduction::mean) {
-      Value weightTotal, count;
-      if (probs) {
-        weightTotal = count = indexToF32(numRows);
-      } else {
-        weightTotal = memref::LoadOp::create(b, stats, ValueRange{cstIdx(0)});
-        count = memref::LoadOp::create(b, stats, ValueRange{cstIdx(1)});
-      }
+      auto [weightTotal, count] = emitMeanDivisors();
       g = div(g, weightTotal);
       gz = div(gz, count);
     }

@@ -31,15 +31,11 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
   bool probs = config.probabilityTargets;
   RowKernelArgs<Value> args = bindKernelArgs(
       getRowKernelArgTypes(b.getContext(), spec), func.getArguments());
+  bindSharedArgs(func, args.target, args.weight, args.stats, args.loss,
+                 args.zLoss);
   x = args.x;
-  target = args.target;
-  weight = args.weight;
-  stats = args.stats;
   gradOutput = args.gradOutput;
-  loss = args.loss;
-  zLoss = args.zLoss;
   dlogits = args.dlogits;
-  reduceScratch = func.getWorkgroupAttributions()[0];
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, tid, cstIdx(kLanes));
@@ -170,13 +166,7 @@ void KernelEmitter::emitRowBody() {
     } else {
       Value lossPart = rowLoss, zPart = rowZ;
       if (config.reduction == Reduction::mean) {
-        Value weightTotal, count;
-        if (probs) {
-          weightTotal = count = indexToF32(numRows);
-        } else {
-          weightTotal = memref::LoadOp::create(b, stats, ValueRange{cstIdx(0)});
-          count = memref::LoadOp::create(b, stats, ValueRange{cstIdx(1)});
-        }
+        auto [weightTotal, count] = emitMeanDivisors();
         lossPart = div(lossPart, weightTotal);
         zPart = div(zPart, count);
       }
@@ -194,18 +184,34 @@ void KernelEmitter::emitRowBody() {
     emitGradientPass();
 }
 
+void KernelEmitter::bindSharedArgs(gpu::GPUFuncOp func, Value targetArg,
+                                   Value weightArg, Value statsArg,
+                                   Value lossArg, Value zLossArg) {
+  target = targetArg;
+  weight = weightArg;
+  stats = statsArg;
+  loss = lossArg;
+  zLoss = zLossArg;
+  reduceScratch = func.getWorkgroupAttributions()[0];
+}
+
+std::pair<Value, Value> KernelEmitter::emitMeanDivisors() {
+  if (config.probabilityTargets) {
+    Value rows = indexToF32(numRows);
+    return {rows, rows};
+  }
+  return {memref::LoadOp::create(b, stats, ValueRange{cstIdx(0)}),
+          memref::LoadOp::create(b, stats, ValueRange{cstIdx(1)})};
+}
+
 void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
   // One block: Σ kept weights and the kept count (class indices, mean), then
   // the accumulators' initial values: NaN for a mean over nothing, else 0.
   bool probs = config.probabilityTargets;
   PrologueKernelArgs<Value> args = bindKernelArgs(
       getPrologueKernelArgTypes(b.getContext(), spec), func.getArguments());
-  target = args.target;
-  weight = args.weight;
-  stats = args.stats;
-  loss = args.loss;
-  zLoss = args.zLoss;
-  reduceScratch = func.getWorkgroupAttributions()[0];
+  bindSharedArgs(func, args.target, args.weight, args.stats, args.loss,
+                 args.zLoss);
   maxSumPair = false;
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);

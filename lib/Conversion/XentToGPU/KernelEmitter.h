@@ -219,6 +219,14 @@ private:
 
   /// The gradient pass over the row.
   void emitGradientPass();
+  /// What a mean divides the row's loss and z-loss by: the kept weight and
+  /// the kept count (the prologue's stats), or the number of rows for
+  /// probability targets.
+  std::pair<Value, Value> emitMeanDivisors();
+  /// Binds the arguments both kernels take and the block reduction's
+  /// scratch of `func`.
+  void bindSharedArgs(gpu::GPUFuncOp func, Value targetArg, Value weightArg,
+                      Value statsArg, Value lossArg, Value zLossArg);
   /// dlogits of class `c` whose capped logit is `xc` (f32).
   Value emitGradientElement(Value c, Value xc);
 

@@ -32,9 +32,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -686,6 +688,23 @@ XENT_EXPORT void *mgpuModuleGetFunction(void *module, const char *name) {
   return function;
 }
 
+/// What every launch starts with: the geometry is checked (false, without
+/// an error, for an empty grid), then `check` when given, then the stream's
+/// context is made current (held by `scope`) and the kernel's dynamic shared
+/// memory configured. False when there is nothing to launch.
+static bool beginLaunch(const char *where, CUfunction f, CUstream s,
+                        const intptr_t (&dims)[6], int32_t sharedMemBytes,
+                        std::optional<ScopedContext> &scope,
+                        std::function<bool()> check = nullptr) {
+  bool empty = false;
+  if (!checkGeometry(where, f, dims, sharedMemBytes, &empty) || empty)
+    return false;
+  if (check && !check())
+    return false;
+  scope.emplace(contextFor(s, where), where);
+  return *scope && configureSharedMemory(f, sharedMemBytes, where);
+}
+
 XENT_EXPORT void mgpuLaunchKernel(void *function, intptr_t gridX,
                                   intptr_t gridY, intptr_t gridZ,
                                   intptr_t blockX, intptr_t blockY,
@@ -695,12 +714,9 @@ XENT_EXPORT void mgpuLaunchKernel(void *function, intptr_t gridX,
   const char *where = "mgpuLaunchKernel";
   auto f = static_cast<CUfunction>(function);
   auto s = static_cast<CUstream>(stream);
-  const intptr_t dims[6] = {gridX, gridY, gridZ, blockX, blockY, blockZ};
-  bool empty = false;
-  if (!checkGeometry(where, f, dims, sharedMemBytes, &empty) || empty)
-    return;
-  ScopedContext scope(contextFor(s, where), where);
-  if (!scope || !configureSharedMemory(f, sharedMemBytes, where))
+  std::optional<ScopedContext> scope;
+  if (!beginLaunch(where, f, s, {gridX, gridY, gridZ, blockX, blockY, blockZ},
+                   sharedMemBytes, scope))
     return;
   CUresult result =
       cuLaunchKernel(f, gridX, gridY, gridZ, blockX, blockY, blockZ,
@@ -728,20 +744,19 @@ XENT_EXPORT void mgpuLaunchClusterKernel(
   const char *where = "mgpuLaunchClusterKernel";
   auto f = static_cast<CUfunction>(function);
   auto s = static_cast<CUstream>(stream);
-  const intptr_t dims[6] = {gridX, gridY, gridZ, blockX, blockY, blockZ};
-  bool empty = false;
-  if (!checkGeometry(where, f, dims, sharedMemBytes, &empty) || empty)
-    return;
-  if (clusterX <= 0 || clusterY <= 0 || clusterZ <= 0 ||
-      clusterX * clusterY * clusterZ > 1024) {
+  auto validCluster = [&] {
+    if (clusterX > 0 && clusterY > 0 && clusterZ > 0 &&
+        clusterX * clusterY * clusterZ <= 1024)
+      return true;
     recordError(where, CUDA_ERROR_INVALID_VALUE,
                 "%s: invalid cluster %ldx%ldx%ld", functionName(f),
                 static_cast<long>(clusterX), static_cast<long>(clusterY),
                 static_cast<long>(clusterZ));
-    return;
-  }
-  ScopedContext scope(contextFor(s, where), where);
-  if (!scope || !configureSharedMemory(f, sharedMemBytes, where))
+    return false;
+  };
+  std::optional<ScopedContext> scope;
+  if (!beginLaunch(where, f, s, {gridX, gridY, gridZ, blockX, blockY, blockZ},
+                   sharedMemBytes, scope, validCluster))
     return;
   if (clusterX * clusterY * clusterZ > 8 &&
       !XENT_CHECK(cuFuncSetAttribute(

@@ -153,6 +153,16 @@ private:
   Value emptyElementTensor(Type elementType);
   Value filledElementTensor(double value);
   Value filledScalarTensor(double value);
+  /// Appends an output of a per-element generic and its map: a zero-filled
+  /// f32 scalar when the generic reduces every element, else an empty
+  /// per-element tensor of `elementType`.
+  void addElementOutput(SmallVectorImpl<Value> &outputs,
+                        SmallVectorImpl<AffineMap> &maps, AffineMap outMap,
+                        bool reduce, Type elementType) {
+    outputs.push_back(reduce ? filledScalarTensor(0.0)
+                             : emptyElementTensor(elementType));
+    maps.push_back(outMap);
+  }
   Value castTo(Value v, Type type);
   Value extractScalar(Value rank0) {
     return tensor::ExtractOp::create(b, rank0, ValueRange{});
@@ -420,9 +430,7 @@ ElementTerms DecompositionEmitter::emitClassIndexTerms(const RowStats &stats,
   // Outputs: [loss, zLoss] when withLoss, then [weight, kept] when reducing.
   SmallVector<Value> outputs;
   auto addOutput = [&](Type elementType) {
-    outputs.push_back(reduce ? filledScalarTensor(0.0)
-                             : emptyElementTensor(elementType));
-    maps.push_back(outMap);
+    addElementOutput(outputs, maps, outMap, reduce, elementType);
   };
   if (withLoss) {
     addOutput(reduce ? f32 : lossType);
@@ -527,9 +535,7 @@ ElementTerms DecompositionEmitter::emitProbabilityTerms(const RowStats &stats,
   unsigned numInputs = inputs.size();
   SmallVector<Value> outputs;
   auto addOutput = [&](Type elementType) {
-    outputs.push_back(reduce ? filledScalarTensor(0.0)
-                             : emptyElementTensor(elementType));
-    maps.push_back(outMap);
+    addElementOutput(outputs, maps, outMap, reduce, elementType);
   };
   addOutput(reduce ? f32 : lossType);
   if (zLoss)

@@ -297,6 +297,20 @@ LogicalResult mlir::xent::detail::verifyDecompositionRegion(Operation *op) {
   return success();
 }
 
+/// Checks that `value` (named `name`: loss, z_loss or grad_output) has the
+/// shape `expected` of a per-element or reduced value under the reduction.
+static LogicalResult verifyReducedShape(CrossEntropyOpInterface op,
+                                        StringRef name, Value value,
+                                        ArrayRef<int64_t> expected) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
+  if (areShapesCompatible(shape, expected))
+    return success();
+  return op.emitOpError() << name << " shape " << formatShape(shape)
+                          << " must be " << formatShape(expected)
+                          << " for reduction '"
+                          << stringifyReduction(op.getReduction()) << "'";
+}
+
 /// Checks `loss` and `z_loss` (when present) against the reduction.
 static LogicalResult verifyLossResults(CrossEntropyOpInterface op) {
   SmallVector<int64_t> expected = getReducedShape(op);
@@ -312,20 +326,10 @@ static LogicalResult verifyLossResults(CrossEntropyOpInterface op) {
                               << " must be f32 or the logits' element type "
                               << logitsElt;
   }
-  auto lossType = cast<RankedTensorType>(op.getLoss().getType());
-  if (!areShapesCompatible(lossType.getShape(), expected))
-    return op.emitOpError("loss shape ")
-           << formatShape(lossType.getShape()) << " must be "
-           << formatShape(expected) << " for reduction '"
-           << stringifyReduction(op.getReduction()) << "'";
-  if (Value z = op.getZLoss()) {
-    auto zType = cast<RankedTensorType>(z.getType());
-    if (!areShapesCompatible(zType.getShape(), expected))
-      return op.emitOpError("z_loss shape ")
-             << formatShape(zType.getShape()) << " must be "
-             << formatShape(expected) << " for reduction '"
-             << stringifyReduction(op.getReduction()) << "'";
-  }
+  for (auto [name, result] : {std::pair<StringRef, Value>{"loss", op.getLoss()},
+                              {"z_loss", op.getZLoss()}})
+    if (result && failed(verifyReducedShape(op, name, result, expected)))
+      return failure();
   return success();
 }
 
@@ -333,12 +337,9 @@ static LogicalResult verifyLossResults(CrossEntropyOpInterface op) {
 /// logits.
 static LogicalResult verifyGradient(CrossEntropyOpInterface op) {
   SmallVector<int64_t> expected = getReducedShape(op);
-  auto gradType = cast<RankedTensorType>(op.getGradOutput().getType());
-  if (!areShapesCompatible(gradType.getShape(), expected))
-    return op.emitOpError("grad_output shape ")
-           << formatShape(gradType.getShape()) << " must be "
-           << formatShape(expected) << " for reduction '"
-           << stringifyReduction(op.getReduction()) << "'";
+  if (failed(verifyReducedShape(op, "grad_output", op.getGradOutput(),
+                                expected)))
+    return failure();
   auto logitsType = op.getLogits().getType();
   auto dType = cast<RankedTensorType>(op.getDlogits().getType());
   if (dType.getElementType() != logitsType.getElementType() ||

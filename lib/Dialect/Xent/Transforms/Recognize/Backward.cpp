@@ -9,11 +9,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 using namespace mlir;
-using namespace mlir::xent;
 using namespace mlir::xent::recognize;
 using namespace mlir::xent::recognize::detail;
-
-using K = ElementwiseKind;
 
 //===----------------------------------------------------------------------===//
 // The backward chain
@@ -39,7 +36,7 @@ static Match<SoftmaxTerm> matchSoftmaxTerm(ViewAnalysis &va, Node *node,
   Node *exp = nullptr, *sum = nullptr;
   for (Node *f : m.num) {
     Node *s = stripWidening(f);
-    if (isOp(s, K::Exp) && !exp)
+    if (isOp(s, ElementwiseKind::Exp) && !exp)
       exp = s;
     else if (isReduce(s, ReduceKind::Sum) && !sum)
       sum = s;
@@ -49,8 +46,8 @@ static Match<SoftmaxTerm> matchSoftmaxTerm(ViewAnalysis &va, Node *node,
   Node *logits = exp->operands[0];
   if (!m.den.empty())
     logits = va.makeElementwise(
-        K::Sub, logits->type,
-        {logits, va.makeElementwise(K::Log, m.den[0]->type, {m.den[0]})});
+        ElementwiseKind::Sub, logits->type,
+        {logits, va.makeElementwise(ElementwiseKind::Log, m.den[0]->type, {m.den[0]})});
   Match<LogSoftmax> ls = matchLogSoftmax(va, logits);
   if (!ls)
     return M::failure("the exp is not of a log-softmax: " + ls.getReason());
@@ -85,11 +82,11 @@ static bool sameMonomial(ViewAnalysis &va, const Monomial &a,
   SmallVector<Node *, 2> am, bm;
   for (const Mask &m : a.masks)
     am.push_back(m.keptWhen ? m.predicate
-                            : va.makeElementwise(K::Not, m.predicate->type,
+                            : va.makeElementwise(ElementwiseKind::Not, m.predicate->type,
                                                  {m.predicate}));
   for (const Mask &m : b.masks)
     bm.push_back(m.keptWhen ? m.predicate
-                            : va.makeElementwise(K::Not, m.predicate->type,
+                            : va.makeElementwise(ElementwiseKind::Not, m.predicate->type,
                                                  {m.predicate}));
   return sameSet(a.num, b.num) && sameSet(a.den, b.den) && sameSet(am, bm);
 }
@@ -187,7 +184,8 @@ static Match<NllBackward> matchNllBackward(ViewAnalysis &va, const Monomial &g,
   return nll;
 }
 
-Match<RaisedOp> recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root) {
+Match<RaisedOp> mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va,
+                                                           Value root) {
   using M = Match<RaisedOp>;
   auto rootType = dyn_cast<RankedTensorType>(root.getType());
   if (!rootType || !isa<FloatType>(rootType.getElementType()))
@@ -210,12 +208,7 @@ Match<RaisedOp> recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root) {
   Match<Operands> ops = resolveOperands(va, p);
   if (!ops)
     return M::nearMiss(ops.getReason());
-  RaisedOp raised;
-  raised.logits = ops->logits;
-  raised.target = ops->target;
-  raised.weight = ops->weight;
-  raised.ignoreIndex = ops->ignoreIndex;
-  raised.axis = ops->classDim;
+  RaisedOp raised = ops->toRaisedOp();
   if (rootType != ops->logits.getType())
     return M::nearMiss("the gradient's type differs from the logits' type");
 
@@ -240,7 +233,7 @@ Match<RaisedOp> recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root) {
         cast<RankedTensorType>(raised.gradOutput.getType()).getRank() != 0)
       return M::nearMiss("a reduced grad_output that is not a 0-d tensor");
     if (g.den.empty()) {
-      raised.reduction = Reduction::sum;
+      raised.reduction = xent::Reduction::sum;
       return raised;
     }
     if (g.den.size() != 1)
@@ -248,13 +241,13 @@ Match<RaisedOp> recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root) {
     Match<bool> total = matchTotalWeight(va, g.den[0], p, *ops);
     if (!total)
       return M::nearMiss(total.getReason());
-    raised.reduction = Reduction::mean;
+    raised.reduction = xent::Reduction::mean;
     return raised;
   }
   if (!g.den.empty())
     return M::nearMiss("a per-element grad_output is divided by a value");
   if (!alignsWithLogits(va, *ops, va.get(raised.gradOutput).dims))
     return M::nearMiss("grad_output is not shaped like the per-element loss");
-  raised.reduction = Reduction::none;
+  raised.reduction = xent::Reduction::none;
   return raised;
 }

@@ -472,13 +472,8 @@ Match<RaisedOp> recognize::matchCrossEntropy(ViewAnalysis &va, Value root) {
   Match<Operands> ops = resolveOperands(va, *pieces);
   if (!ops)
     return M::nearMiss(ops.getReason());
-  RaisedOp raised;
-  raised.logits = ops->logits;
-  raised.target = ops->target;
-  raised.weight = ops->weight;
-  raised.ignoreIndex = ops->ignoreIndex;
+  RaisedOp raised = ops->toRaisedOp();
   raised.probabilityTargets = pieces->probabilities != nullptr;
-  raised.axis = ops->classDim;
 
   if (!isSupportedFloat(rootType.getElementType()))
     return M::nearMiss("a loss of element type " +

@@ -306,6 +306,13 @@ struct Operands {
   SmallVector<Axis, 4> batchAxes;
   /// The static number of elements, if known.
   std::optional<int64_t> numElements;
+
+  /// The raised op's operands, ignore index and class axis.
+  RaisedOp toRaisedOp() const {
+    return {Reduction::mean, /*gradOutput=*/Value(),
+            /*constantGradOutput=*/std::nullopt, logits, target, weight,
+            ignoreIndex, /*probabilityTargets=*/false, /*axis=*/classDim};
+  }
 };
 
 /// Resolves the logits, targets, class weights and ignore index that
