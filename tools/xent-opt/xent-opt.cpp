@@ -4,10 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "xent/Conversion/Passes.h"
-#include "xent/Dialect/Xent/IR/XentOps.h"
-#include "xent/Dialect/Xent/Transforms/Passes.h"
-#include "xent/Pipelines/Pipelines.h"
+#include "xent/InitAllXent.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -18,16 +15,14 @@
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
-  mlir::xent::registerXentPasses();
-  mlir::xent::registerXentConversionPasses();
-  mlir::xent::registerXentPipelines();
+  mlir::xent::registerXentPassesAndPipelines();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   // gpu-module-to-binary translates kernels to LLVM IR in-process.
   mlir::registerAllToLLVMIRTranslations(registry);
-  registry.insert<mlir::xent::XentDialect>();
+  mlir::xent::registerXentDialects(registry);
 
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "xent optimizer driver\n", registry));

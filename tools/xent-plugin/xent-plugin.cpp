@@ -10,10 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "xent/Conversion/Passes.h"
-#include "xent/Dialect/Xent/IR/XentOps.h"
-#include "xent/Dialect/Xent/Transforms/Passes.h"
-#include "xent/Pipelines/Pipelines.h"
+#include "xent/InitAllXent.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/Plugins/DialectPlugin.h"
@@ -27,14 +24,12 @@ extern "C" LLVM_ATTRIBUTE_WEAK DialectPluginLibraryInfo
 mlirGetDialectPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "Xent", LLVM_VERSION_STRING,
           [](DialectRegistry *registry) {
-            registry->insert<xent::XentDialect>();
+            xent::registerXentDialects(*registry);
           }};
 }
 
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo mlirGetPassPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "Xent", LLVM_VERSION_STRING, []() {
-            xent::registerXentPasses();
-            xent::registerXentConversionPasses();
-            xent::registerXentPipelines();
+            xent::registerXentPassesAndPipelines();
           }};
 }

@@ -362,21 +362,21 @@ SmallVector<Value> HostEmitter::getResults() {
                              [&](Value r) { return results.lookup(r); });
 }
 
-/// Checks the options the patterns assume, on `module`.
-static LogicalResult checkOptions(ModuleOp module,
+/// Checks the options the patterns assume; diagnostics go to `module`.
+static LogicalResult checkOptions(Operation *module,
                                   const ConvertXentToGPUOptions &options) {
   int64_t threads = options.threads;
   if (threads < 32 || threads > 1024 || threads % 32 != 0)
-    return module.emitError(
+    return module->emitError(
                "threads must be a multiple of 32 in [32, 1024], got ")
            << threads;
   int64_t width = options.vectorWidth;
   if (width < 0 || width > 16 || (width != 0 && !llvm::isPowerOf2_64(width)))
-    return module.emitError("vector-width must be 0 (16 bytes' worth) or a "
+    return module->emitError("vector-width must be 0 (16 bytes' worth) or a "
                             "power of two up to 16, got ")
            << width;
   if (!NVIDIAChip::parse(options.chip))
-    return module.emitError(
+    return module->emitError(
                "chip must name an NVIDIA chip sm_80 or newer, such as "
                "'sm_90', got '")
            << options.chip << "'";
@@ -425,20 +425,7 @@ struct ConvertXentToGPUPass
     options.threads = threads;
     options.vectorWidth = vectorWidth;
     options.residentRows = residentRows;
-    if (failed(checkOptions(getOperation(), options)))
-      return signalPassFailure();
-
-    // Every xent op is lowered; what the patterns build (host code, the
-    // kernel module and the kernels' bodies) is legal. The conversion visits
-    // the ops in program order, so kernels are named and placed in the order
-    // of their ops.
-    ConversionTarget target(getContext());
-    target.addIllegalDialect<XentDialect>();
-    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
-    RewritePatternSet patterns(&getContext());
-    populateXentToGPUConversionPatterns(patterns, options);
-    if (failed(applyPartialConversion(getOperation(), target,
-                                      std::move(patterns))))
+    if (failed(convertXentToGPU(getOperation(), options)))
       signalPassFailure();
   }
 };
@@ -448,4 +435,22 @@ struct ConvertXentToGPUPass
 void mlir::xent::populateXentToGPUConversionPatterns(
     RewritePatternSet &patterns, const ConvertXentToGPUOptions &options) {
   patterns.add<CrossEntropyLowering>(patterns.getContext(), options);
+}
+
+LogicalResult
+mlir::xent::convertXentToGPU(Operation *root,
+                             const ConvertXentToGPUOptions &options) {
+  if (failed(checkOptions(root, options)))
+    return failure();
+  // Every xent op is lowered; what the patterns build (host code, the kernel
+  // module and the kernels' bodies) is legal. The conversion visits the ops
+  // in program order, so kernels are named and placed in the order of their
+  // ops.
+  MLIRContext *ctx = root->getContext();
+  ConversionTarget target(*ctx);
+  target.addIllegalDialect<XentDialect>();
+  target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+  RewritePatternSet patterns(ctx);
+  populateXentToGPUConversionPatterns(patterns, options);
+  return applyPartialConversion(root, target, std::move(patterns));
 }

@@ -22,6 +22,13 @@ namespace xent {
 #define GEN_PASS_DECL_CONVERTXENTTOGPU
 #include "xent/Conversion/Passes.h.inc"
 
+/// What convert-xent-to-gpu does, on the ops nested in `root` (a module, or
+/// an op inside one): diagnoses options the kernels cannot take, then
+/// replaces every xent op by kernel launches (its patterns, xent ops
+/// illegal).
+LogicalResult convertXentToGPU(Operation *root,
+                               const ConvertXentToGPUOptions &options);
+
 /// Adds the patterns that replace xent ops by launches of kernels generated
 /// into `@xent_kernels` of the enclosing module. The options are those of
 /// `convert-xent-to-gpu` and should be valid for it.

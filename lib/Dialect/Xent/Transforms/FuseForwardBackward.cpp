@@ -31,39 +31,41 @@ static CrossEntropyOp findForward(CrossEntropyGradOp grad) {
   return nullptr;
 }
 
+void mlir::xent::fuseForwardBackward(Operation *root) {
+  SmallVector<CrossEntropyGradOp> grads;
+  root->walk([&](CrossEntropyGradOp op) { grads.push_back(op); });
+  DominanceInfo dominance(root);
+  IRRewriter rewriter(root->getContext());
+  for (CrossEntropyGradOp grad : grads) {
+    CrossEntropyOp fwd = findForward(grad);
+    if (!fwd)
+      continue;
+    Operation *first = fwd->isBeforeInBlock(grad) ? fwd.getOperation()
+                                                  : grad.getOperation();
+    if (!dominance.properlyDominates(grad.getGradOutput(), first))
+      continue;
+    rewriter.setInsertionPoint(first);
+    SmallVector<Type> types = {fwd.getLoss().getType()};
+    if (fwd.getZLoss())
+      types.push_back(fwd.getZLoss().getType());
+    types.push_back(grad.getDlogits().getType());
+    SmallVector<Value> operands = {grad.getGradOutput(), fwd.getLogits(),
+                                   fwd.getTarget()};
+    if (fwd.getWeight())
+      operands.push_back(fwd.getWeight());
+    auto joint = CrossEntropyAndGradOp::create(
+        rewriter, fwd.getLoc(), types, operands, fwd->getAttrs());
+    // The regions of the pair are not reused; the joint op's canonical
+    // decomposition is materialized when it is needed.
+    rewriter.replaceOp(grad, joint.getDlogits());
+    rewriter.replaceOp(fwd, joint->getResults().drop_back());
+  }
+}
+
 namespace {
 struct XentFuseForwardBackwardPass
     : public xent::impl::XentFuseForwardBackwardBase<
           XentFuseForwardBackwardPass> {
-  void runOnOperation() override {
-    SmallVector<CrossEntropyGradOp> grads;
-    getOperation()->walk([&](CrossEntropyGradOp op) { grads.push_back(op); });
-    DominanceInfo dominance(getOperation());
-    IRRewriter rewriter(&getContext());
-    for (CrossEntropyGradOp grad : grads) {
-      CrossEntropyOp fwd = findForward(grad);
-      if (!fwd)
-        continue;
-      Operation *first = fwd->isBeforeInBlock(grad) ? fwd.getOperation()
-                                                    : grad.getOperation();
-      if (!dominance.properlyDominates(grad.getGradOutput(), first))
-        continue;
-      rewriter.setInsertionPoint(first);
-      SmallVector<Type> types = {fwd.getLoss().getType()};
-      if (fwd.getZLoss())
-        types.push_back(fwd.getZLoss().getType());
-      types.push_back(grad.getDlogits().getType());
-      SmallVector<Value> operands = {grad.getGradOutput(), fwd.getLogits(),
-                                     fwd.getTarget()};
-      if (fwd.getWeight())
-        operands.push_back(fwd.getWeight());
-      auto joint = CrossEntropyAndGradOp::create(
-          rewriter, fwd.getLoc(), types, operands, fwd->getAttrs());
-      // The regions of the pair are not reused; the joint op's canonical
-      // decomposition is materialized when it is needed.
-      rewriter.replaceOp(grad, joint.getDlogits());
-      rewriter.replaceOp(fwd, joint->getResults().drop_back());
-    }
-  }
+  void runOnOperation() override { fuseForwardBackward(getOperation()); }
 };
 } // namespace

@@ -19,6 +19,21 @@ using namespace mlir;
 using namespace mlir::xent;
 
 namespace {
+/// Replaces an op of the family by what it computes (its region's body, or
+/// the canonical decomposition).
+struct InlineDecomposition
+    : public OpInterfaceRewritePattern<CrossEntropyOpInterface> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyOpInterface op,
+                                PatternRewriter &rewriter) const override {
+    FailureOr<SmallVector<Value>> results = decompose(rewriter, op);
+    if (failed(results))
+      return rewriter.notifyMatchFailure(op, "no decomposition");
+    rewriter.replaceOp(op, *results);
+    return success();
+  }
+};
+
 struct XentInlineDecompositionPass
     : public xent::impl::XentInlineDecompositionBase<
           XentInlineDecompositionPass> {
@@ -41,3 +56,8 @@ struct XentInlineDecompositionPass
   }
 };
 } // namespace
+
+void mlir::xent::populateXentInlineDecompositionPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<InlineDecomposition>(patterns.getContext());
+}

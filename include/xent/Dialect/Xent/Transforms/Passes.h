@@ -23,6 +23,19 @@ namespace mlir::xent {
 #define GEN_PASS_REGISTRATION
 #include "xent/Dialect/Xent/Transforms/Passes.h.inc"
 
+/// What xent-recognize does, on the ops nested in `root`: raises the
+/// log_softmax + nll_loss chains (and their backward) to xent ops, the
+/// outermost value of a chain first; with `reportFailures`, a returned value
+/// that is not raised gets a remark saying why.
+void recognizeCrossEntropy(Operation *root, bool reportFailures = false);
+
+/// What xent-fuse-forward-backward does, on the ops nested in `root`.
+void fuseForwardBackward(Operation *root);
+
+/// The pattern of xent-inline-decomposition: an op of the family becomes its
+/// decomposition region's body, or the canonical decomposition.
+void populateXentInlineDecompositionPatterns(RewritePatternSet &patterns);
+
 } // namespace mlir::xent
 
 #endif // XENT_DIALECT_XENT_TRANSFORMS_PASSES_H

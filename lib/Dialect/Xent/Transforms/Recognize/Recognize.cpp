@@ -297,11 +297,16 @@ static bool isCandidate(Value value) {
 
 namespace {
 
-/// Raises a value computed as a softmax cross-entropy loss (forward chain:
-/// log-softmax, target pick, ignore mask, reduction) to xent.cross_entropy.
-struct RaiseCrossEntropy : public RewritePattern {
-  RaiseCrossEntropy(MLIRContext *ctx, RecognizeState &state)
-      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/2, ctx), state(state) {}
+/// Raises a value that `match` recognizes: a softmax cross-entropy loss
+/// (forward chain: log-softmax, target pick, ignore mask, reduction) to
+/// xent.cross_entropy, or its gradient with respect to the logits (nll
+/// backward, then log-softmax backward) to xent.cross_entropy_grad.
+struct RaiseChain : public RewritePattern {
+  using Matcher = Match<RaisedOp> (*)(ViewAnalysis &, Value);
+  RaiseChain(MLIRContext *ctx, RecognizeState &state, Matcher match,
+             bool isGrad, PatternBenefit benefit)
+      : RewritePattern(MatchAnyOpTypeTag(), benefit, ctx), state(state),
+        match(match), isGrad(isGrad) {}
 
   LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
@@ -309,45 +314,20 @@ struct RaiseCrossEntropy : public RewritePattern {
     for (Value result : op->getResults()) {
       if (!isCandidate(result))
         continue;
-      Match<RaisedOp> m = matchCrossEntropy(state.view(), result);
+      Match<RaisedOp> m = match(state.view(), result);
       if (!m) {
         reason = m.getReason();
         state.lastNearMiss |= m.isNearMiss();
         continue;
       }
-      return raise(rewriter, state, result, *m, /*isGrad=*/false);
+      return raise(rewriter, state, result, *m, isGrad);
     }
     return rewriter.notifyMatchFailure(op, reason);
   }
 
   RecognizeState &state;
-};
-
-/// Raises a value computed as the gradient of a softmax cross-entropy with
-/// respect to the logits (nll backward, then log-softmax backward) to
-/// xent.cross_entropy_grad.
-struct RaiseCrossEntropyGrad : public RewritePattern {
-  RaiseCrossEntropyGrad(MLIRContext *ctx, RecognizeState &state)
-      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx), state(state) {}
-
-  LogicalResult matchAndRewrite(Operation *op,
-                                PatternRewriter &rewriter) const override {
-    std::string reason = "no float tensor result";
-    for (Value result : op->getResults()) {
-      if (!isCandidate(result))
-        continue;
-      Match<RaisedOp> m = matchCrossEntropyGrad(state.view(), result);
-      if (!m) {
-        reason = m.getReason();
-        state.lastNearMiss |= m.isNearMiss();
-        continue;
-      }
-      return raise(rewriter, state, result, *m, /*isGrad=*/true);
-    }
-    return rewriter.notifyMatchFailure(op, reason);
-  }
-
-  RecognizeState &state;
+  Matcher match;
+  bool isGrad;
 };
 
 /// Records erased ops (so that the driver never touches them again) and the
@@ -370,81 +350,88 @@ struct XentRecognizePass
   using Base::Base;
 
   void runOnOperation() override {
-    // Candidates in reverse program order, so that the outermost value of a
-    // chain (the mean, not the sum it divides) is matched first. Regions of
-    // existing xent ops are left alone.
-    SmallVector<Operation *> candidates;
-    getOperation()->walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (isa<CrossEntropyOpInterface>(op))
-        return WalkResult::skip();
-      if (llvm::any_of(op->getResults(), isCandidate))
-        candidates.push_back(op);
-      return WalkResult::advance();
-    });
-
-    RecognizeState state;
-    RaiseCrossEntropy forward(&getContext(), state);
-    RaiseCrossEntropyGrad backward(&getContext(), state);
-    RecognizeListener listener;
-    PatternRewriter rewriter(&getContext());
-    rewriter.setListener(&listener);
-    DenseSet<Operation *> blocked;
-    for (Operation *op : llvm::reverse(candidates)) {
-      if (listener.erased.contains(op) || blocked.contains(op) ||
-          !state.isLive(op))
-        continue;
-      rewriter.setInsertionPoint(op);
-      state.lastNearMiss = false;
-      if (succeeded(forward.matchAndRewrite(op, rewriter)))
-        continue;
-      std::string forwardReason = listener.lastReason;
-      if (succeeded(backward.matchAndRewrite(op, rewriter)))
-        continue;
-      // A value that contains the chain in a form the ops cannot compute is
-      // left whole: no piece of it is raised on its own.
-      if (state.lastNearMiss)
-        blockSlice(op, blocked);
-      if (reportFailures && isReturned(op)) {
-        InFlightDiagnostic diag = op->emitRemark()
-                                  << "not raised: not a cross-entropy ("
-                                  << forwardReason << "), nor its gradient ("
-                                  << listener.lastReason << ")";
-        std::string expr;
-        llvm::raw_string_ostream os(expr);
-        ViewAnalysis &view = state.view();
-        for (Value result : op->getResults())
-          if (isCandidate(result))
-            view.print(view.get(result).node, os);
-        diag.attachNote() << "seen as " << expr;
-      }
-    }
-  }
-
-  /// Adds every op `op` depends on to `blocked`.
-  static void blockSlice(Operation *op, DenseSet<Operation *> &blocked) {
-    SmallVector<Operation *> worklist = {op};
-    while (!worklist.empty()) {
-      Operation *current = worklist.pop_back_val();
-      auto visit = [&](Value v) {
-        if (Operation *def = v.getDefiningOp())
-          if (blocked.insert(def).second)
-            worklist.push_back(def);
-      };
-      for (Value operand : current->getOperands())
-        visit(operand);
-      SetVector<Value> captured;
-      getUsedValuesDefinedAbove(current->getRegions(), captured);
-      for (Value v : captured)
-        visit(v);
-    }
-  }
-
-  /// True when a result of `op` is returned by its block's terminator.
-  static bool isReturned(Operation *op) {
-    for (Operation *user : op->getUsers())
-      if (user->hasTrait<OpTrait::ReturnLike>())
-        return true;
-    return false;
+    recognizeCrossEntropy(getOperation(), reportFailures);
   }
 };
 } // namespace
+
+/// Adds every op `op` depends on to `blocked`.
+static void blockSlice(Operation *op, DenseSet<Operation *> &blocked) {
+  SmallVector<Operation *> worklist = {op};
+  while (!worklist.empty()) {
+    Operation *current = worklist.pop_back_val();
+    auto visit = [&](Value v) {
+      if (Operation *def = v.getDefiningOp())
+        if (blocked.insert(def).second)
+          worklist.push_back(def);
+    };
+    for (Value operand : current->getOperands())
+      visit(operand);
+    SetVector<Value> captured;
+    getUsedValuesDefinedAbove(current->getRegions(), captured);
+    for (Value v : captured)
+      visit(v);
+  }
+}
+
+/// True when a result of `op` is returned by its block's terminator.
+static bool isReturned(Operation *op) {
+  for (Operation *user : op->getUsers())
+    if (user->hasTrait<OpTrait::ReturnLike>())
+      return true;
+  return false;
+}
+
+void mlir::xent::recognizeCrossEntropy(Operation *root, bool reportFailures) {
+  MLIRContext *ctx = root->getContext();
+  // Candidates in reverse program order, so that the outermost value of a
+  // chain (the mean, not the sum it divides) is matched first. Regions of
+  // existing xent ops are left alone.
+  SmallVector<Operation *> candidates;
+  root->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (isa<CrossEntropyOpInterface>(op))
+      return WalkResult::skip();
+    if (llvm::any_of(op->getResults(), isCandidate))
+      candidates.push_back(op);
+    return WalkResult::advance();
+  });
+
+  RecognizeState state;
+  RaiseChain forward(ctx, state, matchCrossEntropy,
+                     /*isGrad=*/false, /*benefit=*/2);
+  RaiseChain backward(ctx, state, matchCrossEntropyGrad,
+                      /*isGrad=*/true, /*benefit=*/1);
+  RecognizeListener listener;
+  PatternRewriter rewriter(ctx);
+  rewriter.setListener(&listener);
+  DenseSet<Operation *> blocked;
+  for (Operation *op : llvm::reverse(candidates)) {
+    if (listener.erased.contains(op) || blocked.contains(op) ||
+        !state.isLive(op))
+      continue;
+    rewriter.setInsertionPoint(op);
+    state.lastNearMiss = false;
+    if (succeeded(forward.matchAndRewrite(op, rewriter)))
+      continue;
+    std::string forwardReason = listener.lastReason;
+    if (succeeded(backward.matchAndRewrite(op, rewriter)))
+      continue;
+    // A value that contains the chain in a form the ops cannot compute is
+    // left whole: no piece of it is raised on its own.
+    if (state.lastNearMiss)
+      blockSlice(op, blocked);
+    if (reportFailures && isReturned(op)) {
+      InFlightDiagnostic diag = op->emitRemark()
+                                << "not raised: not a cross-entropy ("
+                                << forwardReason << "), nor its gradient ("
+                                << listener.lastReason << ")";
+      std::string expr;
+      llvm::raw_string_ostream os(expr);
+      ViewAnalysis &view = state.view();
+      for (Value result : op->getResults())
+        if (isCandidate(result))
+          view.print(view.get(result).node, os);
+      diag.attachNote() << "seen as " << expr;
+    }
+  }
+}

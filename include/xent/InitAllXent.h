@@ -1,0 +1,47 @@
+//===- InitAllXent.h - Register everything xent provides --------*- C++ -*-===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The entry points a tool or a downstream compiler calls to make xent
+// available, as mlir/InitAllDialects.h and mlir/InitAllPasses.h do for
+// upstream: the dialect with its transform-dialect extension, and every pass
+// and pipeline with the global registries (command lines, textual
+// pipelines). A pass manager that builds its pipeline in C++ needs neither
+// registry: it calls the create…() functions of
+// xent/Dialect/Xent/Transforms/Passes.h and xent/Conversion/Passes.h, or the
+// pipeline builders of xent/Pipelines/Pipelines.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XENT_INITALLXENT_H
+#define XENT_INITALLXENT_H
+
+#include "xent/Conversion/Passes.h"
+#include "xent/Dialect/Xent/IR/XentOps.h"
+#include "xent/Dialect/Xent/TransformOps/XentTransformOps.h"
+#include "xent/Dialect/Xent/Transforms/Passes.h"
+#include "xent/Pipelines/Pipelines.h"
+
+#include "mlir/IR/DialectRegistry.h"
+
+namespace mlir::xent {
+
+/// Adds the xent dialect and its transform-dialect extension to `registry`.
+inline void registerXentDialects(DialectRegistry &registry) {
+  registry.insert<XentDialect>();
+  registerTransformDialectExtension(registry);
+}
+
+/// Registers every xent pass (`xent-*`, `convert-xent-to-gpu`) and pipeline
+/// (`xent-cpu-pipeline`, `xent-gpu-pipeline`) with the global registries.
+inline void registerXentPassesAndPipelines() {
+  registerXentPasses();
+  registerXentConversionPasses();
+  registerXentPipelines();
+}
+
+} // namespace mlir::xent
+
+#endif // XENT_INITALLXENT_H
