@@ -3,8 +3,10 @@
 # the lit suite (FileCheck, -verify-diagnostics, plugin, mlir-runner
 # integration) and the Python suite (float64 reference vs PyTorch's oracle,
 # the CPU semantic matrix through the compiled fallback, randomized
-# differential tests); with XENT_HARDENING=1 (the default) also the lit suite
-# again on the ASan+UBSan build and a short run of both fuzz harnesses
+# differential tests), then installs xent into <build>/install and builds
+# and checks examples/downstream against it (docs/embedding.md); with
+# XENT_HARDENING=1 (the default) also the lit suite again on the ASan+UBSan
+# build and a short run of both fuzz harnesses
 # (docs/reliability.md). Prints each runner's summary and a final
 # "N passed, N failed" line.
 #
@@ -57,6 +59,25 @@ py_rc=${PIPESTATUS[0]}
 py_passed=$(grep -oP '\b\K[0-9]+(?= passed)' "$LOG_DIR/pytest.log" | tail -1)
 py_failed=$(grep -oP '\b\K[0-9]+(?= (failed|error|errors))' "$LOG_DIR/pytest.log" | awk '{s+=$1} END {print s+0}')
 
+echo "== downstream (cmake --install, examples/downstream against it)"
+{
+  # Everything the install rules name, then the install into a prefix
+  # inside the build and the example, in a project of its own, on top.
+  ninja -C "$BUILD" &&
+  cmake --install "$BUILD" --prefix "$BUILD/install" >/dev/null &&
+  { [[ -f "$BUILD/downstream/build.ninja" ]] ||
+    cmake -G Ninja -S "$ROOT/examples/downstream" -B "$BUILD/downstream" \
+      -DCMAKE_PREFIX_PATH="$BUILD/install"; } &&
+  ninja -C "$BUILD/downstream" &&
+  ctest --test-dir "$BUILD/downstream" --output-on-failure
+} 2>&1 | tee "$LOG_DIR/downstream.log"
+ds_rc=${PIPESTATUS[0]}
+ds_failed=$(grep -oP '^[0-9]+% tests passed, \K[0-9]+(?= tests? failed)' "$LOG_DIR/downstream.log" | tail -1)
+ds_total=$(grep -oP '^[0-9]+% tests passed, [0-9]+ tests? failed out of \K[0-9]+' "$LOG_DIR/downstream.log" | tail -1)
+ds_failed=${ds_failed:-0}
+ds_passed=$(( ${ds_total:-0} - ds_failed ))
+if [[ $ds_rc -ne 0 && $ds_failed -eq 0 ]]; then ds_failed=1; fi
+
 lit_passed=${lit_passed:-0}; lit_failed=${lit_failed:-0}
 py_passed=${py_passed:-0}; py_failed=${py_failed:-0}
 if [[ $lit_rc -ne 0 && $lit_failed -eq 0 ]]; then lit_failed=1; fi
@@ -69,5 +90,6 @@ if [[ "$XENT_HARDENING" == 1 ]]; then
 fi
 echo "lit: $lit_passed passed, $lit_failed failed"
 echo "pytest: $py_passed passed, $py_failed failed"
-echo "xent: $((lit_passed + py_passed + san_passed + fuzz_passed)) passed, $((lit_failed + py_failed + san_failed + fuzz_failed)) failed"
-[[ $lit_rc -eq 0 && $py_rc -eq 0 && $san_rc -eq 0 && $fuzz_rc -eq 0 ]]
+echo "downstream: $ds_passed passed, $ds_failed failed"
+echo "xent: $((lit_passed + py_passed + san_passed + fuzz_passed + ds_passed)) passed, $((lit_failed + py_failed + san_failed + fuzz_failed + ds_failed)) failed"
+[[ $lit_rc -eq 0 && $py_rc -eq 0 && $san_rc -eq 0 && $fuzz_rc -eq 0 && $ds_rc -eq 0 ]]

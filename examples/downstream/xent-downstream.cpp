@@ -1,0 +1,78 @@
+//===- xent-downstream.cpp - A compiler tool built on installed xent ------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Reads a module, raises its log_softmax + nll_loss chains to xent ops
+// (xent-recognize) and lowers them with xent's CPU pipeline to the LLVM
+// dialect, through xent's C++ API only:
+//
+//   xent-downstream [--raise-only] input.mlir
+//
+//===----------------------------------------------------------------------===//
+
+#include "xent/Dialect/Xent/IR/XentOps.h"
+#include "xent/Dialect/Xent/Transforms/Passes.h"
+#include "xent/Pipelines/Pipelines.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
+                                            llvm::cl::desc("<input.mlir>"),
+                                            llvm::cl::Required);
+static llvm::cl::opt<bool>
+    raiseOnly("raise-only",
+              llvm::cl::desc("Stop after xent-recognize (print the xent ops)"),
+              llvm::cl::init(false));
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::ParseCommandLineOptions(argc, argv, "xent downstream example\n");
+
+  // The CPU pipeline is built from upstream passes by name.
+  registerAllPasses();
+  xent::registerXentPasses();
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  // one-shot-bufferize's models of the tensor, linalg, arith ... ops.
+  registerAllExtensions(registry);
+  registry.insert<xent::XentDialect>();
+  MLIRContext context(registry);
+
+  llvm::SourceMgr sourceMgr;
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(inputFile, sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  PassManager pm(&context);
+  pm.addPass(xent::createXentRecognize());
+  if (!raiseOnly && failed(xent::buildXentCPUPipeline(pm)))
+    return 1;
+  if (failed(pm.run(*module)))
+    return 1;
+
+  if (raiseOnly) {
+    int64_t raised = 0;
+    module->walk([&](xent::CrossEntropyOpInterface) { ++raised; });
+    llvm::errs() << "xent-downstream: " << raised << " xent op(s)\n";
+  }
+  module->print(llvm::outs());
+  llvm::outs() << "\n";
+  return 0;
+}
