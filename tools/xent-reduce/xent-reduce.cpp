@@ -35,5 +35,10 @@ int main(int argc, char **argv) {
   registry.insert<mlir::xent::XentDialect>();
 
   mlir::MLIRContext context(registry);
+  // opt-reduction-pass parses its pipeline while it runs, so nothing loads
+  // the dependent dialects of the passes in it: a pass that creates ops of a
+  // dialect the input does not use (convert-xent-to-gpu, one-shot-bufferize)
+  // would build unregistered ops and crash. Every dialect is loaded up front.
+  context.loadAllAvailableDialects();
   return mlir::failed(mlir::mlirReduceMain(argc, argv, context)) ? 1 : 0;
 }
