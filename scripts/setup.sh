@@ -51,7 +51,7 @@ if [[ ! -f "$BUILD/build.ninja" ]]; then
     ${XENT_CMAKE_ARGS:-} >/dev/null
 fi
 # Two cores: build only what the tests and the example use.
-ninja -C "$BUILD" xent-opt XentPlugin mlir-doc | grep -v "^ninja: no work to do" || true
+ninja -C "$BUILD" xent-opt xent-lsp-server xent-reduce XentPlugin mlir-doc | grep -v "^ninja: no work to do" || true
 test -x "$BUILD/bin/xent-opt"
 
 # The Python package, editable, into $BUILD/venv.
@@ -69,7 +69,8 @@ if [[ "$HARDENING" == 1 ]]; then
       -DXENT_ENABLE_FUZZERS=ON >/dev/null
   fi
   # What the sanitizer lit run and the fuzz runs need, nothing more.
-  ninja -C "$SAN" xent-opt XentPlugin mlir-doc xent-fuzz-passes xent-fuzz-op \
+  ninja -C "$SAN" xent-opt xent-lsp-server xent-reduce XentPlugin mlir-doc \
+    xent-fuzz-passes xent-fuzz-op \
     | grep -v "^ninja: no work to do" || true
   test -x "$SAN/bin/xent-fuzz-op"
 fi

@@ -66,6 +66,8 @@ llvm_config.use_default_substitutions()
 tool_dirs = [config.xent_tools_dir, config.llvm_tools_dir]
 tools = [
     "xent-opt",
+    ToolSubst("xent-lsp-server", unresolved="ignore"),
+    ToolSubst("xent-reduce", unresolved="ignore"),
     ToolSubst("xent-fuzz-passes", unresolved="ignore"),
     ToolSubst("xent-fuzz-op", unresolved="ignore"),
     "not",
@@ -78,6 +80,11 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("XENT_OPT",
                              os.path.join(config.xent_tools_dir, "xent-opt"))
 
+# The editor and reducer tools (tools/xent-lsp-server, tools/xent-reduce) are
+# only built where libMLIR provides their libraries: their tests REQUIRE them.
+for tool in ["xent-lsp-server", "xent-reduce"]:
+    if os.path.exists(os.path.join(config.xent_tools_dir, tool)):
+        config.available_features.add(tool)
 if os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-runner")):
     config.available_features.add("mlir-runner")
 ptxas = shutil.which("ptxas") or (
