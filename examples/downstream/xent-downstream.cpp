@@ -12,9 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "xent/Dialect/Xent/IR/XentOps.h"
-#include "xent/Dialect/Xent/Transforms/Passes.h"
-#include "xent/Pipelines/Pipelines.h"
+#include "xent/InitAllXent.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -45,13 +43,13 @@ int main(int argc, char **argv) {
 
   // The CPU pipeline is built from upstream passes by name.
   registerAllPasses();
-  xent::registerXentPasses();
+  xent::registerXentPassesAndPipelines();
 
   DialectRegistry registry;
   registerAllDialects(registry);
   // one-shot-bufferize's models of the tensor, linalg, arith ... ops.
   registerAllExtensions(registry);
-  registry.insert<xent::XentDialect>();
+  xent::registerXentDialects(registry);
   MLIRContext context(registry);
 
   llvm::SourceMgr sourceMgr;

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "xent/Dialect/Xent/IR/XentOps.h"
+#include "xent/InitAllXent.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -21,6 +21,6 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
-  registry.insert<mlir::xent::XentDialect>();
+  mlir::xent::registerXentDialects(registry);
   return mlir::failed(mlir::MlirLspServerMain(argc, argv, registry)) ? 1 : 0;
 }

@@ -11,10 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "xent/Conversion/Passes.h"
-#include "xent/Dialect/Xent/IR/XentOps.h"
-#include "xent/Dialect/Xent/Transforms/Passes.h"
-#include "xent/Pipelines/Pipelines.h"
+#include "xent/InitAllXent.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -26,9 +23,7 @@
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
-  mlir::xent::registerXentPasses();
-  mlir::xent::registerXentConversionPasses();
-  mlir::xent::registerXentPipelines();
+  mlir::xent::registerXentPassesAndPipelines();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
@@ -36,7 +31,7 @@ int main(int argc, char **argv) {
   // As in xent-opt: gpu-module-to-binary (xent-gpu-pipeline) translates
   // kernels to LLVM IR in-process.
   mlir::registerAllToLLVMIRTranslations(registry);
-  registry.insert<mlir::xent::XentDialect>();
+  mlir::xent::registerXentDialects(registry);
 
   mlir::MLIRContext context(registry);
   // opt-reduction-pass parses its pipeline while it runs, so nothing loads
