@@ -11,27 +11,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "xent/InitAllXent.h"
+#include "XentToolRegistration.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
-#include "mlir/InitAllPasses.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-reduce/MlirReduceMain.h"
 
 int main(int argc, char **argv) {
-  mlir::registerAllPasses();
-  mlir::xent::registerXentPassesAndPipelines();
-
+  // As in xent-opt (gpu-module-to-binary of xent-gpu-pipeline translates
+  // kernels to LLVM IR in-process).
   mlir::DialectRegistry registry;
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
-  // As in xent-opt: gpu-module-to-binary (xent-gpu-pipeline) translates
-  // kernels to LLVM IR in-process.
-  mlir::registerAllToLLVMIRTranslations(registry);
-  mlir::xent::registerXentDialects(registry);
+  mlir::xent::registerToolPassesAndDialects(registry);
 
   mlir::MLIRContext context(registry);
   // opt-reduction-pass parses its pipeline while it runs, so nothing loads

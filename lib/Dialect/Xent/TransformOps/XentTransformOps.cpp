@@ -117,22 +117,21 @@ public:
   void init() {
     declareDependentDialect<XentDialect>();
     // What the recognizer, the decomposition and the GPU lowering create.
-    declareGeneratedDialect<arith::ArithDialect>();
-    declareGeneratedDialect<bufferization::BufferizationDialect>();
-    declareGeneratedDialect<gpu::GPUDialect>();
-    declareGeneratedDialect<linalg::LinalgDialect>();
-    declareGeneratedDialect<LLVM::LLVMDialect>();
-    declareGeneratedDialect<math::MathDialect>();
-    declareGeneratedDialect<memref::MemRefDialect>();
-    declareGeneratedDialect<nvgpu::NVGPUDialect>();
-    declareGeneratedDialect<NVVM::NVVMDialect>();
-    declareGeneratedDialect<scf::SCFDialect>();
-    declareGeneratedDialect<tensor::TensorDialect>();
-    declareGeneratedDialect<vector::VectorDialect>();
+    declareGeneratedDialects<
+        arith::ArithDialect, bufferization::BufferizationDialect,
+        gpu::GPUDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
+        math::MathDialect, memref::MemRefDialect, nvgpu::NVGPUDialect,
+        NVVM::NVVMDialect, scf::SCFDialect, tensor::TensorDialect,
+        vector::VectorDialect>();
     registerTransformOps<
 #define GET_OP_LIST
 #include "xent/Dialect/Xent/TransformOps/XentTransformOps.cpp.inc"
         >();
+  }
+
+private:
+  template <typename... Dialects> void declareGeneratedDialects() {
+    (declareGeneratedDialect<Dialects>(), ...);
   }
 };
 } // namespace
