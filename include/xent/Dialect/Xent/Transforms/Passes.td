@@ -151,6 +151,7 @@ def XentRecognize : Pass<"xent-recognize"> {
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::tensor::TensorDialect",
     "::mlir::xent::XentDialect",
   ];
 }
