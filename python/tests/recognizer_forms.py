@@ -418,6 +418,16 @@ def tl_softcap(fn: Fn, x: T, cap: float, form: str = "div", scale: Optional[floa
     return tl_scalar(fn, "arith.mulf", th, scale, scalar_first=(form != "div"), strict=strict)
 
 
+def tl_tanh_backward(fn: Fn, grad: T, y: T, strict=False) -> T:
+    """aten.tanh_backward(grad, y) in TorchToLinalg's payload: grad * (1 - y * y)."""
+    def body(f, a):
+        one = f.op("cst", f"arith.constant 1.000000e+00 : {grad.et}")
+        yy = f.op("mul", f"arith.mulf {a[1]}, {a[1]} : {grad.et}")
+        s = f.op("sub", f"arith.subf {one}, {yy} : {grad.et}")
+        return [f.op("mul", f"arith.mulf {a[0]}, {s} : {grad.et}")]
+    return tl_elementwise(fn, [grad, y], grad.et, body, grad.shape, strict)
+
+
 def tl_to_dtype(fn: Fn, x: T, et: str, strict=False) -> T:
     """aten.to.dtype / prims.convert_element_type (convertScalarToDtype)."""
     def body(f, a):
@@ -916,7 +926,9 @@ FX_SRC = ("pytorch/pytorch: torch/_decomp/decompositions.py (_log_softmax: x.to(
 
 
 def torch_backward(file: str, name: str, *, dims: Dims, et: str, reduction: str, ignore: int,
-                   init: str, weighted=False, joint=False, seed=False, variant="") -> Tuple[Fn, Spec]:
+                   init: str, weighted=False, joint=False, seed=False, variant="",
+                   softcap: Optional[float] = None, through_cap=True, file_form="torch_backward"
+                   ) -> Tuple[Fn, Spec]:
     """F.cross_entropy backward as torch-mlir lowers the autograd graph.
 
     aten.nll_loss_backward (ConvertAtenNllLossBackwardOp, weights supported)
@@ -926,7 +938,12 @@ def torch_backward(file: str, name: str, *, dims: Dims, et: str, reduction: str,
     graph); ``seed``: the gradient seed is the constant 1.0 of
     ``loss.backward()`` instead of an argument.  Otherwise the function
     recomputes log_softmax and total_weight from the logits (rematerialised
-    backward graph).
+    backward graph).  ``softcap``: the logits are capped first
+    (:func:`tl_softcap`) and the gradient goes back through the cap as
+    autograd does: mul.Scalar's backward (``* c``), aten.tanh_backward
+    (``g * (1 - y * y)``), div.Scalar's backward (``/ c``); without
+    ``through_cap`` the function returns the gradient with respect to the
+    capped logits (a near miss).
     """
     C = dims[-1]
     gdims = [] if reduction != "none" else dims[:-1]
@@ -944,7 +961,12 @@ def torch_backward(file: str, name: str, *, dims: Dims, et: str, reduction: str,
     roles = {a["role"]: tval(a) for a in args}
     x, t = roles["logits"], roles["target"]
     w = roles.get("weight")
-    logp = tl_log_softmax(fn, x, 1, init)
+    xc, tanh = x, None
+    if softcap is not None:
+        y = tl_scalar(fn, "arith.divf", x, softcap)
+        tanh = tl_unary(fn, "math.tanh", y)
+        xc = tl_scalar(fn, "arith.mulf", tanh, softcap)
+    logp = tl_log_softmax(fn, xc, 1, init)
     if weighted:
         tws: list = []
         loss = tl_nll_forward_decomposed(fn, logp, t, w, reduction, ignore, total_weight_out=tws)
@@ -962,13 +984,21 @@ def torch_backward(file: str, name: str, *, dims: Dims, et: str, reduction: str,
         g = roles["grad_output"]
     gn = tl_nll_backward(fn, g, logp, t, w, reduction, ignore, tw)
     dx = tl_log_softmax_backward(fn, gn, logp, 1)
+    if softcap is not None and through_cap:
+        dx = tl_scalar(fn, "arith.mulf", dx, softcap)
+        dx = tl_tanh_backward(fn, dx, tanh)
+        dx = tl_scalar(fn, "arith.divf", dx, softcap)
     ret(fn, ([loss.v] if joint else []) + [dx.v])
     kind = "joint" if joint else "backward"
-    sem = torch_semantics(reduction, ignore, weighted)
+    sem = torch_semantics(reduction, ignore, weighted,
+                          extra=f" of x = torch.tanh(x / {softcap}) * {softcap}" if softcap else "")
     sem = (f"loss = {sem}; loss.backward(" + ("" if seed else "grad_output") + ") -> logits.grad") \
         if joint else f"torch.autograd.grad({sem}, x, grad_output)"
-    spec = Spec(file=file, function=name, form="torch_backward", kind=kind, expected="recognize",
+    if softcap is not None and not through_cap:
+        sem += " -- but returns the gradient with respect to the capped logits"
+    spec = Spec(file=file, function=name, form=file_form, kind=kind, expected="recognize",
                 args=args, results=res, torch=sem, source=TORCH_SRC, variant=variant,
+                softcap=softcap if through_cap else None,
                 reduction=reduction, ignore_index=ignore, weighted=weighted, axis=1,
                 logits_dtype=et, compute_dtype=et, static=all(isinstance(d, int) for d in dims))
     return fn, spec
@@ -1929,6 +1959,22 @@ def corpus() -> List[Tuple[Fn, Spec]]:
                       ignore=-1, init=NEG_INF[f32], softcap=50.0, decomposed=True,
                       variant="softcap 50; decomposed NLL (where/gather/neg/where), per-element losses"),
     ]
+    items += [
+        torch_backward(sc, "torch_softcap_bwd_mean", dims=[8, 10], et=f32, reduction="mean", ignore=-100,
+                       init=NEG_INF[f32], softcap=30.0,
+                       variant="softcap 30; nll_loss_backward + _log_softmax_backward_data, then the chain "
+                       "rule through the cap: * 30, tanh_backward g * (1 - y * y), / 30"),
+        torch_backward(sc, "torch_softcap_joint_sum_seed", dims=[8, 10], et=f32, reduction="sum", ignore=-100,
+                       init=NEG_INF[f32], softcap=20.0, joint=True, seed=True,
+                       variant="joint forward + backward through softcap 20, seed 1.0"),
+    ]
+    nb_fn, nb = torch_backward(sc, "torch_nm_softcap_bwd_capped", dims=[8, 10], et=f32, reduction="mean",
+                               ignore=-100, init=NEG_INF[f32], softcap=30.0, through_cap=False,
+                               variant="softcap 30; the gradient stops at the capped logits")
+    nb.kind, nb.expected, nb.check = "near_miss", "near_miss", "differs"
+    nb.reason = ("the gradient with respect to the capped logits: xent.cross_entropy_grad with "
+                 "softcap = 30 is the gradient with respect to the uncapped ones")
+    items.append((nb_fn, nb))
     nm_fn, nm = torch_forward(sc, "torch_nm_softcap_scale", dims=[8, 10], et=f32, reduction="mean",
                               ignore=-100, init=NEG_INF[f32], softcap=30.0, softcap_scale=20.0,
                               variant="tanh(x / 30) * 20: the scale is not the divisor")

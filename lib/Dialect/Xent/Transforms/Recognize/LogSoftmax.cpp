@@ -198,5 +198,5 @@ Match<Softcap> recognize::matchSoftcap(ViewAnalysis &va, Node *node) {
                        formatNumber(cap) +
                        " is not a softcap (the scale differs from the "
                        "divisor)");
-  return Softcap{inner.num[0], cap};
+  return Softcap{inner.num[0], cap, tanh};
 }

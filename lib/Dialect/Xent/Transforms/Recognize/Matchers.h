@@ -118,6 +118,7 @@ struct LogSoftmax {
 struct Softcap {
   Node *input;
   double cap;
+  Node *tanh; // tanh(input / cap)
 };
 
 struct ClassWeight;

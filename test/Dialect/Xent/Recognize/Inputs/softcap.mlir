@@ -26,6 +26,7 @@
 #map2 = affine_map<(d0, d1) -> (d0, 0)>
 #map3 = affine_map<(d0) -> (d0)>
 #map4 = affine_map<(d0) -> ()>
+#map5 = affine_map<(d0, d1) -> ()>
 module {
 
   // @torch_softcap_mean [recognize]: F.cross_entropy(x, t, reduction='mean', ignore_index=-100)
@@ -330,6 +331,436 @@ module {
       linalg.yield %23 : f32
     } -> tensor<6xf32>
     return %21 : tensor<6xf32>
+  }
+
+  // @torch_softcap_bwd_mean [recognize]: torch.autograd.grad(F.cross_entropy(x, t,
+  //       reduction='mean', ignore_index=-100) over class dim 1 of x = torch.tanh(x / 30.0) * 30.0,
+  //       x, grad_output)
+  //   (grad_output tensor<f32>, logits tensor<8x10xf32>, target tensor<8xi64>) -> (grad_logits
+  //       tensor<8x10xf32>)
+  //   IR: softcap 30; nll_loss_backward + _log_softmax_backward_data, then the chain rule through
+  //       the cap: * 30, tanh_backward g * (1 - y * y), / 30
+  func.func @torch_softcap_bwd_mean(%arg0: tensor<f32>, %arg1: tensor<8x10xf32>, %arg2: tensor<8xi64>) -> tensor<8x10xf32> attributes {llvm.emit_c_interface} {
+    %c-100 = arith.constant -100 : index
+    %c8_i64 = arith.constant 8 : i64
+    %cst = arith.constant 1.000000e+00 : f32
+    %c-100_i64 = arith.constant -100 : i64
+    %cst_0 = arith.constant 0.000000e+00 : f32
+    %cst_1 = arith.constant 0xFF800000 : f32
+    %c0_i64 = arith.constant 0 : i64
+    %cst_2 = arith.constant 3.000000e+01 : f32
+    %0 = tensor.empty() : tensor<8x10xf32>
+    %1 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%arg1 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %33 = arith.divf %in, %cst_2 : f32
+      linalg.yield %33 : f32
+    } -> tensor<8x10xf32>
+    %2 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%1 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %33 = math.tanh %in : f32
+      linalg.yield %33 : f32
+    } -> tensor<8x10xf32>
+    %3 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%2 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %33 = arith.mulf %in, %cst_2 : f32
+      linalg.yield %33 : f32
+    } -> tensor<8x10xf32>
+    %4 = tensor.empty() : tensor<8xi64>
+    %5 = linalg.fill ins(%c0_i64 : i64) outs(%4 : tensor<8xi64>) -> tensor<8xi64>
+    %6 = tensor.empty() : tensor<8xf32>
+    %7 = linalg.fill ins(%cst_1 : f32) outs(%6 : tensor<8xf32>) -> tensor<8xf32>
+    %8:2 = linalg.generic {indexing_maps = [#map, #map1, #map1], iterator_types = ["parallel", "reduction"]} ins(%3 : tensor<8x10xf32>) outs(%7, %5 : tensor<8xf32>, tensor<8xi64>) {
+    ^bb0(%in: f32, %out: f32, %out_3: i64):
+      %33 = linalg.index 1 : index
+      %34 = arith.index_cast %33 : index to i64
+      %35 = arith.maximumf %in, %out : f32
+      %36 = arith.cmpf ogt, %in, %out : f32
+      %37 = arith.select %36, %34, %out_3 : i64
+      linalg.yield %35, %37 : f32, i64
+    } -> (tensor<8xf32>, tensor<8xi64>)
+    %expanded = tensor.expand_shape %8#0 [[0, 1]] output_shape [8, 1] : tensor<8xf32> into tensor<8x1xf32>
+    %9 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%3, %expanded : tensor<8x10xf32>, tensor<8x1xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_3: f32, %out: f32):
+      %33 = arith.subf %in, %in_3 : f32
+      linalg.yield %33 : f32
+    } -> tensor<8x10xf32>
+    %10 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%9 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %33 = math.exp %in : f32
+      linalg.yield %33 : f32
+    } -> tensor<8x10xf32>
+    %11 = tensor.empty() : tensor<8x1xf32>
+    %12 = linalg.fill ins(%cst_0 : f32) outs(%11 : tensor<8x1xf32>) -> tensor<8x1xf32>
+    %13 = linalg.generic {indexing_maps = [#map, #map2], iterator_types = ["parallel", "reduction"]} ins(%10 : tensor<8x10xf32>) outs(%12 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %33 = arith.addf %in, %out : f32
+      linalg.yield %33 : f32
+    } -> tensor<8x1xf32>
+    %14 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%13 : tensor<8x1xf32>) outs(%11 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %33 = math.log %in : f32
+      linalg.yield %33 : f32
+    } -> tensor<8x1xf32>
+    %15 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%9, %14 : tensor<8x10xf32>, tensor<8x1xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_3: f32, %out: f32):
+      %33 = arith.subf %in, %in_3 : f32
+      linalg.yield %33 : f32
+    } -> tensor<8x10xf32>
+    %16 = tensor.empty() : tensor<i64>
+    %17 = linalg.fill ins(%c0_i64 : i64) outs(%16 : tensor<i64>) -> tensor<i64>
+    %18 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["reduction"]} ins(%arg2 : tensor<8xi64>) outs(%17 : tensor<i64>) {
+    ^bb0(%in: i64, %out: i64):
+      %33 = arith.cmpi eq, %in, %c-100_i64 : i64
+      %34 = arith.extui %33 : i1 to i64
+      %35 = arith.addi %34, %out : i64
+      linalg.yield %35 : i64
+    } -> tensor<i64>
+    %extracted = tensor.extract %18[] : tensor<i64>
+    %19 = arith.subi %c8_i64, %extracted : i64
+    %20 = arith.sitofp %19 : i64 to f32
+    %21 = tensor.empty() : tensor<f32>
+    %22 = linalg.fill ins(%20 : f32) outs(%21 : tensor<f32>) -> tensor<f32>
+    %23 = linalg.fill ins(%cst_0 : f32) outs(%0 : tensor<8x10xf32>) -> tensor<8x10xf32>
+    %24 = linalg.generic {indexing_maps = [#map5, #map1, #map5, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0, %arg2, %22 : tensor<f32>, tensor<8xi64>, tensor<f32>) outs(%23 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_3: i64, %in_4: f32, %out: f32):
+      %33 = arith.index_cast %in_3 : i64 to index
+      %34 = linalg.index 1 : index
+      %35 = arith.divf %in, %in_4 : f32
+      %36 = arith.negf %35 : f32
+      %37 = arith.cmpi ne, %33, %34 : index
+      %38 = arith.cmpi eq, %33, %c-100 : index
+      %39 = arith.ori %37, %38 : i1
+      %40 = arith.select %39, %cst_0, %36 : f32
+      linalg.yield %40 : f32
+    } -> tensor<8x10xf32>
+    %25 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%15 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %33 = math.exp %in : f32
+      linalg.yield %33 : f32
+    } -> tensor<8x10xf32>
+    %26 = linalg.generic {indexing_maps = [#map, #map2], iterator_types = ["parallel", "reduction"]} ins(%24 : tensor<8x10xf32>) outs(%12 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %33 = arith.addf %in, %out : f32
+      linalg.yield %33 : f32
+    } -> tensor<8x1xf32>
+    %27 = linalg.generic {indexing_maps = [#map2, #map], iterator_types = ["parallel", "parallel"]} ins(%26 : tensor<8x1xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
+    } -> tensor<8x10xf32>
+    %28 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%25, %27 : tensor<8x10xf32>, tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_3: f32, %out: f32):
+      %33 = arith.mulf %in, %in_3 : f32
+      linalg.yield %33 : f32
+    } -> tensor<8x10xf32>
+    %29 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%24, %28 : tensor<8x10xf32>, tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_3: f32, %out: f32):
+      %33 = arith.subf %in, %in_3 : f32
+      linalg.yield %33 : f32
+    } -> tensor<8x10xf32>
+    %30 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%29 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %33 = arith.mulf %in, %cst_2 : f32
+      linalg.yield %33 : f32
+    } -> tensor<8x10xf32>
+    %31 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%30, %2 : tensor<8x10xf32>, tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_3: f32, %out: f32):
+      %33 = arith.mulf %in_3, %in_3 : f32
+      %34 = arith.subf %cst, %33 : f32
+      %35 = arith.mulf %in, %34 : f32
+      linalg.yield %35 : f32
+    } -> tensor<8x10xf32>
+    %32 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%31 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %33 = arith.divf %in, %cst_2 : f32
+      linalg.yield %33 : f32
+    } -> tensor<8x10xf32>
+    return %32 : tensor<8x10xf32>
+  }
+
+  // @torch_softcap_joint_sum_seed [recognize]: loss = F.cross_entropy(x, t, reduction='sum',
+  //       ignore_index=-100) over class dim 1 of x = torch.tanh(x / 20.0) * 20.0; loss.backward()
+  //       -> logits.grad
+  //   (logits tensor<8x10xf32>, target tensor<8xi64>) -> (loss tensor<f32>, grad_logits
+  //       tensor<8x10xf32>)
+  //   IR: joint forward + backward through softcap 20, seed 1.0
+  func.func @torch_softcap_joint_sum_seed(%arg0: tensor<8x10xf32>, %arg1: tensor<8xi64>) -> (tensor<f32>, tensor<8x10xf32>) attributes {llvm.emit_c_interface} {
+    %c8_i64 = arith.constant 8 : i64
+    %c-100 = arith.constant -100 : index
+    %cst = arith.constant 1.000000e+00 : f32
+    %c-100_i64 = arith.constant -100 : i64
+    %cst_0 = arith.constant 0.000000e+00 : f32
+    %cst_1 = arith.constant 0xFF800000 : f32
+    %c0_i64 = arith.constant 0 : i64
+    %cst_2 = arith.constant 2.000000e+01 : f32
+    %0 = tensor.empty() : tensor<8x10xf32>
+    %1 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %37 = arith.divf %in, %cst_2 : f32
+      linalg.yield %37 : f32
+    } -> tensor<8x10xf32>
+    %2 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%1 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %37 = math.tanh %in : f32
+      linalg.yield %37 : f32
+    } -> tensor<8x10xf32>
+    %3 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%2 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %37 = arith.mulf %in, %cst_2 : f32
+      linalg.yield %37 : f32
+    } -> tensor<8x10xf32>
+    %4 = tensor.empty() : tensor<8xi64>
+    %5 = linalg.fill ins(%c0_i64 : i64) outs(%4 : tensor<8xi64>) -> tensor<8xi64>
+    %6 = tensor.empty() : tensor<8xf32>
+    %7 = linalg.fill ins(%cst_1 : f32) outs(%6 : tensor<8xf32>) -> tensor<8xf32>
+    %8:2 = linalg.generic {indexing_maps = [#map, #map1, #map1], iterator_types = ["parallel", "reduction"]} ins(%3 : tensor<8x10xf32>) outs(%7, %5 : tensor<8xf32>, tensor<8xi64>) {
+    ^bb0(%in: f32, %out: f32, %out_3: i64):
+      %37 = linalg.index 1 : index
+      %38 = arith.index_cast %37 : index to i64
+      %39 = arith.maximumf %in, %out : f32
+      %40 = arith.cmpf ogt, %in, %out : f32
+      %41 = arith.select %40, %38, %out_3 : i64
+      linalg.yield %39, %41 : f32, i64
+    } -> (tensor<8xf32>, tensor<8xi64>)
+    %expanded = tensor.expand_shape %8#0 [[0, 1]] output_shape [8, 1] : tensor<8xf32> into tensor<8x1xf32>
+    %9 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%3, %expanded : tensor<8x10xf32>, tensor<8x1xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_3: f32, %out: f32):
+      %37 = arith.subf %in, %in_3 : f32
+      linalg.yield %37 : f32
+    } -> tensor<8x10xf32>
+    %10 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%9 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %37 = math.exp %in : f32
+      linalg.yield %37 : f32
+    } -> tensor<8x10xf32>
+    %11 = tensor.empty() : tensor<8x1xf32>
+    %12 = linalg.fill ins(%cst_0 : f32) outs(%11 : tensor<8x1xf32>) -> tensor<8x1xf32>
+    %13 = linalg.generic {indexing_maps = [#map, #map2], iterator_types = ["parallel", "reduction"]} ins(%10 : tensor<8x10xf32>) outs(%12 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %37 = arith.addf %in, %out : f32
+      linalg.yield %37 : f32
+    } -> tensor<8x1xf32>
+    %14 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%13 : tensor<8x1xf32>) outs(%11 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %37 = math.log %in : f32
+      linalg.yield %37 : f32
+    } -> tensor<8x1xf32>
+    %15 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%9, %14 : tensor<8x10xf32>, tensor<8x1xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_3: f32, %out: f32):
+      %37 = arith.subf %in, %in_3 : f32
+      linalg.yield %37 : f32
+    } -> tensor<8x10xf32>
+    %16 = linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel"]} ins(%arg1 : tensor<8xi64>) outs(%6 : tensor<8xf32>) {
+    ^bb0(%in: i64, %out: f32):
+      %37 = arith.index_cast %in : i64 to index
+      %38 = arith.cmpi eq, %37, %c-100 : index
+      %39 = linalg.index 0 : index
+      %extracted_3 = tensor.extract %15[%39, %37] : tensor<8x10xf32>
+      %40 = arith.negf %extracted_3 : f32
+      %41 = arith.select %38, %cst_0, %40 : f32
+      linalg.yield %41 : f32
+    } -> tensor<8xf32>
+    %17 = tensor.empty() : tensor<f32>
+    %18 = linalg.fill ins(%cst_0 : f32) outs(%17 : tensor<f32>) -> tensor<f32>
+    %19 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["reduction"]} ins(%16 : tensor<8xf32>) outs(%18 : tensor<f32>) {
+    ^bb0(%in: f32, %out: f32):
+      %37 = arith.addf %in, %out : f32
+      linalg.yield %37 : f32
+    } -> tensor<f32>
+    %20 = tensor.empty() : tensor<i64>
+    %21 = linalg.fill ins(%c0_i64 : i64) outs(%20 : tensor<i64>) -> tensor<i64>
+    %22 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["reduction"]} ins(%arg1 : tensor<8xi64>) outs(%21 : tensor<i64>) {
+    ^bb0(%in: i64, %out: i64):
+      %37 = arith.cmpi eq, %in, %c-100_i64 : i64
+      %38 = arith.extui %37 : i1 to i64
+      %39 = arith.addi %38, %out : i64
+      linalg.yield %39 : i64
+    } -> tensor<i64>
+    %extracted = tensor.extract %22[] : tensor<i64>
+    %23 = arith.subi %c8_i64, %extracted : i64
+    %24 = arith.sitofp %23 : i64 to f32
+    %25 = linalg.fill ins(%24 : f32) outs(%17 : tensor<f32>) -> tensor<f32>
+    %26 = linalg.fill ins(%cst : f32) outs(%17 : tensor<f32>) -> tensor<f32>
+    %27 = linalg.fill ins(%cst_0 : f32) outs(%0 : tensor<8x10xf32>) -> tensor<8x10xf32>
+    %28 = linalg.generic {indexing_maps = [#map5, #map1, #map5, #map], iterator_types = ["parallel", "parallel"]} ins(%26, %arg1, %25 : tensor<f32>, tensor<8xi64>, tensor<f32>) outs(%27 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_3: i64, %in_4: f32, %out: f32):
+      %37 = arith.index_cast %in_3 : i64 to index
+      %38 = linalg.index 1 : index
+      %39 = arith.negf %in : f32
+      %40 = arith.cmpi ne, %37, %38 : index
+      %41 = arith.cmpi eq, %37, %c-100 : index
+      %42 = arith.ori %40, %41 : i1
+      %43 = arith.select %42, %cst_0, %39 : f32
+      linalg.yield %43 : f32
+    } -> tensor<8x10xf32>
+    %29 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%15 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %37 = math.exp %in : f32
+      linalg.yield %37 : f32
+    } -> tensor<8x10xf32>
+    %30 = linalg.generic {indexing_maps = [#map, #map2], iterator_types = ["parallel", "reduction"]} ins(%28 : tensor<8x10xf32>) outs(%12 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %37 = arith.addf %in, %out : f32
+      linalg.yield %37 : f32
+    } -> tensor<8x1xf32>
+    %31 = linalg.generic {indexing_maps = [#map2, #map], iterator_types = ["parallel", "parallel"]} ins(%30 : tensor<8x1xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
+    } -> tensor<8x10xf32>
+    %32 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%29, %31 : tensor<8x10xf32>, tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_3: f32, %out: f32):
+      %37 = arith.mulf %in, %in_3 : f32
+      linalg.yield %37 : f32
+    } -> tensor<8x10xf32>
+    %33 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%28, %32 : tensor<8x10xf32>, tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_3: f32, %out: f32):
+      %37 = arith.subf %in, %in_3 : f32
+      linalg.yield %37 : f32
+    } -> tensor<8x10xf32>
+    %34 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%33 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %37 = arith.mulf %in, %cst_2 : f32
+      linalg.yield %37 : f32
+    } -> tensor<8x10xf32>
+    %35 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%34, %2 : tensor<8x10xf32>, tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_3: f32, %out: f32):
+      %37 = arith.mulf %in_3, %in_3 : f32
+      %38 = arith.subf %cst, %37 : f32
+      %39 = arith.mulf %in, %38 : f32
+      linalg.yield %39 : f32
+    } -> tensor<8x10xf32>
+    %36 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%35 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %37 = arith.divf %in, %cst_2 : f32
+      linalg.yield %37 : f32
+    } -> tensor<8x10xf32>
+    return %19, %36 : tensor<f32>, tensor<8x10xf32>
+  }
+
+  // @torch_nm_softcap_bwd_capped [near_miss]: torch.autograd.grad(F.cross_entropy(x, t,
+  //       reduction='mean', ignore_index=-100) over class dim 1 of x = torch.tanh(x / 30.0) * 30.0,
+  //       x, grad_output) -- but returns the gradient with respect to the capped logits
+  //   (grad_output tensor<f32>, logits tensor<8x10xf32>, target tensor<8xi64>) -> (grad_logits
+  //       tensor<8x10xf32>)
+  //   IR: softcap 30; the gradient stops at the capped logits
+  //   why near_miss: the gradient with respect to the capped logits: xent.cross_entropy_grad with
+  //       softcap = 30 is the gradient with respect to the uncapped ones
+  func.func @torch_nm_softcap_bwd_capped(%arg0: tensor<f32>, %arg1: tensor<8x10xf32>, %arg2: tensor<8xi64>) -> tensor<8x10xf32> attributes {llvm.emit_c_interface} {
+    %c-100 = arith.constant -100 : index
+    %c8_i64 = arith.constant 8 : i64
+    %c-100_i64 = arith.constant -100 : i64
+    %cst = arith.constant 0.000000e+00 : f32
+    %cst_0 = arith.constant 0xFF800000 : f32
+    %c0_i64 = arith.constant 0 : i64
+    %cst_1 = arith.constant 3.000000e+01 : f32
+    %0 = tensor.empty() : tensor<8x10xf32>
+    %1 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%arg1 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %30 = arith.divf %in, %cst_1 : f32
+      linalg.yield %30 : f32
+    } -> tensor<8x10xf32>
+    %2 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%1 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %30 = math.tanh %in : f32
+      linalg.yield %30 : f32
+    } -> tensor<8x10xf32>
+    %3 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%2 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %30 = arith.mulf %in, %cst_1 : f32
+      linalg.yield %30 : f32
+    } -> tensor<8x10xf32>
+    %4 = tensor.empty() : tensor<8xi64>
+    %5 = linalg.fill ins(%c0_i64 : i64) outs(%4 : tensor<8xi64>) -> tensor<8xi64>
+    %6 = tensor.empty() : tensor<8xf32>
+    %7 = linalg.fill ins(%cst_0 : f32) outs(%6 : tensor<8xf32>) -> tensor<8xf32>
+    %8:2 = linalg.generic {indexing_maps = [#map, #map1, #map1], iterator_types = ["parallel", "reduction"]} ins(%3 : tensor<8x10xf32>) outs(%7, %5 : tensor<8xf32>, tensor<8xi64>) {
+    ^bb0(%in: f32, %out: f32, %out_2: i64):
+      %30 = linalg.index 1 : index
+      %31 = arith.index_cast %30 : index to i64
+      %32 = arith.maximumf %in, %out : f32
+      %33 = arith.cmpf ogt, %in, %out : f32
+      %34 = arith.select %33, %31, %out_2 : i64
+      linalg.yield %32, %34 : f32, i64
+    } -> (tensor<8xf32>, tensor<8xi64>)
+    %expanded = tensor.expand_shape %8#0 [[0, 1]] output_shape [8, 1] : tensor<8xf32> into tensor<8x1xf32>
+    %9 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%3, %expanded : tensor<8x10xf32>, tensor<8x1xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_2: f32, %out: f32):
+      %30 = arith.subf %in, %in_2 : f32
+      linalg.yield %30 : f32
+    } -> tensor<8x10xf32>
+    %10 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%9 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %30 = math.exp %in : f32
+      linalg.yield %30 : f32
+    } -> tensor<8x10xf32>
+    %11 = tensor.empty() : tensor<8x1xf32>
+    %12 = linalg.fill ins(%cst : f32) outs(%11 : tensor<8x1xf32>) -> tensor<8x1xf32>
+    %13 = linalg.generic {indexing_maps = [#map, #map2], iterator_types = ["parallel", "reduction"]} ins(%10 : tensor<8x10xf32>) outs(%12 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %30 = arith.addf %in, %out : f32
+      linalg.yield %30 : f32
+    } -> tensor<8x1xf32>
+    %14 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%13 : tensor<8x1xf32>) outs(%11 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %30 = math.log %in : f32
+      linalg.yield %30 : f32
+    } -> tensor<8x1xf32>
+    %15 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%9, %14 : tensor<8x10xf32>, tensor<8x1xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_2: f32, %out: f32):
+      %30 = arith.subf %in, %in_2 : f32
+      linalg.yield %30 : f32
+    } -> tensor<8x10xf32>
+    %16 = tensor.empty() : tensor<i64>
+    %17 = linalg.fill ins(%c0_i64 : i64) outs(%16 : tensor<i64>) -> tensor<i64>
+    %18 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["reduction"]} ins(%arg2 : tensor<8xi64>) outs(%17 : tensor<i64>) {
+    ^bb0(%in: i64, %out: i64):
+      %30 = arith.cmpi eq, %in, %c-100_i64 : i64
+      %31 = arith.extui %30 : i1 to i64
+      %32 = arith.addi %31, %out : i64
+      linalg.yield %32 : i64
+    } -> tensor<i64>
+    %extracted = tensor.extract %18[] : tensor<i64>
+    %19 = arith.subi %c8_i64, %extracted : i64
+    %20 = arith.sitofp %19 : i64 to f32
+    %21 = tensor.empty() : tensor<f32>
+    %22 = linalg.fill ins(%20 : f32) outs(%21 : tensor<f32>) -> tensor<f32>
+    %23 = linalg.fill ins(%cst : f32) outs(%0 : tensor<8x10xf32>) -> tensor<8x10xf32>
+    %24 = linalg.generic {indexing_maps = [#map5, #map1, #map5, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0, %arg2, %22 : tensor<f32>, tensor<8xi64>, tensor<f32>) outs(%23 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_2: i64, %in_3: f32, %out: f32):
+      %30 = arith.index_cast %in_2 : i64 to index
+      %31 = linalg.index 1 : index
+      %32 = arith.divf %in, %in_3 : f32
+      %33 = arith.negf %32 : f32
+      %34 = arith.cmpi ne, %30, %31 : index
+      %35 = arith.cmpi eq, %30, %c-100 : index
+      %36 = arith.ori %34, %35 : i1
+      %37 = arith.select %36, %cst, %33 : f32
+      linalg.yield %37 : f32
+    } -> tensor<8x10xf32>
+    %25 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%15 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %30 = math.exp %in : f32
+      linalg.yield %30 : f32
+    } -> tensor<8x10xf32>
+    %26 = linalg.generic {indexing_maps = [#map, #map2], iterator_types = ["parallel", "reduction"]} ins(%24 : tensor<8x10xf32>) outs(%12 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %30 = arith.addf %in, %out : f32
+      linalg.yield %30 : f32
+    } -> tensor<8x1xf32>
+    %27 = linalg.generic {indexing_maps = [#map2, #map], iterator_types = ["parallel", "parallel"]} ins(%26 : tensor<8x1xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
+    } -> tensor<8x10xf32>
+    %28 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%25, %27 : tensor<8x10xf32>, tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_2: f32, %out: f32):
+      %30 = arith.mulf %in, %in_2 : f32
+      linalg.yield %30 : f32
+    } -> tensor<8x10xf32>
+    %29 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%24, %28 : tensor<8x10xf32>, tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_2: f32, %out: f32):
+      %30 = arith.subf %in, %in_2 : f32
+      linalg.yield %30 : f32
+    } -> tensor<8x10xf32>
+    return %29 : tensor<8x10xf32>
   }
 
   // @torch_nm_softcap_scale [near_miss]: F.cross_entropy(x, t, reduction='mean', ignore_index=-100)
