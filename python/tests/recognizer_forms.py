@@ -392,6 +392,42 @@ def tl_unary(fn: Fn, op: str, x: T, strict=False) -> T:
     return tl_elementwise(fn, [x], x.et, body, x.shape, strict)
 
 
+def tl_scalar(fn: Fn, op: str, x: T, value: float, scalar_first=False, strict=False) -> T:
+    """aten.mul.Scalar / aten.div.Scalar: the scalar as a constant in the payload."""
+    def body(f, a):
+        c = f.op("cst", f"arith.constant {fconst(value, x.et)} : {x.et}")
+        lhs, rhs = (c, a[0]) if scalar_first else (a[0], c)
+        return [f.op(op.split(".")[1], f"{op} {lhs}, {rhs} : {x.et}")]
+    return tl_elementwise(fn, [x], x.et, body, x.shape, strict)
+
+
+def tl_softcap(fn: Fn, x: T, cap: float, form: str = "div", scale: Optional[float] = None,
+               strict=False) -> T:
+    """Gemma's final logit softcap ``torch.tanh(x / cap) * cap`` as TorchToLinalg lowers it.
+
+    ``form``: ``div`` (x / cap, then tanh, then tanh * cap) or ``recip``
+    (x * (1 / cap), then cap * tanh: the multiplications commuted);
+    ``scale`` replaces the final factor (a near miss when it is not ``cap``).
+    """
+    scale = cap if scale is None else scale
+    if form == "div":
+        y = tl_scalar(fn, "arith.divf", x, cap, strict=strict)
+    else:
+        y = tl_scalar(fn, "arith.mulf", x, float(np.float32(1.0 / cap)), strict=strict)
+    th = tl_unary(fn, "math.tanh", y, strict)
+    return tl_scalar(fn, "arith.mulf", th, scale, scalar_first=(form != "div"), strict=strict)
+
+
+def tl_tanh_backward(fn: Fn, grad: T, y: T, strict=False) -> T:
+    """aten.tanh_backward(grad, y) in TorchToLinalg's payload: grad * (1 - y * y)."""
+    def body(f, a):
+        one = f.op("cst", f"arith.constant 1.000000e+00 : {grad.et}")
+        yy = f.op("mul", f"arith.mulf {a[1]}, {a[1]} : {grad.et}")
+        s = f.op("sub", f"arith.subf {one}, {yy} : {grad.et}")
+        return [f.op("mul", f"arith.mulf {a[0]}, {s} : {grad.et}")]
+    return tl_elementwise(fn, [grad, y], grad.et, body, grad.shape, strict)
+
+
 def tl_to_dtype(fn: Fn, x: T, et: str, strict=False) -> T:
     """aten.to.dtype / prims.convert_element_type (convertScalarToDtype)."""
     def body(f, a):
@@ -763,6 +799,7 @@ class Spec:
     static: bool = True
     lowering: List[str] = field(default_factory=list)
     reason: Optional[str] = None
+    softcap: Optional[float] = None   # the chain caps the logits: softcap * tanh(x / softcap)
     check: str = "reference"       # reference | differs | runs
 
     def row(self) -> dict:
@@ -775,7 +812,8 @@ class Spec:
         if self.expected == "near_miss":
             return []
         base = {"reduction": self.reduction, "ignore_index": self.ignore_index,
-                "weighted": self.weighted, "axis": self.axis, "target": self.target}
+                "weighted": self.weighted, "axis": self.axis, "target": self.target,
+                "softcap": self.softcap}
         ops = []
         if self.kind in ("forward", "joint"):
             ops.append({"op": "xent.cross_entropy", **base})
@@ -815,7 +853,9 @@ TORCH_SRC = ("llvm/torch-mlir: lib/Dialect/Torch/Transforms/DecomposeComplexOps.
 
 def torch_forward(file: str, name: str, *, dims: Dims, et: str, reduction: str, ignore: int,
                   init: str, weighted=False, decomposed=False, strict=False, collapse=False,
-                  fx=False, form="torch_linalg", variant="", target_et="i64") -> Tuple[Fn, Spec]:
+                  fx=False, form="torch_linalg", variant="", target_et="i64",
+                  softcap: Optional[float] = None, softcap_form: str = "div",
+                  softcap_scale: Optional[float] = None) -> Tuple[Fn, Spec]:
     """One cross-entropy forward as torch-mlir lowers F.cross_entropy.
 
     ``decomposed``: nll_loss_forward goes through DecomposeAtenNllLossForwardOp
@@ -825,6 +865,9 @@ def torch_forward(file: str, name: str, *, dims: Dims, et: str, reduction: str, 
     half inputs widened to f32 for log_softmax and narrowed back, the count
     computed as ``(t != ignore).sum().to(dtype)``.  ``collapse``: logits
     (B, T, V) and labels (B, T) flattened by ``.view(-1, V)`` first.
+    ``softcap``: the logits are capped first (see :func:`tl_softcap`);
+    ``softcap_scale`` multiplies the tanh by another value than the divisor
+    (a near miss).
     """
     C = dims[-1]
     args = [arg("logits", dims, et), arg("target", dims[:-1], target_et)]
@@ -846,6 +889,8 @@ def torch_forward(file: str, name: str, *, dims: Dims, et: str, reduction: str, 
     xin = x
     if fx and et != "f32":
         xin = tl_to_dtype(fn, x, "f32", strict)
+    if softcap is not None:
+        xin = tl_softcap(fn, xin, softcap, softcap_form, softcap_scale, strict)
     logp = tl_log_softmax(fn, xin, dim, init, strict)
     if fx and et != "f32":
         logp = tl_to_dtype(fn, logp, et, strict)
@@ -854,10 +899,15 @@ def torch_forward(file: str, name: str, *, dims: Dims, et: str, reduction: str, 
     else:
         loss, _ = tl_nll_forward_direct(fn, logp, t, reduction, ignore)
     ret(fn, [loss.v])
+    capped = softcap is not None and softcap_scale is None
+    extra = "; logits.view(-1, V), labels.view(-1)" if collapse else ""
+    if softcap is not None:
+        scale = softcap if softcap_scale is None else softcap_scale
+        extra = f" of x = torch.tanh(x / {softcap}) * {scale}" + extra
     spec = Spec(file=file, function=name, form=form, kind="forward", expected="recognize",
                 args=args, results=res,
-                torch=torch_semantics(reduction, ignore, weighted, axis,
-                                      extra="; logits.view(-1, V), labels.view(-1)" if collapse else ""),
+                torch=torch_semantics(reduction, ignore, weighted, axis, extra=extra),
+                softcap=softcap if capped else None,
                 source=TORCH_SRC if not fx else FX_SRC, variant=variant, reduction=reduction,
                 ignore_index=ignore, weighted=weighted, axis=axis, logits_dtype=et,
                 target_dtype=target_et, compute_dtype=et if not fx else et,
@@ -876,7 +926,9 @@ FX_SRC = ("pytorch/pytorch: torch/_decomp/decompositions.py (_log_softmax: x.to(
 
 
 def torch_backward(file: str, name: str, *, dims: Dims, et: str, reduction: str, ignore: int,
-                   init: str, weighted=False, joint=False, seed=False, variant="") -> Tuple[Fn, Spec]:
+                   init: str, weighted=False, joint=False, seed=False, variant="",
+                   softcap: Optional[float] = None, through_cap=True, file_form="torch_backward"
+                   ) -> Tuple[Fn, Spec]:
     """F.cross_entropy backward as torch-mlir lowers the autograd graph.
 
     aten.nll_loss_backward (ConvertAtenNllLossBackwardOp, weights supported)
@@ -886,7 +938,12 @@ def torch_backward(file: str, name: str, *, dims: Dims, et: str, reduction: str,
     graph); ``seed``: the gradient seed is the constant 1.0 of
     ``loss.backward()`` instead of an argument.  Otherwise the function
     recomputes log_softmax and total_weight from the logits (rematerialised
-    backward graph).
+    backward graph).  ``softcap``: the logits are capped first
+    (:func:`tl_softcap`) and the gradient goes back through the cap as
+    autograd does: mul.Scalar's backward (``* c``), aten.tanh_backward
+    (``g * (1 - y * y)``), div.Scalar's backward (``/ c``); without
+    ``through_cap`` the function returns the gradient with respect to the
+    capped logits (a near miss).
     """
     C = dims[-1]
     gdims = [] if reduction != "none" else dims[:-1]
@@ -904,7 +961,12 @@ def torch_backward(file: str, name: str, *, dims: Dims, et: str, reduction: str,
     roles = {a["role"]: tval(a) for a in args}
     x, t = roles["logits"], roles["target"]
     w = roles.get("weight")
-    logp = tl_log_softmax(fn, x, 1, init)
+    xc, tanh = x, None
+    if softcap is not None:
+        y = tl_scalar(fn, "arith.divf", x, softcap)
+        tanh = tl_unary(fn, "math.tanh", y)
+        xc = tl_scalar(fn, "arith.mulf", tanh, softcap)
+    logp = tl_log_softmax(fn, xc, 1, init)
     if weighted:
         tws: list = []
         loss = tl_nll_forward_decomposed(fn, logp, t, w, reduction, ignore, total_weight_out=tws)
@@ -922,13 +984,21 @@ def torch_backward(file: str, name: str, *, dims: Dims, et: str, reduction: str,
         g = roles["grad_output"]
     gn = tl_nll_backward(fn, g, logp, t, w, reduction, ignore, tw)
     dx = tl_log_softmax_backward(fn, gn, logp, 1)
+    if softcap is not None and through_cap:
+        dx = tl_scalar(fn, "arith.mulf", dx, softcap)
+        dx = tl_tanh_backward(fn, dx, tanh)
+        dx = tl_scalar(fn, "arith.divf", dx, softcap)
     ret(fn, ([loss.v] if joint else []) + [dx.v])
     kind = "joint" if joint else "backward"
-    sem = torch_semantics(reduction, ignore, weighted)
+    sem = torch_semantics(reduction, ignore, weighted,
+                          extra=f" of x = torch.tanh(x / {softcap}) * {softcap}" if softcap else "")
     sem = (f"loss = {sem}; loss.backward(" + ("" if seed else "grad_output") + ") -> logits.grad") \
         if joint else f"torch.autograd.grad({sem}, x, grad_output)"
-    spec = Spec(file=file, function=name, form="torch_backward", kind=kind, expected="recognize",
+    if softcap is not None and not through_cap:
+        sem += " -- but returns the gradient with respect to the capped logits"
+    spec = Spec(file=file, function=name, form=file_form, kind=kind, expected="recognize",
                 args=args, results=res, torch=sem, source=TORCH_SRC, variant=variant,
+                softcap=softcap if through_cap else None,
                 reduction=reduction, ignore_index=ignore, weighted=weighted, axis=1,
                 logits_dtype=et, compute_dtype=et, static=all(isinstance(d, int) for d in dims))
     return fn, spec
@@ -1253,14 +1323,41 @@ class Tosa:
         return self.cast(self.cast(eq, "i8"), "f32")
 
 
-def tosa_gather_form(file, name, *, N: int, C: int, reduction: str, ignore: int) -> Tuple[Fn, Spec]:
-    """torch-mlir TorchToTosa of DecomposeComplexOps' log_softmax + nll_loss_forward."""
+def tosa_gather_form(file, name, *, N: int, C: int, reduction: str, ignore: int, pick: str = "flat",
+                     keep_rank: int = 0, softcap: Optional[float] = None,
+                     softcap_scale: Optional[float] = None, wrong_axis: bool = False) -> Tuple[Fn, Spec]:
+    """torch-mlir TorchToTosa of DecomposeComplexOps' log_softmax + nll_loss_forward.
+
+    ``pick``: ``flat`` gathers the target's log-probability from the
+    flattened (1, N*C, 1) values at b*C + t (convertGatherNdOp); ``rows``
+    gathers per row from (N, C, 1) values at (N, 1) indices.
+    ``keep_rank``: 0 reshapes the total to rank 0 (torch's 0-d loss); 1 or 2
+    keeps it as tensor<1xf32> / tensor<1x1xf32> (the rank-keeping
+    tosa.reduce_sum results, as a frontend returns them without the final
+    reshape).  ``softcap``: the logits are capped first as
+    ``tosa.mul(tanh(x * reciprocal(cap)), cap)`` (``softcap_scale``: another
+    final factor, a near miss).  ``wrong_axis``: the rank-2 total reduces
+    the unit axis instead of the batch axis (a near miss).
+    """
     et = "f32"
     args = [arg("logits", [N, C], et), arg("target", [N], "i64")]
-    res = [arg("loss", [] if reduction != "none" else [N], et)]
+    if wrong_axis:
+        loss_dims = [N, 1]
+    elif reduction == "none":
+        loss_dims = [N]
+    else:
+        loss_dims = [1] * keep_rank
+    res = [arg("loss", loss_dims, et)]
     fn = Fn(name, params_of(args), [r["type"] for r in res])
     ts = Tosa(fn)
     x, t = tval(args[0]), tval(args[1])
+    if softcap is not None:
+        # aten.div.Scalar -> tosa.reciprocal + tosa.mul; aten.tanh -> tosa.tanh;
+        # aten.mul.Scalar -> tosa.mul by the constant.
+        scale = softcap if softcap_scale is None else softcap_scale
+        cap = ts.scalar(f"{float(softcap):e}", et, 2)
+        y = ts.binary("mul", x, ts.unary("reciprocal", cap), shape=x.shape)
+        x = ts.binary("mul", ts.unary("tanh", y), ts.scalar(f"{float(scale):e}", et, 2), shape=x.shape)
     logp = ts.log_softmax(x, 1, alpha=True)
     ign = ts.scalar(str(ignore), "i64", 1)
     eq = ts.binary("equal", t, ign, "i1", shape=[N])
@@ -1268,40 +1365,81 @@ def tosa_gather_form(file, name, *, N: int, C: int, reduction: str, ignore: int)
     zero_i = ts.scalar("0", "i64", 1)
     safe = ts.select(ne, t, zero_i)
     safe2 = ts.reshape(safe, [N, 1])
-    # aten.gather(self, 1, safe2) -> convertGatherNdOp
     idx32 = ts.cast(safe2, "i32")
-    idx3 = ts.reshape(idx32, [N, 1, 1])
-    rows = ts.const("[" + ", ".join(f"[[{i}]]" for i in range(N)) + "]", tt([N, 1, 1], "i32"), "rows")
-    coords = fn.op("concat", f"tosa.concat {rows}, {idx3.v} {{axis = 2 : i32}} : ({tt([N, 1, 1], 'i32')}, "
-                             f"{idx3.ty}) -> {tt([N, 1, 2], 'i32')}")
-    vals = ts.reshape(logp, [1, N * C, 1])
-    ind = ts.reshape(T(coords, [N, 1, 2], "i32"), [N, 2])
-    strides = ts.reshape(T(ts.const(f"[{C}, 1]", tt([2], "i32")), [2], "i32"), [1, 2])
-    flat = ts.binary("mul", ind, strides, shape=[N, 2])
-    flat = ts.reduce("reduce_sum", flat, 1)
-    flat = ts.reshape(flat, [1, N])
-    g = fn.op("gather", f"tosa.gather {vals.v}, {flat.v} : ({vals.ty}, {flat.ty}) -> {tt([1, N, 1], et)}")
-    g = ts.reshape(T(g, [1, N, 1], et), [N, 1])
+    if pick == "flat":
+        # aten.gather(self, 1, safe2) -> convertGatherNdOp
+        idx3 = ts.reshape(idx32, [N, 1, 1])
+        rows = ts.const("[" + ", ".join(f"[[{i}]]" for i in range(N)) + "]", tt([N, 1, 1], "i32"), "rows")
+        coords = fn.op("concat", f"tosa.concat {rows}, {idx3.v} {{axis = 2 : i32}} : ({tt([N, 1, 1], 'i32')}, "
+                                 f"{idx3.ty}) -> {tt([N, 1, 2], 'i32')}")
+        vals = ts.reshape(logp, [1, N * C, 1])
+        ind = ts.reshape(T(coords, [N, 1, 2], "i32"), [N, 2])
+        strides = ts.reshape(T(ts.const(f"[{C}, 1]", tt([2], "i32")), [2], "i32"), [1, 2])
+        flat = ts.binary("mul", ind, strides, shape=[N, 2])
+        flat = ts.reduce("reduce_sum", flat, 1)
+        flat = ts.reshape(flat, [1, N])
+        g = fn.op("gather", f"tosa.gather {vals.v}, {flat.v} : ({vals.ty}, {flat.ty}) -> {tt([1, N, 1], et)}")
+        g = ts.reshape(T(g, [1, N, 1], et), [N, 1])
+    else:
+        # per-row gather: values (N, C, 1), indices (N, 1) -> (N, 1, 1)
+        vals = ts.reshape(logp, [N, C, 1])
+        g = fn.op("gather", f"tosa.gather {vals.v}, {idx32.v} : ({vals.ty}, {idx32.ty}) -> {tt([N, 1, 1], et)}")
+        g = ts.reshape(T(g, [N, 1, 1], et), [N, 1])
     neg = ts.negate(g)
     sq = ts.reshape(neg, [N])
     zero_f = ts.scalar("0.000000e+00", et, 1)
     per = ts.select(ne, sq, zero_f)
+
+    def total(v: T) -> T:
+        if keep_rank == 0:
+            return ts.sum_all(v)
+        if keep_rank == 2:
+            v = ts.reshape(v, [N, 1])
+            if wrong_axis:
+                return ts.reduce("reduce_sum", v, 1)
+            return ts.reduce("reduce_sum", ts.reduce("reduce_sum", v, 0), 1)
+        return ts.reduce("reduce_sum", v, 0)
+
     if reduction == "none":
         out = per
     else:
-        s = ts.sum_all(per)
+        s = total(per)
         if reduction == "sum":
             out = s
         else:
             cnt = ts.sum_all(ts.cast(ts.cast(ne, "i8"), et))
-            out = ts.binary("mul", s, ts.unary("reciprocal", cnt), shape=[])
+            if keep_rank:
+                cnt = ts.reshape(cnt, [1] * keep_rank)
+            out = ts.binary("mul", s, ts.unary("reciprocal", cnt), shape=loss_dims)
     ret(fn, [out.v])
-    spec = Spec(file=file, function=name, form="tosa", kind="forward", expected="recognize", args=args,
-                results=res, torch=torch_semantics(reduction, ignore, False), source=TOSA_SRC,
-                variant="reduce_max/sub(alpha mul)/exp/reduce_sum/log/sub; gather over flattened "
-                "indices; ignore by equal + logical_not + select; negate with zero points; mean by "
-                "reciprocal(count) * sum", reduction=reduction, ignore_index=ignore, axis=1,
-                lowering=list(TOSA_TO_LINALG_PASSES))
+    variant = ("reduce_max/sub(alpha mul)/exp/reduce_sum/log/sub; " +
+               ("gather over flattened indices; " if pick == "flat" else
+                "gather per row: values (N, C, 1), indices (N, 1); ") +
+               "ignore by equal + logical_not + select; negate with zero points; mean by "
+               "reciprocal(count) * sum")
+    extra = ""
+    if softcap is not None:
+        scale = softcap if softcap_scale is None else softcap_scale
+        variant = (f"softcap: tosa.mul(tosa.tanh(tosa.mul(x, tosa.reciprocal({softcap}))), {scale}); "
+                   + variant)
+        extra = f" of x = torch.tanh(x / {softcap}) * {scale}"
+    if keep_rank:
+        variant += f"; the total keeps rank {keep_rank} (tensor<{'1x' * keep_rank}f32>)"
+        extra += f", returned as .view({', '.join(['1'] * keep_rank)})"
+    near = wrong_axis or softcap_scale is not None
+    if wrong_axis:
+        variant += "; the total reduces the unit axis 1 of (N, 1), not the batch axis"
+    spec = Spec(file=file, function=name, form="tosa", kind="near_miss" if near else "forward",
+                expected="near_miss" if near else "recognize", args=args, results=res,
+                torch=torch_semantics(reduction, ignore, False, extra=extra), source=TOSA_SRC,
+                variant=variant, reduction=reduction, ignore_index=ignore, axis=1,
+                lowering=list(TOSA_TO_LINALG_PASSES),
+                softcap=softcap if softcap is not None and not near else None,
+                check="runs" if wrong_axis else ("differs" if near else "reference"),
+                reason=("the loss of each element is divided by the count but not summed over the "
+                        "batch: the rank-keeping reduce_sum runs over the unit axis" if wrong_axis else
+                        f"tanh(x / {softcap}) * {softcap_scale} is not a softcap: the scale differs "
+                        "from the divisor" if near else None))
     return fn, spec
 
 
@@ -1669,6 +1807,15 @@ recompute log_softmax and total_weight from the logits (rematerialised
 backward); joint functions hold the forward and the backward (AOTAutograd
 joint graph) sharing logp and total_weight; torch_bwd_saved_mean is the
 backward graph alone on the saved tensors (a near miss).  Delivered form."""),
+    "softcap.mlir": dict(canonicalize=True, header="""\
+Logit softcap before the loss, as Gemma 2 writes it (transformers'
+modeling_gemma2.py: logits = logits / cap; logits = torch.tanh(logits);
+logits = logits * cap; then F.cross_entropy), lowered by torch-mlir
+TorchToLinalg like torch_linalg.mlir: aten.div.Scalar / aten.tanh /
+aten.mul.Scalar become one elementwise generic each (the scalar a constant
+in the payload), then the log_softmax + nll chain of the capped logits.
+Also x * (1 / cap) and cap * tanh (commuted), and a near miss whose final
+factor is not the divisor.  Delivered form (canonicalize + cse)."""),
     "near_misses.mlir": dict(canonicalize=True, header="""\
 Near misses: look like cross-entropy but are not; xent-recognize must leave
 them alone.  Built with the same torch-mlir lowering helpers as
@@ -1757,6 +1904,16 @@ def corpus() -> List[Tuple[Fn, Spec]]:
         tosa_onehot_form(ts, "tosa_unshifted_mean", dims=[8, 10], reduction="mean", ignore=None,
                          unshifted=True),
         tosa_onehot_form(ts, "tosa_rank3_axis2_mean", dims=[2, 4, 10], reduction="mean", ignore=None),
+        tosa_gather_form(ts, "tosa_gather_rows_mean_rank1", N=8, C=10, reduction="mean", ignore=-100,
+                         pick="rows", keep_rank=1),
+        tosa_gather_form(ts, "tosa_gather_sum_rank2", N=8, C=10, reduction="sum", ignore=-100,
+                         keep_rank=2),
+        tosa_gather_form(ts, "tosa_softcap_mean", N=8, C=10, reduction="mean", ignore=-100,
+                         pick="rows", softcap=30.0),
+        tosa_gather_form(ts, "tosa_nm_softcap_scale", N=8, C=10, reduction="mean", ignore=-100,
+                         pick="rows", softcap=30.0, softcap_scale=20.0),
+        tosa_gather_form(ts, "tosa_nm_rank2_wrong_axis", N=8, C=10, reduction="mean", ignore=-100,
+                         keep_rank=2, wrong_axis=True),
     ]
     jx = "jax.mlir"
     items += [
@@ -1789,6 +1946,42 @@ def corpus() -> List[Tuple[Fn, Spec]]:
                        variant="joint in bf16 throughout (forward and gradient)"),
         torch_backward_saved(bw, "torch_bwd_saved_mean", dims=[8, 10], et=f32, reduction="mean", ignore=-100),
     ]
+    sc = "softcap.mlir"
+    items += [
+        torch_forward(sc, "torch_softcap_mean", dims=[8, 10], et=f32, reduction="mean", ignore=-100,
+                      init=NEG_INF[f32], softcap=30.0,
+                      variant="softcap x / 30 (divf), tanh, tanh * 30 (mulf); direct NLL, mean"),
+        torch_forward(sc, "torch_softcap_recip_sum_dynamic", dims=["N", 12], et=f32, reduction="sum",
+                      ignore=-100, init=NEG_INF[f32], softcap=15.0, softcap_form="recip",
+                      variant="softcap as x * (1 / 15) (mulf by the rounded reciprocal), tanh, 15 * tanh "
+                      "(commuted mulf); dynamic batch, sum"),
+        torch_forward(sc, "torch_softcap_none_decomposed", dims=[6, 7], et=f32, reduction="none",
+                      ignore=-1, init=NEG_INF[f32], softcap=50.0, decomposed=True,
+                      variant="softcap 50; decomposed NLL (where/gather/neg/where), per-element losses"),
+    ]
+    items += [
+        torch_backward(sc, "torch_softcap_bwd_mean", dims=[8, 10], et=f32, reduction="mean", ignore=-100,
+                       init=NEG_INF[f32], softcap=30.0,
+                       variant="softcap 30; nll_loss_backward + _log_softmax_backward_data, then the chain "
+                       "rule through the cap: * 30, tanh_backward g * (1 - y * y), / 30"),
+        torch_backward(sc, "torch_softcap_joint_sum_seed", dims=[8, 10], et=f32, reduction="sum", ignore=-100,
+                       init=NEG_INF[f32], softcap=20.0, joint=True, seed=True,
+                       variant="joint forward + backward through softcap 20, seed 1.0"),
+    ]
+    nb_fn, nb = torch_backward(sc, "torch_nm_softcap_bwd_capped", dims=[8, 10], et=f32, reduction="mean",
+                               ignore=-100, init=NEG_INF[f32], softcap=30.0, through_cap=False,
+                               variant="softcap 30; the gradient stops at the capped logits")
+    nb.kind, nb.expected, nb.check = "near_miss", "near_miss", "differs"
+    nb.reason = ("the gradient with respect to the capped logits: xent.cross_entropy_grad with "
+                 "softcap = 30 is the gradient with respect to the uncapped ones")
+    items.append((nb_fn, nb))
+    nm_fn, nm = torch_forward(sc, "torch_nm_softcap_scale", dims=[8, 10], et=f32, reduction="mean",
+                              ignore=-100, init=NEG_INF[f32], softcap=30.0, softcap_scale=20.0,
+                              variant="tanh(x / 30) * 20: the scale is not the divisor")
+    nm.kind, nm.expected, nm.check = "near_miss", "near_miss", "differs"
+    nm.reason = ("tanh(x / 30) * 20 is not a softcap (the scale differs from the divisor): the "
+                 "logits the loss sees are not capped at +-30")
+    items.append((nm_fn, nm))
     items += near_misses("near_misses.mlir")
     return items
 
@@ -2062,11 +2255,15 @@ def expected_outputs(entry: Entry, inputs: Sequence[object]) -> List[np.ndarray]
     t = to_float64(t) if entry.target == "probabilities" else np.asarray(t)
     w = to_float64(r["weight"]) if "weight" in r else None
     ig = entry.ignore_index if entry.ignore_index is not None else -100
-    kw = dict(weight=w, ignore_index=ig, reduction=entry.reduction, axis=entry.axis)
+    kw = dict(weight=w, ignore_index=ig, reduction=entry.reduction, axis=entry.axis,
+              softcap=entry.row.get("softcap"))
     outs = []
     for res in entry.results:
         if res["role"] == "loss":
-            outs.append(reference.cross_entropy(x, t, **kw)[0])
+            loss = reference.cross_entropy(x, t, **kw)[0]
+            if entry.reduction != "none" and res["dims"]:
+                loss = np.reshape(loss, res["dims"])  # a total that keeps unit dimensions
+            outs.append(loss)
         elif res["role"] == "grad_logits":
             g = to_float64(r["grad_output"]) if "grad_output" in r else np.float64(1.0)
             outs.append(reference.cross_entropy_grad(g, x, t, **kw))

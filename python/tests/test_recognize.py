@@ -151,6 +151,8 @@ def test_raised_or_left_alone(entry):
     assert sorted(o for o, _ in ops) == sorted(kinds), f"{entry.id}: {ops}"
     assert {r for _, r in ops} == {entry.reduction}, f"{entry.id}: {ops}"
     assert (" weight %" in body) == entry.weighted, entry.id
+    cap = entry.row.get("softcap")
+    assert re.findall(r"softcap = ([^ ]+) : f32", body) == ([f"{cap:e}"] * len(kinds) if cap else []), entry.id
 
 
 # --------------------------------------------------------------------------- the numbers

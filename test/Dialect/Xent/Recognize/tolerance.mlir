@@ -3,7 +3,7 @@
 // What xent-recognize tolerates, on small hand-written chains: named linalg
 // ops and arith/math on tensors instead of linalg.generic, widening casts,
 // odd max inits, maxnumf, commuted operands, log(abs(sum)), the class axis
-// in the middle, other users of intermediate values.
+// in the middle, other users of intermediate values, a softcap in named ops.
 
 // Named ops and arith/math on tensors; f16 logits widened at the tensor
 // level (the op takes the f16 logits); a max starting from the f16 lowest
@@ -184,4 +184,67 @@ func.func @softmax_axis1_none_other_user(%x: tensor<2x5x3xf32>, %t: tensor<2x3xi
     linalg.yield %v : f32
   } -> tensor<2x3xf32>
   return %nll, %logp : tensor<2x3xf32>, tensor<2x5x3xf32>
+}
+
+// -----
+
+// The softcap with linalg named ops and math on tensors: linalg.div by a
+// filled tensor, math.tanh, linalg.mul with the cap first; the op takes the
+// uncapped logits with softcap = 30.
+
+// CHECK-LABEL: func.func @named_ops_softcap_sum
+// CHECK-SAME: (%[[X:.*]]: tensor<4x10xf32>, %[[T:.*]]: tensor<4xi64>)
+// CHECK: %[[L:.*]] = xent.cross_entropy sum %[[X]], %[[T]] {ignore_index = -100 : i64, softcap = 3.000000e+01 : f32} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32> decomposition {
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<4x10xf32>, %[[B:.*]]: tensor<4xi64>):
+// CHECK: linalg.div ins(%[[A]],
+// CHECK: math.tanh
+// CHECK: linalg.mul
+// CHECK: xent.yield
+// CHECK: return %[[L]] : tensor<f32>
+#id1 = affine_map<(d0) -> (d0)>
+#scalar1 = affine_map<(d0) -> ()>
+func.func @named_ops_softcap_sum(%x: tensor<4x10xf32>, %t: tensor<4xi64>) -> tensor<f32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %capv = arith.constant 30.0 : f32
+  %ignore = arith.constant -100 : i64
+  %e = tensor.empty() : tensor<4x10xf32>
+  %cap = linalg.fill ins(%capv : f32) outs(%e : tensor<4x10xf32>) -> tensor<4x10xf32>
+  %d = linalg.div ins(%x, %cap : tensor<4x10xf32>, tensor<4x10xf32>) outs(%e : tensor<4x10xf32>) -> tensor<4x10xf32>
+  %th = math.tanh %d : tensor<4x10xf32>
+  %xc = linalg.mul ins(%cap, %th : tensor<4x10xf32>, tensor<4x10xf32>) outs(%e : tensor<4x10xf32>) -> tensor<4x10xf32>
+  %e4 = tensor.empty() : tensor<4xf32>
+  %minit = linalg.fill ins(%ninf : f32) outs(%e4 : tensor<4xf32>) -> tensor<4xf32>
+  %m = linalg.reduce ins(%xc : tensor<4x10xf32>) outs(%minit : tensor<4xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %r = arith.maximumf %acc, %in : f32
+      linalg.yield %r : f32
+    }
+  %mb = linalg.broadcast ins(%m : tensor<4xf32>) outs(%e : tensor<4x10xf32>) dimensions = [1]
+  %sh = arith.subf %xc, %mb : tensor<4x10xf32>
+  %ex = math.exp %sh : tensor<4x10xf32>
+  %sinit = linalg.fill ins(%zero : f32) outs(%e4 : tensor<4xf32>) -> tensor<4xf32>
+  %s = linalg.reduce ins(%ex : tensor<4x10xf32>) outs(%sinit : tensor<4xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %r = arith.addf %in, %acc : f32
+      linalg.yield %r : f32
+    }
+  %ls = math.log %s : tensor<4xf32>
+  %lsb = linalg.broadcast ins(%ls : tensor<4xf32>) outs(%e : tensor<4x10xf32>) dimensions = [1]
+  %logp = arith.subf %sh, %lsb : tensor<4x10xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %total = linalg.generic {indexing_maps = [#id1, #scalar1], iterator_types = ["reduction"]}
+      ins(%t : tensor<4xi64>) outs(%init : tensor<f32>) {
+  ^bb0(%ti: i64, %acc: f32):
+    %i = linalg.index 0 : index
+    %c = arith.index_cast %ti : i64 to index
+    %kept = arith.cmpi ne, %ti, %ignore : i64
+    %lp = tensor.extract %logp[%i, %c] : tensor<4x10xf32>
+    %nll = arith.negf %lp : f32
+    %v = arith.select %kept, %nll, %zero : f32
+    %a = arith.addf %acc, %v : f32
+    linalg.yield %a : f32
+  } -> tensor<f32>
+  return %total : tensor<f32>
 }

@@ -118,7 +118,10 @@ def XentRecognize : Pass<"xent-recognize"> {
     chain reads: the logits before any widening cast, the class-index
     targets (i32 or i64), the class weights and, for the gradient,
     `grad_output`. `ignore_index` is the value the chain masks; a chain that
-    masks nothing gets the lowest i64, which no class index equals. Values
+    masks nothing gets the lowest i64, which no class index equals. Logits
+    capped as `c * tanh(x / c)` (Gemma's softcap) give the uncapped x and
+    `softcap = c`; a total that keeps unit dimensions (TOSA's `1xf32`) is
+    computed as the 0-d op result and expanded back. Values
     the chain computes on the way (the log-probabilities...) keep their other
     users. Chains that only look similar (a softmax, a log-softmax without a
     pick, an unshifted exp, a pick from the raw logits, a mean by the wrong
@@ -151,6 +154,7 @@ def XentRecognize : Pass<"xent-recognize"> {
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::tensor::TensorDialect",
     "::mlir::xent::XentDialect",
   ];
 }

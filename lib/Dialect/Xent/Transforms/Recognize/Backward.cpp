@@ -184,6 +184,46 @@ static Match<NllBackward> matchNllBackward(ViewAnalysis &va, const Monomial &g,
   return nll;
 }
 
+namespace {
+/// The chain rule through a softcap: `grad · (1 - t²)` with `t` a tanh.
+struct SoftcapBackward {
+  Node *grad; // the gradient with respect to the capped logits
+  Node *tanh; // t
+};
+} // namespace
+
+/// Matches `k · grad · (1 - t · t)` with `t` a tanh: the gradient through
+/// `c · tanh(x / c)`, whose derivative is 1 - tanh² (PyTorch's
+/// tanh_backward; the c of the scale and the 1 / c of the divisor multiply
+/// to k = 1). The constant k stays with `grad`.
+static Match<SoftcapBackward> matchSoftcapBackward(ViewAnalysis &va,
+                                                   Node *node) {
+  using M = Match<SoftcapBackward>;
+  Monomial m = factorize(va, node);
+  if (m.num.size() != 2 || !m.den.empty() || !m.masks.empty())
+    return M::failure("not a product of a gradient and a tanh slope");
+  for (unsigned i = 0; i < 2; ++i) {
+    LinearForm slope = flattenLinear(va, m.num[i]);
+    if (slope.constant != 1 || slope.terms.size() != 1)
+      continue;
+    Monomial square = factorize(va, slope.terms[0].node);
+    if (square.num.size() != 2 || !square.den.empty() ||
+        !square.masks.empty() ||
+        !approxEqual(slope.terms[0].coeff * square.coeff, -1))
+      continue;
+    Node *t = stripWidening(square.num[0]);
+    if (!isOp(t, ElementwiseKind::Tanh) ||
+        !Equivalence(va).equal(t, square.num[1]))
+      continue;
+    Node *grad = m.num[1 - i];
+    if (m.coeff != 1)
+      grad = va.makeElementwise(ElementwiseKind::Mul, grad->type,
+                                {va.makeConstant(m.coeff, grad->type), grad});
+    return SoftcapBackward{grad, t};
+  }
+  return M::failure("not a product of a gradient and a tanh slope");
+}
+
 Match<RaisedOp> mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va,
                                                            Value root) {
   using M = Match<RaisedOp>;
@@ -191,8 +231,11 @@ Match<RaisedOp> mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va,
   if (!rootType || !isa<FloatType>(rootType.getElementType()))
     return M::failure("not a float tensor");
   View view = va.get(root);
+  Node *r = stripFloatCasts(view.node);
+  // Through a softcap, the log-softmax backward is scaled by its slope.
+  Match<SoftcapBackward> slope = matchSoftcapBackward(va, r);
   Match<LogSoftmaxBackward> backward =
-      matchLogSoftmaxBackward(va, stripFloatCasts(view.node));
+      matchLogSoftmaxBackward(va, slope ? slope->grad : r);
   if (!backward)
     return backward.isNearMiss() ? M::nearMiss(backward.getReason())
                                  : M::failure(backward);
@@ -209,6 +252,17 @@ Match<RaisedOp> mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va,
   if (!ops)
     return M::nearMiss(ops.getReason());
   RaisedOp raised = ops->toRaisedOp();
+  if (ops->softcap || slope) {
+    // The op's gradient is with respect to the uncapped logits: the chain
+    // must apply the chain rule through the same tanh.
+    Match<Softcap> cap = matchSoftcap(va, p.logSoftmax.input);
+    if (!slope)
+      return M::nearMiss("the gradient with respect to the capped logits, "
+                         "not through the softcap");
+    if (!cap || !Equivalence(va).equal(slope->tanh, cap->tanh))
+      return M::nearMiss("the gradient is scaled by the slope of another "
+                         "tanh than the softcap's");
+  }
   if (rootType != ops->logits.getType())
     return M::nearMiss("the gradient's type differs from the logits' type");
 

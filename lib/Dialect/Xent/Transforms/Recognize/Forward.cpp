@@ -403,8 +403,11 @@ static Match<Reduction> matchReduction(ViewAnalysis &va, bool reduced,
     return Reduction::none;
   }
 
-  if (rootType.getRank() != 0)
-    return M::failure("a reduced loss that is not a 0-d tensor");
+  // TOSA keeps the rank through its reductions: a total of shape 1 or 1x1
+  // is raised as the 0-d op result, reshaped back (Recognize.cpp).
+  if (!llvm::all_of(rootType.getShape(), [](int64_t d) { return d == 1; }))
+    return M::failure("a reduced loss that is not a 0-d tensor or a tensor "
+                      "of unit dimensions");
   if (summed != ArrayRef<Axis>(ops.batchAxes))
     return M::failure("the loss is not summed over every element axis");
   if (outer.den.empty()) {

@@ -65,6 +65,16 @@ static Match<RowMax> matchShift(ViewAnalysis &va, Node *node) {
   return matchRowMax(va, n);
 }
 
+/// The value of a linear term: its node, scaled when the coefficient is not
+/// 1 (the linear form pulls the constant out of `c · tanh(y / c)`, the
+/// softcapped logits).
+static Node *termValue(ViewAnalysis &va, const LinearTerm &t) {
+  if (t.coeff == 1)
+    return t.node;
+  return va.makeElementwise(K::Mul, t.node->type,
+                            {va.makeConstant(t.coeff, t.node->type), t.node});
+}
+
 Match<LogSumExp> recognize::matchLogSumExp(ViewAnalysis &va,
                                            Node *logArgument) {
   using M = Match<LogSumExp>;
@@ -96,9 +106,9 @@ Match<LogSumExp> recognize::matchLogSumExp(ViewAnalysis &va,
       return M::failure(max);
     if (!va.dependsOn(t.node, c))
       return M::failure("the exp argument has a term that is not a row max");
-    if (t.coeff != 1 || x)
+    if (t.coeff == 0 || x)
       return M::failure("the exp argument is not x - max");
-    x = t.node;
+    x = termValue(va, t);
   }
   if (!x)
     return M::failure("the exp argument does not depend on the summed axis");
@@ -144,7 +154,7 @@ Match<LogSoftmax> recognize::matchLogSoftmax(ViewAnalysis &va, Node *node) {
   for (auto [i, t] : llvm::enumerate(form.terms)) {
     if (i == *lseTerm)
       continue;
-    if (t.coeff == 1 && !sawInput && eq.equal(t.node, lse->input)) {
+    if (!sawInput && t.coeff != 0 && eq.equal(termValue(va, t), lse->input)) {
       sawInput = true;
       continue;
     }
@@ -159,4 +169,34 @@ Match<LogSoftmax> recognize::matchLogSoftmax(ViewAnalysis &va, Node *node) {
   if (!sawShift)
     return M::failure("the max is not added back (x - log Σ exp(x - max))");
   return LogSoftmax{lse->input, lse->axis, *lse};
+}
+
+//===----------------------------------------------------------------------===//
+// Softcap
+//===----------------------------------------------------------------------===//
+
+Match<Softcap> recognize::matchSoftcap(ViewAnalysis &va, Node *node) {
+  using M = Match<Softcap>;
+  Monomial outer = factorize(va, stripWidening(node));
+  auto isTanh = [](Node *f) { return isOp(stripWidening(f), K::Tanh); };
+  if (!llvm::any_of(outer.num, isTanh))
+    return M::failure("no tanh of the logits");
+  if (outer.num.size() != 1 || !outer.den.empty() || !outer.masks.empty())
+    return M::nearMiss("the tanh of the logits is scaled by a value that is "
+                       "not a constant");
+  Node *tanh = stripWidening(outer.num[0]);
+  Monomial inner = factorize(va, tanh->operands[0]);
+  if (inner.num.size() != 1 || !inner.den.empty() || !inner.masks.empty())
+    return M::nearMiss("the tanh's argument is not the logits divided by a "
+                       "constant");
+  double cap = outer.coeff;
+  if (!(cap > 0) || !std::isfinite(cap))
+    return M::nearMiss("the tanh is scaled by " + formatNumber(cap) +
+                       ", not by a positive cap");
+  if (!approxEqual(inner.coeff * cap, 1))
+    return M::nearMiss("tanh(x / " + formatNumber(1 / inner.coeff) + ") · " +
+                       formatNumber(cap) +
+                       " is not a softcap (the scale differs from the "
+                       "divisor)");
+  return Softcap{inner.num[0], cap, tanh};
 }

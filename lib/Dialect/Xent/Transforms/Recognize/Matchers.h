@@ -10,6 +10,7 @@
 //   matchRowMax             m   = max_c x                      (per row)
 //   matchLogSumExp          log Σ_c exp(x - m), m the row max of the same x
 //   matchLogSoftmax         x - m - log Σ_c exp(x - m)  (any grouping)
+//   matchSoftcap            c · tanh(y / c), the capped logits
 //   matchTargetPick         logp[t] by gather, safe gather or one-hot sum
 //   matchIgnoreMask         t != ignore_index, as compare + select/multiply
 //   matchClassWeight        w[t] (or w along the class axis)
@@ -113,6 +114,13 @@ struct LogSoftmax {
   LogSumExp lse;
 };
 
+/// Logits capped as `cap · tanh(input / cap)` (Gemma's logit softcap).
+struct Softcap {
+  Node *input;
+  double cap;
+  Node *tanh; // tanh(input / cap)
+};
+
 struct ClassWeight;
 
 struct TargetPick {
@@ -158,6 +166,9 @@ struct Monomial {
 Match<RowMax> matchRowMax(ViewAnalysis &va, Node *node);
 Match<LogSumExp> matchLogSumExp(ViewAnalysis &va, Node *logArgument);
 Match<LogSoftmax> matchLogSoftmax(ViewAnalysis &va, Node *node);
+/// Fails plainly when `node` has no tanh factor, and as a near miss when it
+/// is a tanh scaled otherwise than a softcap.
+Match<Softcap> matchSoftcap(ViewAnalysis &va, Node *node);
 Match<TargetPick> matchTargetPick(ViewAnalysis &va, Node *node);
 Match<IgnoreMask> matchIgnoreMask(ViewAnalysis &va, const Mask &mask);
 Match<ClassWeight> matchClassWeight(ViewAnalysis &va, Node *node);
@@ -180,6 +191,9 @@ struct RaisedOp {
   bool probabilityTargets = false;
   /// The class axis as a dimension of `logits`.
   int64_t axis = 1;
+  /// Set when the chain caps the logits as `softcap · tanh(x / softcap)`
+  /// (`logits` is then the uncapped x).
+  std::optional<double> softcap;
 };
 
 /// Matches `root` as the forward loss: reduce(mask(-w[t] · logp[t])).
@@ -300,6 +314,7 @@ struct Operands {
   Value logits, target, weight;
   Node *targetNode = nullptr;
   std::optional<int64_t> ignoreIndex;
+  std::optional<double> softcap;
   int64_t classDim = 0;
   SmallVector<Axis, 4> logitsDims;
   /// The non-unit element (batch) axes, canonical.
@@ -309,9 +324,17 @@ struct Operands {
 
   /// The raised op's operands, ignore index and class axis.
   RaisedOp toRaisedOp() const {
-    return {Reduction::mean, /*gradOutput=*/Value(),
-            /*constantGradOutput=*/std::nullopt, logits, target, weight,
-            ignoreIndex, /*probabilityTargets=*/false, /*axis=*/classDim};
+    RaisedOp raised{Reduction::mean,
+                    /*gradOutput=*/Value(),
+                    /*constantGradOutput=*/std::nullopt,
+                    logits,
+                    target,
+                    weight,
+                    ignoreIndex,
+                    /*probabilityTargets=*/false,
+                    /*axis=*/classDim};
+    raised.softcap = softcap;
+    return raised;
   }
 };
 

@@ -98,9 +98,17 @@ Match<Operands> recognize::detail::resolveOperands(ViewAnalysis &va,
   Operands ops;
   Equivalence eq(va);
 
-  // Logits and the class dimension.
+  // Logits (uncapped when the chain caps them) and the class dimension.
   std::string reason;
-  ops.logits = findFloatTensor(p.logSoftmax.input, reason);
+  Node *logits = p.logSoftmax.input;
+  Match<Softcap> cap = matchSoftcap(va, logits);
+  if (cap) {
+    logits = cap->input;
+    ops.softcap = cap->cap;
+  } else if (cap.isNearMiss()) {
+    return M::failure(cap);
+  }
+  ops.logits = findFloatTensor(logits, reason);
   if (!ops.logits)
     return M::failure(reason);
   ops.logitsDims = va.get(ops.logits).dims;

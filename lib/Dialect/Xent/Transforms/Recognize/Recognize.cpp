@@ -12,7 +12,8 @@
 //
 //   * operands: the logits before any widening cast, the targets, the class
 //     weights and the gradient's grad_output, as the chain reads them;
-//   * attributes: reduction, ignore_index (when the chain masks), axis;
+//   * attributes: reduction, ignore_index (when the chain masks), axis,
+//     softcap (when the chain caps the logits);
 //   * decomposition region: a clone of every op between those operands and
 //     the matched value, so that xent-inline-decomposition gives back exactly
 //     the original computation.
@@ -30,6 +31,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
@@ -126,7 +128,8 @@ collectSlice(Value root, ArrayRef<Value> leaves, std::string &reason) {
 }
 
 /// Fills the decomposition region of `op` with clones of `slice`, its block
-/// arguments standing for `op`'s operands, and yields the clone of `root`.
+/// arguments standing for `op`'s operands, and yields the clone of `root`
+/// (collapsed to the op's 0-d result when `root` keeps unit dimensions).
 static void buildRegion(RewriterBase &rewriter, Operation *op,
                         ArrayRef<Operation *> slice, Value root) {
   OpBuilder::InsertionGuard guard(rewriter);
@@ -137,7 +140,13 @@ static void buildRegion(RewriterBase &rewriter, Operation *op,
   mapping.map(op->getOperands(), block->getArguments());
   for (Operation *inner : slice)
     rewriter.clone(*inner, mapping);
-  YieldOp::create(rewriter, op->getLoc(), mapping.lookupOrDefault(root));
+  Value yielded = mapping.lookupOrDefault(root);
+  Type resultType = op->getResult(0).getType();
+  if (yielded.getType() != resultType)
+    yielded = tensor::CollapseShapeOp::create(rewriter, op->getLoc(),
+                                              resultType, yielded,
+                                              ArrayRef<ReassociationIndices>{});
+  YieldOp::create(rewriter, op->getLoc(), yielded);
 }
 
 /// Verifies `op`, capturing the diagnostics instead of reporting them.
@@ -241,6 +250,16 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
                 raised.ignoreIndex.value_or(kNoIgnoreIndex));
   auto reduction = ReductionAttr::get(ctx, raised.reduction);
   FloatAttr zero = rewriter.getF32FloatAttr(0.0f);
+  FloatAttr softcap =
+      raised.softcap
+          ? rewriter.getF32FloatAttr(static_cast<float>(*raised.softcap))
+          : FloatAttr();
+  // A total that keeps unit dimensions (TOSA's rank-keeping reductions) is
+  // the op's 0-d result, expanded back to the type the chain computes.
+  auto rootType = cast<RankedTensorType>(root.getType());
+  Type resultType = root.getType();
+  if (!isGrad && raised.reduction != Reduction::none && rootType.getRank() != 0)
+    resultType = RankedTensorType::get({}, rootType.getElementType());
 
   rewriter.setInsertionPoint(rootOp);
   Value gradOutput = raised.gradOutput;
@@ -258,11 +277,11 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
   if (isGrad)
     op = CrossEntropyGradOp::create(
         rewriter, loc, root.getType(), gradOutput, raised.logits, raised.target,
-        raised.weight, reduction, ignoreIndex, zero, zero, FloatAttr(), axis);
+        raised.weight, reduction, ignoreIndex, zero, zero, softcap, axis);
   else
     op = CrossEntropyOp::create(
-        rewriter, loc, root.getType(), Type(), raised.logits, raised.target,
-        raised.weight, reduction, ignoreIndex, zero, zero, FloatAttr(), axis);
+        rewriter, loc, resultType, Type(), raised.logits, raised.target,
+        raised.weight, reduction, ignoreIndex, zero, zero, softcap, axis);
   buildRegion(rewriter, op, *slice, root);
 
   // Never leave an op that does not verify: the matchers check every type,
@@ -276,7 +295,12 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
         rootOp, "the raised op would not verify: " + message);
   }
 
-  rewriter.replaceAllUsesWith(root, op->getResult(0));
+  Value result = op->getResult(0);
+  if (result.getType() != root.getType())
+    result =
+        tensor::ExpandShapeOp::create(rewriter, loc, root.getType(), result,
+                                      ArrayRef<ReassociationIndices>{});
+  rewriter.replaceAllUsesWith(root, result);
   state.invalidate();
   // The ops of the chain that nothing else needs go, with the dead ops
   // hanging off them (shape queries of intermediate tensors...).

@@ -473,9 +473,10 @@ void ViewAnalysis::print(Node *node, raw_ostream &os, unsigned level) {
   case NodeKind::Elementwise:
     break;
   }
-  static const char *names[] = {"add",  "sub",  "mul", "div", "neg",    "exp",
-                                "log",  "abs",  "max", "min", "select", "cmpf",
-                                "cmpi", "cast", "and", "or",  "xor",    "not"};
+  static const char *names[] = {"add",    "sub",  "mul",  "div",  "neg",
+                                "exp",    "log",  "abs",  "max",  "min",
+                                "select", "cmpf", "cmpi", "cast", "and",
+                                "or",     "xor",  "not",  "tanh"};
   os << names[static_cast<unsigned>(node->op)];
   if (node->op == ElementwiseKind::CmpF || node->op == ElementwiseKind::CmpI)
     os << "." << node->predicate;

@@ -96,6 +96,7 @@ enum class ElementwiseKind {
   Or,
   Xor,
   Not,
+  Tanh,
 };
 
 enum class CastKind {

@@ -34,6 +34,7 @@ recognize::detail::classifyArithMath(Operation *op) {
       .Case<arith::NegFOp>([&](auto) { return spec(K::Neg); })
       .Case<math::ExpOp>([&](auto) { return spec(K::Exp); })
       .Case<math::LogOp>([&](auto) { return spec(K::Log); })
+      .Case<math::TanhOp>([&](auto) { return spec(K::Tanh); })
       .Case<math::AbsFOp>([&](auto) { return spec(K::Abs); })
       .Case<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp>(
           [&](auto) { return spec(K::Max); })

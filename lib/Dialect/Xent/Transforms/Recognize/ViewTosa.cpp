@@ -160,6 +160,8 @@ View ViewAnalysis::analyzeTosa(Operation *op) {
           [&](auto o) { return elementwise(K::Exp, {o.getInput1()}); })
       .Case<tosa::LogOp>(
           [&](auto o) { return elementwise(K::Log, {o.getInput1()}); })
+      .Case<tosa::TanhOp>(
+          [&](auto o) { return elementwise(K::Tanh, {o.getInput()}); })
       .Case<tosa::AbsOp>(
           [&](auto o) { return elementwise(K::Abs, {o.getInput1()}); })
       .Case<tosa::LogicalNotOp>(

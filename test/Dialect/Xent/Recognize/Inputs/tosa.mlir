@@ -214,5 +214,373 @@ module {
     %27 = tosa.mul %23, %25, %26 : (tensor<f32>, tensor<f32>, tensor<1xi8>) -> tensor<f32>
     return %27 : tensor<f32>
   }
+
+  // @tosa_gather_rows_mean_rank1 [recognize]: F.cross_entropy(x, t, reduction='mean',
+  //       ignore_index=-100) over class dim 1, returned as .view(1)
+  //   (logits tensor<8x10xf32>, target tensor<8xi64>) -> (loss tensor<1xf32>)
+  //   IR: reduce_max/sub(alpha mul)/exp/reduce_sum/log/sub; gather per row: values (N, C, 1),
+  //       indices (N, 1); ignore by equal + logical_not + select; negate with zero points; mean by
+  //       reciprocal(count) * sum; the total keeps rank 1 (tensor<1xf32>)
+  func.func @tosa_gather_rows_mean_rank1(%arg0: tensor<8x10xf32>, %arg1: tensor<8xi64>) -> tensor<1xf32> attributes {llvm.emit_c_interface} {
+    %0 = tosa.reduce_max %arg0 {axis = 1 : i32} : (tensor<8x10xf32>) -> tensor<8x1xf32>
+    %1 = "tosa.const"() <{values = dense<1.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %2 = tosa.const_shape  {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %3 = tosa.reshape %1, %2 : (tensor<f32>, !tosa.shape<2>) -> tensor<1x1xf32>
+    %4 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %5 = tosa.mul %0, %3, %4 : (tensor<8x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x1xf32>
+    %6 = tosa.sub %arg0, %5 : (tensor<8x10xf32>, tensor<8x1xf32>) -> tensor<8x10xf32>
+    %7 = tosa.exp %6 : (tensor<8x10xf32>) -> tensor<8x10xf32>
+    %8 = tosa.reduce_sum %7 {axis = 1 : i32} : (tensor<8x10xf32>) -> tensor<8x1xf32>
+    %9 = tosa.log %8 : (tensor<8x1xf32>) -> tensor<8x1xf32>
+    %10 = "tosa.const"() <{values = dense<1.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %11 = tosa.const_shape  {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %12 = tosa.reshape %10, %11 : (tensor<f32>, !tosa.shape<2>) -> tensor<1x1xf32>
+    %13 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %14 = tosa.mul %9, %12, %13 : (tensor<8x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x1xf32>
+    %15 = tosa.sub %6, %14 : (tensor<8x10xf32>, tensor<8x1xf32>) -> tensor<8x10xf32>
+    %16 = "tosa.const"() <{values = dense<-100> : tensor<i64>}> : () -> tensor<i64>
+    %17 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %18 = tosa.reshape %16, %17 : (tensor<i64>, !tosa.shape<1>) -> tensor<1xi64>
+    %19 = tosa.equal %arg1, %18 : (tensor<8xi64>, tensor<1xi64>) -> tensor<8xi1>
+    %20 = tosa.logical_not %19 : (tensor<8xi1>) -> tensor<8xi1>
+    %21 = "tosa.const"() <{values = dense<0> : tensor<i64>}> : () -> tensor<i64>
+    %22 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %23 = tosa.reshape %21, %22 : (tensor<i64>, !tosa.shape<1>) -> tensor<1xi64>
+    %24 = tosa.select %20, %arg1, %23 : (tensor<8xi1>, tensor<8xi64>, tensor<1xi64>) -> tensor<8xi64>
+    %25 = tosa.const_shape  {values = dense<[8, 1]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %26 = tosa.reshape %24, %25 : (tensor<8xi64>, !tosa.shape<2>) -> tensor<8x1xi64>
+    %27 = tosa.cast %26 : (tensor<8x1xi64>) -> tensor<8x1xi32>
+    %28 = tosa.const_shape  {values = dense<[8, 10, 1]> : tensor<3xindex>} : () -> !tosa.shape<3>
+    %29 = tosa.reshape %15, %28 : (tensor<8x10xf32>, !tosa.shape<3>) -> tensor<8x10x1xf32>
+    %30 = tosa.gather %29, %27 : (tensor<8x10x1xf32>, tensor<8x1xi32>) -> tensor<8x1x1xf32>
+    %31 = tosa.const_shape  {values = dense<[8, 1]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %32 = tosa.reshape %30, %31 : (tensor<8x1x1xf32>, !tosa.shape<2>) -> tensor<8x1xf32>
+    %33 = "tosa.const"() <{values = dense<0.000000e+00> : tensor<1xf32>}> : () -> tensor<1xf32>
+    %34 = "tosa.const"() <{values = dense<0.000000e+00> : tensor<1xf32>}> : () -> tensor<1xf32>
+    %35 = tosa.negate %32, %33, %34 : (tensor<8x1xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<8x1xf32>
+    %36 = tosa.const_shape  {values = dense<8> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %37 = tosa.reshape %35, %36 : (tensor<8x1xf32>, !tosa.shape<1>) -> tensor<8xf32>
+    %38 = "tosa.const"() <{values = dense<0.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %39 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %40 = tosa.reshape %38, %39 : (tensor<f32>, !tosa.shape<1>) -> tensor<1xf32>
+    %41 = tosa.select %20, %37, %40 : (tensor<8xi1>, tensor<8xf32>, tensor<1xf32>) -> tensor<8xf32>
+    %42 = tosa.reduce_sum %41 {axis = 0 : i32} : (tensor<8xf32>) -> tensor<1xf32>
+    %43 = tosa.cast %20 : (tensor<8xi1>) -> tensor<8xi8>
+    %44 = tosa.cast %43 : (tensor<8xi8>) -> tensor<8xf32>
+    %45 = tosa.reduce_sum %44 {axis = 0 : i32} : (tensor<8xf32>) -> tensor<1xf32>
+    %46 = tosa.const_shape  {values = dense<> : tensor<0xindex>} : () -> !tosa.shape<0>
+    %47 = tosa.reshape %45, %46 : (tensor<1xf32>, !tosa.shape<0>) -> tensor<f32>
+    %48 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %49 = tosa.reshape %47, %48 : (tensor<f32>, !tosa.shape<1>) -> tensor<1xf32>
+    %50 = tosa.reciprocal %49 : (tensor<1xf32>) -> tensor<1xf32>
+    %51 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %52 = tosa.mul %42, %50, %51 : (tensor<1xf32>, tensor<1xf32>, tensor<1xi8>) -> tensor<1xf32>
+    return %52 : tensor<1xf32>
+  }
+
+  // @tosa_gather_sum_rank2 [recognize]: F.cross_entropy(x, t, reduction='sum', ignore_index=-100)
+  //       over class dim 1, returned as .view(1, 1)
+  //   (logits tensor<8x10xf32>, target tensor<8xi64>) -> (loss tensor<1x1xf32>)
+  //   IR: reduce_max/sub(alpha mul)/exp/reduce_sum/log/sub; gather over flattened indices; ignore
+  //       by equal + logical_not + select; negate with zero points; mean by reciprocal(count) *
+  //       sum; the total keeps rank 2 (tensor<1x1xf32>)
+  func.func @tosa_gather_sum_rank2(%arg0: tensor<8x10xf32>, %arg1: tensor<8xi64>) -> tensor<1x1xf32> attributes {llvm.emit_c_interface} {
+    %0 = tosa.reduce_max %arg0 {axis = 1 : i32} : (tensor<8x10xf32>) -> tensor<8x1xf32>
+    %1 = "tosa.const"() <{values = dense<1.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %2 = tosa.const_shape  {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %3 = tosa.reshape %1, %2 : (tensor<f32>, !tosa.shape<2>) -> tensor<1x1xf32>
+    %4 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %5 = tosa.mul %0, %3, %4 : (tensor<8x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x1xf32>
+    %6 = tosa.sub %arg0, %5 : (tensor<8x10xf32>, tensor<8x1xf32>) -> tensor<8x10xf32>
+    %7 = tosa.exp %6 : (tensor<8x10xf32>) -> tensor<8x10xf32>
+    %8 = tosa.reduce_sum %7 {axis = 1 : i32} : (tensor<8x10xf32>) -> tensor<8x1xf32>
+    %9 = tosa.log %8 : (tensor<8x1xf32>) -> tensor<8x1xf32>
+    %10 = "tosa.const"() <{values = dense<1.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %11 = tosa.const_shape  {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %12 = tosa.reshape %10, %11 : (tensor<f32>, !tosa.shape<2>) -> tensor<1x1xf32>
+    %13 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %14 = tosa.mul %9, %12, %13 : (tensor<8x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x1xf32>
+    %15 = tosa.sub %6, %14 : (tensor<8x10xf32>, tensor<8x1xf32>) -> tensor<8x10xf32>
+    %16 = "tosa.const"() <{values = dense<-100> : tensor<i64>}> : () -> tensor<i64>
+    %17 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %18 = tosa.reshape %16, %17 : (tensor<i64>, !tosa.shape<1>) -> tensor<1xi64>
+    %19 = tosa.equal %arg1, %18 : (tensor<8xi64>, tensor<1xi64>) -> tensor<8xi1>
+    %20 = tosa.logical_not %19 : (tensor<8xi1>) -> tensor<8xi1>
+    %21 = "tosa.const"() <{values = dense<0> : tensor<i64>}> : () -> tensor<i64>
+    %22 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %23 = tosa.reshape %21, %22 : (tensor<i64>, !tosa.shape<1>) -> tensor<1xi64>
+    %24 = tosa.select %20, %arg1, %23 : (tensor<8xi1>, tensor<8xi64>, tensor<1xi64>) -> tensor<8xi64>
+    %25 = tosa.const_shape  {values = dense<[8, 1]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %26 = tosa.reshape %24, %25 : (tensor<8xi64>, !tosa.shape<2>) -> tensor<8x1xi64>
+    %27 = tosa.cast %26 : (tensor<8x1xi64>) -> tensor<8x1xi32>
+    %28 = tosa.const_shape  {values = dense<[8, 1, 1]> : tensor<3xindex>} : () -> !tosa.shape<3>
+    %29 = tosa.reshape %27, %28 : (tensor<8x1xi32>, !tosa.shape<3>) -> tensor<8x1x1xi32>
+    %30 = "tosa.const"() <{values = dense<[[[0]], [[1]], [[2]], [[3]], [[4]], [[5]], [[6]], [[7]]]> : tensor<8x1x1xi32>}> : () -> tensor<8x1x1xi32>
+    %31 = tosa.concat %30, %29 {axis = 2 : i32} : (tensor<8x1x1xi32>, tensor<8x1x1xi32>) -> tensor<8x1x2xi32>
+    %32 = tosa.const_shape  {values = dense<[1, 80, 1]> : tensor<3xindex>} : () -> !tosa.shape<3>
+    %33 = tosa.reshape %15, %32 : (tensor<8x10xf32>, !tosa.shape<3>) -> tensor<1x80x1xf32>
+    %34 = tosa.const_shape  {values = dense<[8, 2]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %35 = tosa.reshape %31, %34 : (tensor<8x1x2xi32>, !tosa.shape<2>) -> tensor<8x2xi32>
+    %36 = "tosa.const"() <{values = dense<[10, 1]> : tensor<2xi32>}> : () -> tensor<2xi32>
+    %37 = tosa.const_shape  {values = dense<[1, 2]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %38 = tosa.reshape %36, %37 : (tensor<2xi32>, !tosa.shape<2>) -> tensor<1x2xi32>
+    %39 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %40 = tosa.mul %35, %38, %39 : (tensor<8x2xi32>, tensor<1x2xi32>, tensor<1xi8>) -> tensor<8x2xi32>
+    %41 = tosa.reduce_sum %40 {axis = 1 : i32} : (tensor<8x2xi32>) -> tensor<8x1xi32>
+    %42 = tosa.const_shape  {values = dense<[1, 8]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %43 = tosa.reshape %41, %42 : (tensor<8x1xi32>, !tosa.shape<2>) -> tensor<1x8xi32>
+    %44 = tosa.gather %33, %43 : (tensor<1x80x1xf32>, tensor<1x8xi32>) -> tensor<1x8x1xf32>
+    %45 = tosa.const_shape  {values = dense<[8, 1]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %46 = tosa.reshape %44, %45 : (tensor<1x8x1xf32>, !tosa.shape<2>) -> tensor<8x1xf32>
+    %47 = "tosa.const"() <{values = dense<0.000000e+00> : tensor<1xf32>}> : () -> tensor<1xf32>
+    %48 = "tosa.const"() <{values = dense<0.000000e+00> : tensor<1xf32>}> : () -> tensor<1xf32>
+    %49 = tosa.negate %46, %47, %48 : (tensor<8x1xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<8x1xf32>
+    %50 = tosa.const_shape  {values = dense<8> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %51 = tosa.reshape %49, %50 : (tensor<8x1xf32>, !tosa.shape<1>) -> tensor<8xf32>
+    %52 = "tosa.const"() <{values = dense<0.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %53 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %54 = tosa.reshape %52, %53 : (tensor<f32>, !tosa.shape<1>) -> tensor<1xf32>
+    %55 = tosa.select %20, %51, %54 : (tensor<8xi1>, tensor<8xf32>, tensor<1xf32>) -> tensor<8xf32>
+    %56 = tosa.const_shape  {values = dense<[8, 1]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %57 = tosa.reshape %55, %56 : (tensor<8xf32>, !tosa.shape<2>) -> tensor<8x1xf32>
+    %58 = tosa.reduce_sum %57 {axis = 0 : i32} : (tensor<8x1xf32>) -> tensor<1x1xf32>
+    %59 = tosa.reduce_sum %58 {axis = 1 : i32} : (tensor<1x1xf32>) -> tensor<1x1xf32>
+    return %59 : tensor<1x1xf32>
+  }
+
+  // @tosa_softcap_mean [recognize]: F.cross_entropy(x, t, reduction='mean', ignore_index=-100) over
+  //       class dim 1 of x = torch.tanh(x / 30.0) * 30.0
+  //   (logits tensor<8x10xf32>, target tensor<8xi64>) -> (loss tensor<f32>)
+  //   IR: softcap: tosa.mul(tosa.tanh(tosa.mul(x, tosa.reciprocal(30.0))), 30.0);
+  //       reduce_max/sub(alpha mul)/exp/reduce_sum/log/sub; gather per row: values (N, C, 1),
+  //       indices (N, 1); ignore by equal + logical_not + select; negate with zero points; mean by
+  //       reciprocal(count) * sum
+  func.func @tosa_softcap_mean(%arg0: tensor<8x10xf32>, %arg1: tensor<8xi64>) -> tensor<f32> attributes {llvm.emit_c_interface} {
+    %0 = "tosa.const"() <{values = dense<3.000000e+01> : tensor<f32>}> : () -> tensor<f32>
+    %1 = tosa.const_shape  {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %2 = tosa.reshape %0, %1 : (tensor<f32>, !tosa.shape<2>) -> tensor<1x1xf32>
+    %3 = tosa.reciprocal %2 : (tensor<1x1xf32>) -> tensor<1x1xf32>
+    %4 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %5 = tosa.mul %arg0, %3, %4 : (tensor<8x10xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x10xf32>
+    %6 = tosa.tanh %5 : (tensor<8x10xf32>) -> tensor<8x10xf32>
+    %7 = "tosa.const"() <{values = dense<3.000000e+01> : tensor<f32>}> : () -> tensor<f32>
+    %8 = tosa.const_shape  {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %9 = tosa.reshape %7, %8 : (tensor<f32>, !tosa.shape<2>) -> tensor<1x1xf32>
+    %10 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %11 = tosa.mul %6, %9, %10 : (tensor<8x10xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x10xf32>
+    %12 = tosa.reduce_max %11 {axis = 1 : i32} : (tensor<8x10xf32>) -> tensor<8x1xf32>
+    %13 = "tosa.const"() <{values = dense<1.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %14 = tosa.const_shape  {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %15 = tosa.reshape %13, %14 : (tensor<f32>, !tosa.shape<2>) -> tensor<1x1xf32>
+    %16 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %17 = tosa.mul %12, %15, %16 : (tensor<8x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x1xf32>
+    %18 = tosa.sub %11, %17 : (tensor<8x10xf32>, tensor<8x1xf32>) -> tensor<8x10xf32>
+    %19 = tosa.exp %18 : (tensor<8x10xf32>) -> tensor<8x10xf32>
+    %20 = tosa.reduce_sum %19 {axis = 1 : i32} : (tensor<8x10xf32>) -> tensor<8x1xf32>
+    %21 = tosa.log %20 : (tensor<8x1xf32>) -> tensor<8x1xf32>
+    %22 = "tosa.const"() <{values = dense<1.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %23 = tosa.const_shape  {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %24 = tosa.reshape %22, %23 : (tensor<f32>, !tosa.shape<2>) -> tensor<1x1xf32>
+    %25 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %26 = tosa.mul %21, %24, %25 : (tensor<8x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x1xf32>
+    %27 = tosa.sub %18, %26 : (tensor<8x10xf32>, tensor<8x1xf32>) -> tensor<8x10xf32>
+    %28 = "tosa.const"() <{values = dense<-100> : tensor<i64>}> : () -> tensor<i64>
+    %29 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %30 = tosa.reshape %28, %29 : (tensor<i64>, !tosa.shape<1>) -> tensor<1xi64>
+    %31 = tosa.equal %arg1, %30 : (tensor<8xi64>, tensor<1xi64>) -> tensor<8xi1>
+    %32 = tosa.logical_not %31 : (tensor<8xi1>) -> tensor<8xi1>
+    %33 = "tosa.const"() <{values = dense<0> : tensor<i64>}> : () -> tensor<i64>
+    %34 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %35 = tosa.reshape %33, %34 : (tensor<i64>, !tosa.shape<1>) -> tensor<1xi64>
+    %36 = tosa.select %32, %arg1, %35 : (tensor<8xi1>, tensor<8xi64>, tensor<1xi64>) -> tensor<8xi64>
+    %37 = tosa.const_shape  {values = dense<[8, 1]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %38 = tosa.reshape %36, %37 : (tensor<8xi64>, !tosa.shape<2>) -> tensor<8x1xi64>
+    %39 = tosa.cast %38 : (tensor<8x1xi64>) -> tensor<8x1xi32>
+    %40 = tosa.const_shape  {values = dense<[8, 10, 1]> : tensor<3xindex>} : () -> !tosa.shape<3>
+    %41 = tosa.reshape %27, %40 : (tensor<8x10xf32>, !tosa.shape<3>) -> tensor<8x10x1xf32>
+    %42 = tosa.gather %41, %39 : (tensor<8x10x1xf32>, tensor<8x1xi32>) -> tensor<8x1x1xf32>
+    %43 = tosa.const_shape  {values = dense<[8, 1]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %44 = tosa.reshape %42, %43 : (tensor<8x1x1xf32>, !tosa.shape<2>) -> tensor<8x1xf32>
+    %45 = "tosa.const"() <{values = dense<0.000000e+00> : tensor<1xf32>}> : () -> tensor<1xf32>
+    %46 = "tosa.const"() <{values = dense<0.000000e+00> : tensor<1xf32>}> : () -> tensor<1xf32>
+    %47 = tosa.negate %44, %45, %46 : (tensor<8x1xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<8x1xf32>
+    %48 = tosa.const_shape  {values = dense<8> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %49 = tosa.reshape %47, %48 : (tensor<8x1xf32>, !tosa.shape<1>) -> tensor<8xf32>
+    %50 = "tosa.const"() <{values = dense<0.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %51 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %52 = tosa.reshape %50, %51 : (tensor<f32>, !tosa.shape<1>) -> tensor<1xf32>
+    %53 = tosa.select %32, %49, %52 : (tensor<8xi1>, tensor<8xf32>, tensor<1xf32>) -> tensor<8xf32>
+    %54 = tosa.reduce_sum %53 {axis = 0 : i32} : (tensor<8xf32>) -> tensor<1xf32>
+    %55 = tosa.const_shape  {values = dense<> : tensor<0xindex>} : () -> !tosa.shape<0>
+    %56 = tosa.reshape %54, %55 : (tensor<1xf32>, !tosa.shape<0>) -> tensor<f32>
+    %57 = tosa.cast %32 : (tensor<8xi1>) -> tensor<8xi8>
+    %58 = tosa.cast %57 : (tensor<8xi8>) -> tensor<8xf32>
+    %59 = tosa.reduce_sum %58 {axis = 0 : i32} : (tensor<8xf32>) -> tensor<1xf32>
+    %60 = tosa.const_shape  {values = dense<> : tensor<0xindex>} : () -> !tosa.shape<0>
+    %61 = tosa.reshape %59, %60 : (tensor<1xf32>, !tosa.shape<0>) -> tensor<f32>
+    %62 = tosa.reciprocal %61 : (tensor<f32>) -> tensor<f32>
+    %63 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %64 = tosa.mul %56, %62, %63 : (tensor<f32>, tensor<f32>, tensor<1xi8>) -> tensor<f32>
+    return %64 : tensor<f32>
+  }
+
+  // @tosa_nm_softcap_scale [near_miss]: F.cross_entropy(x, t, reduction='mean', ignore_index=-100)
+  //       over class dim 1 of x = torch.tanh(x / 30.0) * 20.0
+  //   (logits tensor<8x10xf32>, target tensor<8xi64>) -> (loss tensor<f32>)
+  //   IR: softcap: tosa.mul(tosa.tanh(tosa.mul(x, tosa.reciprocal(30.0))), 20.0);
+  //       reduce_max/sub(alpha mul)/exp/reduce_sum/log/sub; gather per row: values (N, C, 1),
+  //       indices (N, 1); ignore by equal + logical_not + select; negate with zero points; mean by
+  //       reciprocal(count) * sum
+  //   why near_miss: tanh(x / 30.0) * 20.0 is not a softcap: the scale differs from the divisor
+  func.func @tosa_nm_softcap_scale(%arg0: tensor<8x10xf32>, %arg1: tensor<8xi64>) -> tensor<f32> attributes {llvm.emit_c_interface} {
+    %0 = "tosa.const"() <{values = dense<3.000000e+01> : tensor<f32>}> : () -> tensor<f32>
+    %1 = tosa.const_shape  {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %2 = tosa.reshape %0, %1 : (tensor<f32>, !tosa.shape<2>) -> tensor<1x1xf32>
+    %3 = tosa.reciprocal %2 : (tensor<1x1xf32>) -> tensor<1x1xf32>
+    %4 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %5 = tosa.mul %arg0, %3, %4 : (tensor<8x10xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x10xf32>
+    %6 = tosa.tanh %5 : (tensor<8x10xf32>) -> tensor<8x10xf32>
+    %7 = "tosa.const"() <{values = dense<2.000000e+01> : tensor<f32>}> : () -> tensor<f32>
+    %8 = tosa.const_shape  {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %9 = tosa.reshape %7, %8 : (tensor<f32>, !tosa.shape<2>) -> tensor<1x1xf32>
+    %10 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %11 = tosa.mul %6, %9, %10 : (tensor<8x10xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x10xf32>
+    %12 = tosa.reduce_max %11 {axis = 1 : i32} : (tensor<8x10xf32>) -> tensor<8x1xf32>
+    %13 = "tosa.const"() <{values = dense<1.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %14 = tosa.const_shape  {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %15 = tosa.reshape %13, %14 : (tensor<f32>, !tosa.shape<2>) -> tensor<1x1xf32>
+    %16 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %17 = tosa.mul %12, %15, %16 : (tensor<8x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x1xf32>
+    %18 = tosa.sub %11, %17 : (tensor<8x10xf32>, tensor<8x1xf32>) -> tensor<8x10xf32>
+    %19 = tosa.exp %18 : (tensor<8x10xf32>) -> tensor<8x10xf32>
+    %20 = tosa.reduce_sum %19 {axis = 1 : i32} : (tensor<8x10xf32>) -> tensor<8x1xf32>
+    %21 = tosa.log %20 : (tensor<8x1xf32>) -> tensor<8x1xf32>
+    %22 = "tosa.const"() <{values = dense<1.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %23 = tosa.const_shape  {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %24 = tosa.reshape %22, %23 : (tensor<f32>, !tosa.shape<2>) -> tensor<1x1xf32>
+    %25 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %26 = tosa.mul %21, %24, %25 : (tensor<8x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x1xf32>
+    %27 = tosa.sub %18, %26 : (tensor<8x10xf32>, tensor<8x1xf32>) -> tensor<8x10xf32>
+    %28 = "tosa.const"() <{values = dense<-100> : tensor<i64>}> : () -> tensor<i64>
+    %29 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %30 = tosa.reshape %28, %29 : (tensor<i64>, !tosa.shape<1>) -> tensor<1xi64>
+    %31 = tosa.equal %arg1, %30 : (tensor<8xi64>, tensor<1xi64>) -> tensor<8xi1>
+    %32 = tosa.logical_not %31 : (tensor<8xi1>) -> tensor<8xi1>
+    %33 = "tosa.const"() <{values = dense<0> : tensor<i64>}> : () -> tensor<i64>
+    %34 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %35 = tosa.reshape %33, %34 : (tensor<i64>, !tosa.shape<1>) -> tensor<1xi64>
+    %36 = tosa.select %32, %arg1, %35 : (tensor<8xi1>, tensor<8xi64>, tensor<1xi64>) -> tensor<8xi64>
+    %37 = tosa.const_shape  {values = dense<[8, 1]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %38 = tosa.reshape %36, %37 : (tensor<8xi64>, !tosa.shape<2>) -> tensor<8x1xi64>
+    %39 = tosa.cast %38 : (tensor<8x1xi64>) -> tensor<8x1xi32>
+    %40 = tosa.const_shape  {values = dense<[8, 10, 1]> : tensor<3xindex>} : () -> !tosa.shape<3>
+    %41 = tosa.reshape %27, %40 : (tensor<8x10xf32>, !tosa.shape<3>) -> tensor<8x10x1xf32>
+    %42 = tosa.gather %41, %39 : (tensor<8x10x1xf32>, tensor<8x1xi32>) -> tensor<8x1x1xf32>
+    %43 = tosa.const_shape  {values = dense<[8, 1]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %44 = tosa.reshape %42, %43 : (tensor<8x1x1xf32>, !tosa.shape<2>) -> tensor<8x1xf32>
+    %45 = "tosa.const"() <{values = dense<0.000000e+00> : tensor<1xf32>}> : () -> tensor<1xf32>
+    %46 = "tosa.const"() <{values = dense<0.000000e+00> : tensor<1xf32>}> : () -> tensor<1xf32>
+    %47 = tosa.negate %44, %45, %46 : (tensor<8x1xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<8x1xf32>
+    %48 = tosa.const_shape  {values = dense<8> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %49 = tosa.reshape %47, %48 : (tensor<8x1xf32>, !tosa.shape<1>) -> tensor<8xf32>
+    %50 = "tosa.const"() <{values = dense<0.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %51 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %52 = tosa.reshape %50, %51 : (tensor<f32>, !tosa.shape<1>) -> tensor<1xf32>
+    %53 = tosa.select %32, %49, %52 : (tensor<8xi1>, tensor<8xf32>, tensor<1xf32>) -> tensor<8xf32>
+    %54 = tosa.reduce_sum %53 {axis = 0 : i32} : (tensor<8xf32>) -> tensor<1xf32>
+    %55 = tosa.const_shape  {values = dense<> : tensor<0xindex>} : () -> !tosa.shape<0>
+    %56 = tosa.reshape %54, %55 : (tensor<1xf32>, !tosa.shape<0>) -> tensor<f32>
+    %57 = tosa.cast %32 : (tensor<8xi1>) -> tensor<8xi8>
+    %58 = tosa.cast %57 : (tensor<8xi8>) -> tensor<8xf32>
+    %59 = tosa.reduce_sum %58 {axis = 0 : i32} : (tensor<8xf32>) -> tensor<1xf32>
+    %60 = tosa.const_shape  {values = dense<> : tensor<0xindex>} : () -> !tosa.shape<0>
+    %61 = tosa.reshape %59, %60 : (tensor<1xf32>, !tosa.shape<0>) -> tensor<f32>
+    %62 = tosa.reciprocal %61 : (tensor<f32>) -> tensor<f32>
+    %63 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %64 = tosa.mul %56, %62, %63 : (tensor<f32>, tensor<f32>, tensor<1xi8>) -> tensor<f32>
+    return %64 : tensor<f32>
+  }
+
+  // @tosa_nm_rank2_wrong_axis [near_miss]: F.cross_entropy(x, t, reduction='mean',
+  //       ignore_index=-100) over class dim 1, returned as .view(1, 1)
+  //   (logits tensor<8x10xf32>, target tensor<8xi64>) -> (loss tensor<8x1xf32>)
+  //   IR: reduce_max/sub(alpha mul)/exp/reduce_sum/log/sub; gather over flattened indices; ignore
+  //       by equal + logical_not + select; negate with zero points; mean by reciprocal(count) *
+  //       sum; the total keeps rank 2 (tensor<1x1xf32>); the total reduces the unit axis 1 of (N,
+  //       1), not the batch axis
+  //   why near_miss: the loss of each element is divided by the count but not summed over the
+  //       batch: the rank-keeping reduce_sum runs over the unit axis
+  func.func @tosa_nm_rank2_wrong_axis(%arg0: tensor<8x10xf32>, %arg1: tensor<8xi64>) -> tensor<8x1xf32> attributes {llvm.emit_c_interface} {
+    %0 = tosa.reduce_max %arg0 {axis = 1 : i32} : (tensor<8x10xf32>) -> tensor<8x1xf32>
+    %1 = "tosa.const"() <{values = dense<1.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %2 = tosa.const_shape  {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %3 = tosa.reshape %1, %2 : (tensor<f32>, !tosa.shape<2>) -> tensor<1x1xf32>
+    %4 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %5 = tosa.mul %0, %3, %4 : (tensor<8x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x1xf32>
+    %6 = tosa.sub %arg0, %5 : (tensor<8x10xf32>, tensor<8x1xf32>) -> tensor<8x10xf32>
+    %7 = tosa.exp %6 : (tensor<8x10xf32>) -> tensor<8x10xf32>
+    %8 = tosa.reduce_sum %7 {axis = 1 : i32} : (tensor<8x10xf32>) -> tensor<8x1xf32>
+    %9 = tosa.log %8 : (tensor<8x1xf32>) -> tensor<8x1xf32>
+    %10 = "tosa.const"() <{values = dense<1.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %11 = tosa.const_shape  {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %12 = tosa.reshape %10, %11 : (tensor<f32>, !tosa.shape<2>) -> tensor<1x1xf32>
+    %13 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %14 = tosa.mul %9, %12, %13 : (tensor<8x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x1xf32>
+    %15 = tosa.sub %6, %14 : (tensor<8x10xf32>, tensor<8x1xf32>) -> tensor<8x10xf32>
+    %16 = "tosa.const"() <{values = dense<-100> : tensor<i64>}> : () -> tensor<i64>
+    %17 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %18 = tosa.reshape %16, %17 : (tensor<i64>, !tosa.shape<1>) -> tensor<1xi64>
+    %19 = tosa.equal %arg1, %18 : (tensor<8xi64>, tensor<1xi64>) -> tensor<8xi1>
+    %20 = tosa.logical_not %19 : (tensor<8xi1>) -> tensor<8xi1>
+    %21 = "tosa.const"() <{values = dense<0> : tensor<i64>}> : () -> tensor<i64>
+    %22 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %23 = tosa.reshape %21, %22 : (tensor<i64>, !tosa.shape<1>) -> tensor<1xi64>
+    %24 = tosa.select %20, %arg1, %23 : (tensor<8xi1>, tensor<8xi64>, tensor<1xi64>) -> tensor<8xi64>
+    %25 = tosa.const_shape  {values = dense<[8, 1]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %26 = tosa.reshape %24, %25 : (tensor<8xi64>, !tosa.shape<2>) -> tensor<8x1xi64>
+    %27 = tosa.cast %26 : (tensor<8x1xi64>) -> tensor<8x1xi32>
+    %28 = tosa.const_shape  {values = dense<[8, 1, 1]> : tensor<3xindex>} : () -> !tosa.shape<3>
+    %29 = tosa.reshape %27, %28 : (tensor<8x1xi32>, !tosa.shape<3>) -> tensor<8x1x1xi32>
+    %30 = "tosa.const"() <{values = dense<[[[0]], [[1]], [[2]], [[3]], [[4]], [[5]], [[6]], [[7]]]> : tensor<8x1x1xi32>}> : () -> tensor<8x1x1xi32>
+    %31 = tosa.concat %30, %29 {axis = 2 : i32} : (tensor<8x1x1xi32>, tensor<8x1x1xi32>) -> tensor<8x1x2xi32>
+    %32 = tosa.const_shape  {values = dense<[1, 80, 1]> : tensor<3xindex>} : () -> !tosa.shape<3>
+    %33 = tosa.reshape %15, %32 : (tensor<8x10xf32>, !tosa.shape<3>) -> tensor<1x80x1xf32>
+    %34 = tosa.const_shape  {values = dense<[8, 2]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %35 = tosa.reshape %31, %34 : (tensor<8x1x2xi32>, !tosa.shape<2>) -> tensor<8x2xi32>
+    %36 = "tosa.const"() <{values = dense<[10, 1]> : tensor<2xi32>}> : () -> tensor<2xi32>
+    %37 = tosa.const_shape  {values = dense<[1, 2]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %38 = tosa.reshape %36, %37 : (tensor<2xi32>, !tosa.shape<2>) -> tensor<1x2xi32>
+    %39 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %40 = tosa.mul %35, %38, %39 : (tensor<8x2xi32>, tensor<1x2xi32>, tensor<1xi8>) -> tensor<8x2xi32>
+    %41 = tosa.reduce_sum %40 {axis = 1 : i32} : (tensor<8x2xi32>) -> tensor<8x1xi32>
+    %42 = tosa.const_shape  {values = dense<[1, 8]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %43 = tosa.reshape %41, %42 : (tensor<8x1xi32>, !tosa.shape<2>) -> tensor<1x8xi32>
+    %44 = tosa.gather %33, %43 : (tensor<1x80x1xf32>, tensor<1x8xi32>) -> tensor<1x8x1xf32>
+    %45 = tosa.const_shape  {values = dense<[8, 1]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %46 = tosa.reshape %44, %45 : (tensor<1x8x1xf32>, !tosa.shape<2>) -> tensor<8x1xf32>
+    %47 = "tosa.const"() <{values = dense<0.000000e+00> : tensor<1xf32>}> : () -> tensor<1xf32>
+    %48 = "tosa.const"() <{values = dense<0.000000e+00> : tensor<1xf32>}> : () -> tensor<1xf32>
+    %49 = tosa.negate %46, %47, %48 : (tensor<8x1xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<8x1xf32>
+    %50 = tosa.const_shape  {values = dense<8> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %51 = tosa.reshape %49, %50 : (tensor<8x1xf32>, !tosa.shape<1>) -> tensor<8xf32>
+    %52 = "tosa.const"() <{values = dense<0.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %53 = tosa.const_shape  {values = dense<1> : tensor<1xindex>} : () -> !tosa.shape<1>
+    %54 = tosa.reshape %52, %53 : (tensor<f32>, !tosa.shape<1>) -> tensor<1xf32>
+    %55 = tosa.select %20, %51, %54 : (tensor<8xi1>, tensor<8xf32>, tensor<1xf32>) -> tensor<8xf32>
+    %56 = tosa.const_shape  {values = dense<[8, 1]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %57 = tosa.reshape %55, %56 : (tensor<8xf32>, !tosa.shape<2>) -> tensor<8x1xf32>
+    %58 = tosa.reduce_sum %57 {axis = 1 : i32} : (tensor<8x1xf32>) -> tensor<8x1xf32>
+    %59 = tosa.cast %20 : (tensor<8xi1>) -> tensor<8xi8>
+    %60 = tosa.cast %59 : (tensor<8xi8>) -> tensor<8xf32>
+    %61 = tosa.reduce_sum %60 {axis = 0 : i32} : (tensor<8xf32>) -> tensor<1xf32>
+    %62 = tosa.const_shape  {values = dense<> : tensor<0xindex>} : () -> !tosa.shape<0>
+    %63 = tosa.reshape %61, %62 : (tensor<1xf32>, !tosa.shape<0>) -> tensor<f32>
+    %64 = tosa.const_shape  {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %65 = tosa.reshape %63, %64 : (tensor<f32>, !tosa.shape<2>) -> tensor<1x1xf32>
+    %66 = tosa.reciprocal %65 : (tensor<1x1xf32>) -> tensor<1x1xf32>
+    %67 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %68 = tosa.mul %58, %66, %67 : (tensor<8x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x1xf32>
+    return %68 : tensor<8x1xf32>
+  }
 }
 
