@@ -227,11 +227,11 @@ static Match<SoftcapBackward> matchSoftcapBackward(ViewAnalysis &va,
 Match<RaisedOp> mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va,
                                                            Value root) {
   using M = Match<RaisedOp>;
-  auto rootType = dyn_cast<RankedTensorType>(root.getType());
-  if (!rootType || !isa<FloatType>(rootType.getElementType()))
-    return M::failure("not a float tensor");
-  View view = va.get(root);
-  Node *r = stripFloatCasts(view.node);
+  Match<Root> start = matchRoot(va, root);
+  if (!start)
+    return M::failure(start);
+  RankedTensorType rootType = start->type;
+  Node *r = start->node;
   // Through a softcap, the log-softmax backward is scaled by its slope.
   Match<SoftcapBackward> slope = matchSoftcapBackward(va, r);
   Match<LogSoftmaxBackward> backward =

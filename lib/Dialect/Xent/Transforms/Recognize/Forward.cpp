@@ -442,11 +442,10 @@ static Match<Reduction> matchReduction(ViewAnalysis &va, bool reduced,
 
 Match<RaisedOp> recognize::matchCrossEntropy(ViewAnalysis &va, Value root) {
   using M = Match<RaisedOp>;
-  auto rootType = dyn_cast<RankedTensorType>(root.getType());
-  if (!rootType || !isa<FloatType>(rootType.getElementType()))
-    return M::failure("not a float tensor");
-  View view = va.get(root);
-  Node *r = stripFloatCasts(view.node);
+  Match<Root> start = matchRoot(va, root);
+  if (!start)
+    return M::failure(start);
+  auto [rootType, view, r] = *start;
   Monomial top = factorize(va, r);
   bool reduced = va.freeAxes(r).empty();
 

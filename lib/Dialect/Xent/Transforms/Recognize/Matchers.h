@@ -216,6 +216,15 @@ Node *stripWidening(Node *n);
 /// Looks through every float-to-float cast: the final rounding of a loss or
 /// gradient is part of its result type, not of its algebra.
 Node *stripFloatCasts(Node *n);
+
+/// The value a whole-chain matcher starts from: a float tensor, its view,
+/// and its node without float casts.
+struct Root {
+  RankedTensorType type;
+  View view;
+  Node *node;
+};
+Match<Root> matchRoot(ViewAnalysis &va, Value root);
 /// Looks through integer casts that preserve a signed class index (and its
 /// exact conversion to float, used by float compares).
 Node *stripIndexCasts(Node *n);

@@ -48,6 +48,14 @@ Node *recognize::detail::stripFloatCasts(Node *n) {
   return n;
 }
 
+Match<Root> recognize::detail::matchRoot(ViewAnalysis &va, Value root) {
+  auto type = dyn_cast<RankedTensorType>(root.getType());
+  if (!type || !isa<FloatType>(type.getElementType()))
+    return Match<Root>::failure("not a float tensor");
+  View view = va.get(root);
+  return Root{type, view, stripFloatCasts(view.node)};
+}
+
 Node *recognize::detail::stripIndexCasts(Node *n) {
   // trunci: a gather index narrowed to i32 (TOSA) keeps every class index.
   while (isCast(n, CastKind::ExtSI) || isCast(n, CastKind::IndexCast) ||
