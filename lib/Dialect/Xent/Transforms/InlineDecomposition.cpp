@@ -18,18 +18,27 @@ namespace mlir::xent {
 using namespace mlir;
 using namespace mlir::xent;
 
+/// Replaces an op of the family by what it computes: its region's body when
+/// it has one, the canonical decomposition otherwise (the op's
+/// linalg::AggregatedOpInterface).
+static LogicalResult inlineDecomposition(RewriterBase &rewriter,
+                                         CrossEntropyOpInterface op) {
+  rewriter.setInsertionPoint(op);
+  FailureOr<SmallVector<Value>> results = decompose(rewriter, op);
+  if (failed(results))
+    return failure();
+  rewriter.replaceOp(op, *results);
+  return success();
+}
+
 namespace {
-/// Replaces an op of the family by what it computes (its region's body, or
-/// the canonical decomposition).
 struct InlineDecomposition
     : public OpInterfaceRewritePattern<CrossEntropyOpInterface> {
   using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
   LogicalResult matchAndRewrite(CrossEntropyOpInterface op,
                                 PatternRewriter &rewriter) const override {
-    FailureOr<SmallVector<Value>> results = decompose(rewriter, op);
-    if (failed(results))
+    if (failed(inlineDecomposition(rewriter, op)))
       return rewriter.notifyMatchFailure(op, "no decomposition");
-    rewriter.replaceOp(op, *results);
     return success();
   }
 };
@@ -44,15 +53,9 @@ struct XentInlineDecompositionPass
     getOperation()->walk(
         [&](CrossEntropyOpInterface op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
-    for (CrossEntropyOpInterface op : ops) {
-      rewriter.setInsertionPoint(op);
-      // The region's body when it has one, the canonical decomposition
-      // otherwise (the op's linalg::AggregatedOpInterface).
-      FailureOr<SmallVector<Value>> results = decompose(rewriter, op);
-      if (failed(results))
+    for (CrossEntropyOpInterface op : ops)
+      if (failed(inlineDecomposition(rewriter, op)))
         return signalPassFailure();
-      rewriter.replaceOp(op, *results);
-    }
   }
 };
 } // namespace
