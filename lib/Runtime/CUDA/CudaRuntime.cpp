@@ -32,7 +32,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -689,17 +688,18 @@ XENT_EXPORT void *mgpuModuleGetFunction(void *module, const char *name) {
 }
 
 /// What every launch starts with: the geometry is checked (false, without
-/// an error, for an empty grid), then `check` when given, then the stream's
+/// an error, for an empty grid), then `check()` (a template parameter, not a
+/// std::function: launches are the host's hot path), then the stream's
 /// context is made current (held by `scope`) and the kernel's dynamic shared
 /// memory configured. False when there is nothing to launch.
+template <typename Check>
 static bool beginLaunch(const char *where, CUfunction f, CUstream s,
                         const intptr_t (&dims)[6], int32_t sharedMemBytes,
-                        std::optional<ScopedContext> &scope,
-                        std::function<bool()> check = nullptr) {
+                        std::optional<ScopedContext> &scope, Check check) {
   bool empty = false;
   if (!checkGeometry(where, f, dims, sharedMemBytes, &empty) || empty)
     return false;
-  if (check && !check())
+  if (!check())
     return false;
   scope.emplace(contextFor(s, where), where);
   return *scope && configureSharedMemory(f, sharedMemBytes, where);
@@ -716,7 +716,7 @@ XENT_EXPORT void mgpuLaunchKernel(void *function, intptr_t gridX,
   auto s = static_cast<CUstream>(stream);
   std::optional<ScopedContext> scope;
   if (!beginLaunch(where, f, s, {gridX, gridY, gridZ, blockX, blockY, blockZ},
-                   sharedMemBytes, scope))
+                   sharedMemBytes, scope, [] { return true; }))
     return;
   CUresult result =
       cuLaunchKernel(f, gridX, gridY, gridZ, blockX, blockY, blockZ,
