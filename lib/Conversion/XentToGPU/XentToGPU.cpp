@@ -236,20 +236,20 @@ void HostEmitter::emitBuffers() {
           rewriter, loc, numRows,
           memref::DimOp::create(rewriter, loc, logitsBuffer, d));
 
-  if (op.getLoss()) {
-    lossOut = getResultBuffer(rewriter, loc, op.getLoss(), logitsBuffer,
-                              reduced ? ArrayRef<int64_t>() : elementDims);
-    lossAcc = lossOut->buffer;
-    if (reduced && !getElementTypeOrSelf(op.getLoss().getType()).isF32())
-      lossAcc = allocateScalar(f32);
-  }
-  if (op.getZLoss()) {
-    zLossOut = getResultBuffer(rewriter, loc, op.getZLoss(), logitsBuffer,
-                               reduced ? ArrayRef<int64_t>() : elementDims);
-    zLossAcc = zLossOut->buffer;
-    if (reduced && !getElementTypeOrSelf(op.getZLoss().getType()).isF32())
-      zLossAcc = allocateScalar(f32);
-  }
+  // A loss result's buffer, and the f32 accumulator the kernels add a
+  // reduced loss into (the result's own buffer when it is f32).
+  auto takeLossBuffer = [&](Value result, std::optional<ResultBuffer> &out,
+                            Value &acc) {
+    if (!result)
+      return;
+    out = getResultBuffer(rewriter, loc, result, logitsBuffer,
+                          reduced ? ArrayRef<int64_t>() : elementDims);
+    acc = out->buffer;
+    if (reduced && !getElementTypeOrSelf(result.getType()).isF32())
+      acc = allocateScalar(f32);
+  };
+  takeLossBuffer(op.getLoss(), lossOut, lossAcc);
+  takeLossBuffer(op.getZLoss(), zLossOut, zLossAcc);
   if (op.getDlogits())
     dlogitsOut = gradInPlace ? ResultBuffer{logitsBuffer, nullptr}
                              : getResultBuffer(rewriter, loc, op.getDlogits(),
