@@ -6,6 +6,7 @@
 
 #include "FuzzSupport.h"
 
+#include "xent/InitAllXent.h"
 #include "xent/Conversion/Passes.h"
 #include "xent/Dialect/Xent/IR/XentOps.h"
 #include "xent/Dialect/Xent/Transforms/Passes.h"
@@ -48,6 +49,10 @@ static const PassUnderTest kPasses[] = {
     {"xent-fuse-forward-backward", false, Postcondition::None},
     {"convert-xent-to-gpu", true, Postcondition::None,
      /*mayFailOnValidOps=*/true},
+    // The launches it creates, through their BufferizableOpInterface.
+    {"convert-xent-to-gpu,one-shot-bufferize{bufferize-function-boundaries "
+     "function-boundary-type-conversion=identity-layout-map}",
+     true, Postcondition::NoXentOps, /*mayFailOnValidOps=*/true},
     {"xent-recognize", false, Postcondition::None,
      /*mayFailOnValidOps=*/false, /*needsXentOp=*/false},
 };
@@ -69,7 +74,7 @@ static DialectRegistry &mutableRegistry() {
     registerAllDialects(*r);
     registerAllExtensions(*r);
     registerAllToLLVMIRTranslations(*r);
-    r->insert<mlir::xent::XentDialect>();
+    mlir::xent::registerXentDialects(*r);
     return r;
   }();
   return *registry;

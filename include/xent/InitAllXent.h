@@ -21,6 +21,7 @@
 #include "xent/Conversion/Passes.h"
 #include "xent/Dialect/Xent/IR/XentOps.h"
 #include "xent/Dialect/Xent/TransformOps/XentTransformOps.h"
+#include "xent/Dialect/Xent/Transforms/BufferizableOpInterfaceImpl.h"
 #include "xent/Dialect/Xent/Transforms/Passes.h"
 #include "xent/Pipelines/Pipelines.h"
 
@@ -28,10 +29,12 @@
 
 namespace mlir::xent {
 
-/// Adds the xent dialect and its transform-dialect extension to `registry`.
+/// Adds the xent dialect, its transform-dialect extension and the
+/// bufferization of `xent.launch` to `registry`.
 inline void registerXentDialects(DialectRegistry &registry) {
   registry.insert<XentDialect>();
   registerTransformDialectExtension(registry);
+  registerBufferizableOpInterfaceExternalModels(registry);
 }
 
 /// Registers every xent pass (`xent-*`, `convert-xent-to-gpu`) and pipeline

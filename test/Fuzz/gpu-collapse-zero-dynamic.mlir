@@ -6,6 +6,7 @@
 // builds that type itself.
 
 // RUN: xent-opt %s --convert-xent-to-gpu | FileCheck %s
+// RUN: xent-opt %s --convert-xent-to-gpu --one-shot-bufferize="bufferize-function-boundaries" | FileCheck %s
 // CHECK: gpu.launch_func
 
 func.func @f(%x: tensor<2x16x?x0xf32>, %t: tensor<2x?x0xi64>) -> tensor<2x?x0xf32> {

@@ -5,9 +5,15 @@
 // did not verify. The buffer is now reused only for equal types.
 
 // RUN: xent-opt %s --split-input-file --convert-xent-to-gpu | FileCheck %s
+// RUN: xent-opt %s --split-input-file --convert-xent-to-gpu \
+// RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
+// RUN:   --canonicalize | FileCheck %s --check-prefix=BUF
 
 // CHECK-LABEL: func.func @compatible
 // CHECK: gpu.launch_func
+// BUF-LABEL: func.func @compatible
+// BUF:       %[[D:.*]] = gpu.alloc (%{{.*}}) : memref<?x10xf32>
+// BUF:       return %[[D]]
 func.func @compatible(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<4xi64>) -> tensor<?x10xf32> {
   %d = xent.cross_entropy_grad sum %g, %x, %t : (tensor<f32>, tensor<4x10xf32>, tensor<4xi64>) -> tensor<?x10xf32>
   return %d : tensor<?x10xf32>
@@ -17,6 +23,10 @@ func.func @compatible(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<4xi64>) 
 
 // CHECK-LABEL: func.func @equal
 // CHECK: gpu.launch_func
+// BUF-LABEL: func.func @equal
+// BUF-SAME:  %[[X:[^:]*]]: memref<4x10xf32>
+// BUF-NOT:   gpu.alloc
+// BUF:       return %[[X]]
 func.func @equal(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<4xi64>) -> tensor<4x10xf32> {
   %d = xent.cross_entropy_grad sum %g, %x, %t : (tensor<f32>, tensor<4x10xf32>, tensor<4xi64>) -> tensor<4x10xf32>
   return %d : tensor<4x10xf32>

@@ -38,11 +38,16 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     one block holds, longer than 8 blocks hold, or not 16-byte accessible
     take the two-pass walk.
 
-    The op's tensors are taken with `bufferization.to_buffer` and results
-    come back through `bufferization.to_tensor` of buffers from `gpu.alloc`;
-    a result whose only use is `bufferization.materialize_in_destination`
-    into a writable buffer is written there directly. The host code expects
-    every buffer to be device memory.
+    Each op becomes an `xent.launch` whose body launches its kernels on the
+    buffers of its tensors; one-shot bufferization (run after this pass)
+    decides where each buffer comes from, through the launch's
+    `BufferizableOpInterface`: results get device memory (`gpu.alloc`); a
+    result whose only use is `bufferization.materialize_in_destination` into
+    a writable, restrict buffer is written there directly; the gradient
+    reuses the logits' buffer when the analysis finds that in place (nothing
+    reads the logits afterwards, their buffer is writable and dense) and
+    the kernel allows it (not a joint op on the resident path). The host code
+    expects every buffer to be device memory.
 
     The rewrite is `populateXentToGPUConversionPatterns`
     (`xent/Conversion/XentToGPU/XentToGPU.h`), which other drivers can use
@@ -55,7 +60,8 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     %l = xent.cross_entropy mean %x, %t : (tensor<?x?xbf16>, tensor<?xi64>) -> tensor<f32>
     ```
 
-    gives two `gpu.launch_func` (prologue and row kernel) and the kernels.
+    gives an `xent.launch` of two `gpu.launch_func` (prologue and row
+    kernel) and the kernels.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
@@ -78,6 +84,7 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::nvgpu::NVGPUDialect",
     "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
     "::mlir::vector::VectorDialect",
   ];
 }

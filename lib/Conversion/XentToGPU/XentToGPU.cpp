@@ -4,23 +4,24 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The host side: each xent op becomes `gpu.launch_func` of the kernels that
-// KernelBuilder generates, on buffers taken from the op's tensors. Buffers
-// are taken with a fully dynamic strided layout, so that one-shot
-// bufferization hands over a view (a slice of a padded vocabulary, shifted
-// labels) as it is instead of copying it on the host; the kernels read every
-// buffer through its strides, in its own rank. HostBuffers decides where
-// each buffer comes from.
+// The host side: each xent op becomes an `xent.launch` whose body is the
+// `gpu.launch_func` of the kernels that KernelBuilder generates, on the
+// buffers of the op's tensors. One-shot bufferization decides where those
+// buffers come from (BufferizableOpInterfaceImpl.cpp). The body takes every
+// buffer with a fully dynamic strided layout, so that a view (a slice of a
+// padded vocabulary, shifted labels) is handed over as it is instead of
+// copied on the host; the kernels read every buffer through its strides, in
+// its own rank.
 //
 //===----------------------------------------------------------------------===//
 
 #include "xent/Conversion/XentToGPU/XentToGPU.h"
 
-#include "HostBuffers.h"
 #include "KernelBuilder.h"
 
 #include "xent/Conversion/XentToGPU/NVIDIAChip.h"
 #include "xent/Dialect/Xent/IR/XentOps.h"
+#include "xent/Dialect/Xent/Transforms/BufferizableOpInterfaceImpl.h"
 
 // The dialects the pass depends on (its generated base registers them).
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -32,6 +33,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -111,12 +113,32 @@ static KernelSpec getKernelSpec(CrossEntropyOpInterface op) {
   return spec;
 }
 
+/// The destination `result` is written into directly: its only use
+/// materializes it into a writable, restrict buffer of its element type
+/// (with any strides, which the kernels write through). Null otherwise.
+static bufferization::MaterializeInDestinationOp getDestination(Value result) {
+  if (!result.hasOneUse())
+    return nullptr;
+  auto sink = dyn_cast<bufferization::MaterializeInDestinationOp>(
+      *result.getUsers().begin());
+  if (!sink || !sink.getWritable() || !sink.getRestrict())
+    return nullptr;
+  auto destType = dyn_cast<MemRefType>(sink.getDest().getType());
+  if (!destType ||
+      destType.getElementType() !=
+          cast<RankedTensorType>(result.getType()).getElementType())
+    return nullptr;
+  return sink;
+}
+
 namespace {
 
-/// Emits the host side of one op at the rewriter's insertion point: the
-/// buffers its kernels take, the launches of the prologue, the row kernel
-/// and the conversions of reduced results, and the tensors that replace its
-/// results.
+/// Emits the host side of one op at the rewriter's insertion point: an
+/// `xent.launch` whose body launches the prologue, the row kernel and the
+/// conversions of reduced results on the buffers of the op's tensors. Where
+/// those buffers come from is left to one-shot bufferization (the op's
+/// BufferizableOpInterface); this only says which results may share a
+/// buffer with an operand.
 class HostEmitter {
 public:
   HostEmitter(RewriterBase &rewriter, Location loc, CrossEntropyOpInterface op,
@@ -125,17 +147,15 @@ public:
         spec(getKernelSpec(op)),
         geometry(getLaunchGeometry(options, spec.logitsType)) {}
 
-  /// Takes the op's operands as buffers and finds (or allocates) the buffers
-  /// its results are written into.
-  void emitBuffers();
+  /// Creates the launch with its operands and an empty body, and sets the
+  /// insertion point into the body.
+  LaunchOp createLaunch();
   /// The kept weight / count on the device, the accumulators initialized.
   void launchPrologue();
   void launchRowKernel();
   /// Reduced results in another type than f32 from their accumulators; the
   /// scratch buffers released.
   void launchConversions();
-  /// The tensors that replace the op's results, in the op's result order.
-  SmallVector<Value> getResults();
 
 private:
   /// `buffer` as a kernel takes it: dynamic sizes, any strides.
@@ -148,8 +168,10 @@ private:
     return memref::CastOp::create(rewriter, loc, argType, buffer);
   }
   Value allocateScalar(Type elementType) {
-    return allocateDeviceBuffer(rewriter, loc, MemRefType::get({}, elementType),
-                                Value(), {});
+    return gpu::AllocOp::create(rewriter, loc, MemRefType::get({}, elementType),
+                                /*asyncToken=*/Type(), ValueRange{},
+                                ValueRange{}, ValueRange{})
+        .getMemref();
   }
   void deallocate(Value buffer) {
     gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange{}, buffer);
@@ -177,11 +199,10 @@ private:
   KernelSpec spec;
   LaunchGeometry geometry;
 
-  // The op's buffers (emitBuffers).
-  Value logitsBuffer;      // as taken, in the logits' type
-  Value x, target, weight; // as the kernels take them
+  // The body's buffers (createLaunch), as the kernels take them.
+  Value x, target, weight, gradOutput;
+  Value loss, zLoss, dlogits;
   Value numRows;
-  std::optional<ResultBuffer> lossOut, zLossOut, dlogitsOut;
   /// f32 accumulators of reduced losses: the results' buffers when those are
   /// f32, else scratch that launchConversions converts.
   Value lossAcc, zLossAcc;
@@ -208,55 +229,112 @@ void HostEmitter::launch(gpu::GPUFuncOp func, Value grid, ValueRange operands,
                             /*asyncDependencies=*/{}, clusterSize);
 }
 
-void HostEmitter::emitBuffers() {
-  Type f32 = rewriter.getF32Type();
-  bool reduced = spec.reduced();
-  int64_t rank = spec.config.logitsType.getRank();
-  SmallVector<int64_t> logitsDims =
-      llvm::to_vector(llvm::seq<int64_t>(0, rank));
-  SmallVector<int64_t> elementDims = getElementDims(rank, spec.config.axis);
-
-  // A joint op on the resident path reads the target's logit for the loss
-  // after other blocks of the cluster may have written their gradient.
-  bool gradInPlace = canWriteGradientInPlace(
-      op.getLogits(), op.getDlogits(),
-      op.computesLoss() && hasResidentPath(spec, geometry));
-  logitsBuffer =
-      toBuffer(rewriter, loc, op.getLogits(), /*readOnly=*/!gradInPlace,
-               /*identity=*/gradInPlace);
-  x = kernelArg(logitsBuffer);
-  target = kernelArg(toBuffer(rewriter, loc, op.getTarget()));
+LaunchOp HostEmitter::createLaunch() {
+  MLIRContext *ctx = rewriter.getContext();
+  Value logits = op.getLogits();
+  SmallVector<Value> inputs = {logits, op.getTarget()};
   if (op.getWeight())
-    weight = kernelArg(toBuffer(rewriter, loc, op.getWeight()));
-  // One block per row: the product of every dim but the class axis.
-  numRows = arith::ConstantIndexOp::create(rewriter, loc, 1);
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != spec.config.axis)
-      numRows = arith::MulIOp::create(
-          rewriter, loc, numRows,
-          memref::DimOp::create(rewriter, loc, logitsBuffer, d));
+    inputs.push_back(op.getWeight());
+  if (op.getGradOutput())
+    inputs.push_back(op.getGradOutput());
 
-  // A loss result's buffer, and the f32 accumulator the kernels add a
-  // reduced loss into (the result's own buffer when it is f32).
-  auto takeLossBuffer = [&](Value result, std::optional<ResultBuffer> &out,
-                            Value &acc) {
-    if (!result)
-      return;
-    out = getResultBuffer(rewriter, loc, result, logitsBuffer,
-                          reduced ? ArrayRef<int64_t>() : elementDims);
-    acc = out->buffer;
-    if (reduced && !getElementTypeOrSelf(result.getType()).isF32())
-      acc = allocateScalar(f32);
+  // Results materialized into a caller's buffer are written there; the
+  // gradient may take the logits' buffer, which bufferization grants when
+  // nothing reads the logits afterwards. The kernels read a class's logit
+  // before they write its gradient, and a row's statistics are complete
+  // before any of it is written; but a joint op on the resident path reads
+  // the target's logit for the loss after other blocks of the cluster may
+  // have written their gradient, so its gradient never shares the buffer.
+  SmallVector<Value> inits;
+  SmallVector<int64_t> tied;
+  SmallVector<bufferization::MaterializeInDestinationOp> sinks;
+  SmallVector<Value> dims;
+  SmallVector<int64_t> elementDims =
+      getElementDims(spec.config.logitsType.getRank(), spec.config.axis);
+  bool rereadsLogits = op.computesLoss() && hasResidentPath(spec, geometry);
+  for (Value result : op->getResults()) {
+    auto type = cast<RankedTensorType>(result.getType());
+    // The result's sizes are the logits' (dlogits) or those of every dim but
+    // the class axis (per-element losses).
+    for (int64_t k = 0; k < type.getRank(); ++k)
+      if (type.isDynamicDim(k))
+        dims.push_back(tensor::DimOp::create(
+            rewriter, loc, logits,
+            result == op.getDlogits() ? k : elementDims[k]));
+    if (auto sink = getDestination(result)) {
+      auto destType = cast<MemRefType>(sink.getDest().getType());
+      Value dest = bufferization::ToTensorOp::create(
+          rewriter, loc,
+          RankedTensorType::get(destType.getShape(), type.getElementType()),
+          sink.getDest(), /*restrict=*/rewriter.getUnitAttr(),
+          /*writable=*/rewriter.getUnitAttr());
+      if (dest.getType() != type)
+        dest = tensor::CastOp::create(rewriter, loc, type, dest);
+      tied.push_back(inputs.size() + inits.size());
+      inits.push_back(dest);
+      sinks.push_back(sink);
+    } else if (result == op.getDlogits() && type == logits.getType() &&
+               !rereadsLogits) {
+      tied.push_back(0);
+    } else {
+      tied.push_back(-1);
+    }
+  }
+  for (auto sink : sinks)
+    rewriter.eraseOp(sink);
+
+  auto launch = LaunchOp::create(rewriter, loc, op->getResultTypes(), inputs,
+                                 inits, dims, tied);
+  SmallVector<Type> argTypes;
+  for (Value tensor : llvm::concat<Value>(inputs, op->getResults())) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    argTypes.push_back(
+        getBufferType(ctx, type.getRank(), type.getElementType()));
+  }
+  Block *body = rewriter.createBlock(
+      &launch.getBody(), {}, argTypes,
+      SmallVector<Location>(argTypes.size(), loc));
+
+  auto args = body->getArguments();
+  unsigned next = 0;
+  x = args[next++];
+  target = args[next++];
+  if (op.getWeight())
+    weight = args[next++];
+  if (op.getGradOutput())
+    gradOutput = args[next++];
+  for (Value result : op->getResults()) {
+    Value arg = args[next++];
+    if (result == op.getLoss())
+      loss = arg;
+    else if (result == op.getZLoss())
+      zLoss = arg;
+    else
+      dlogits = arg;
+  }
+
+  // One block per row: the product of every dim but the class axis.
+  rewriter.setInsertionPointToStart(body);
+  numRows = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  for (int64_t d : elementDims)
+    numRows = arith::MulIOp::create(rewriter, loc, numRows,
+                                    memref::DimOp::create(rewriter, loc, x, d));
+  // A reduced loss is accumulated in f32: in its own buffer when it is f32.
+  Type f32 = rewriter.getF32Type();
+  auto accumulator = [&](Value result) -> Value {
+    if (!result || !spec.reduced() ||
+        getElementTypeOrSelf(result.getType()).isF32())
+      return result;
+    return allocateScalar(f32);
   };
-  takeLossBuffer(op.getLoss(), lossOut, lossAcc);
-  takeLossBuffer(op.getZLoss(), zLossOut, zLossAcc);
-  if (op.getDlogits())
-    dlogitsOut = gradInPlace ? ResultBuffer{logitsBuffer, nullptr}
-                             : getResultBuffer(rewriter, loc, op.getDlogits(),
-                                               logitsBuffer, logitsDims);
+  lossAcc = accumulator(loss);
+  zLossAcc = accumulator(zLoss);
   if (spec.needsStats())
-    stats = allocateDeviceBuffer(rewriter, loc, MemRefType::get({2}, f32),
-                                 Value(), {});
+    stats = gpu::AllocOp::create(rewriter, loc, MemRefType::get({2}, f32),
+                                 /*asyncToken=*/Type(), ValueRange{},
+                                 ValueRange{}, ValueRange{})
+                .getMemref();
+  return launch;
 }
 
 void HostEmitter::launchPrologue() {
@@ -270,9 +348,9 @@ void HostEmitter::launchPrologue() {
   args.target = target;
   args.weight = weight;
   args.stats = stats;
-  if (op.getLoss())
+  if (lossAcc)
     args.loss = kernelArg(lossAcc);
-  if (op.getZLoss())
+  if (zLossAcc)
     args.zLoss = kernelArg(zLossAcc);
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
   launch(prologue, one, args.list(), geometry.threads);
@@ -291,14 +369,12 @@ void HostEmitter::launchRowKernel() {
   args.target = target;
   args.weight = weight;
   args.stats = stats;
-  if (op.getGradOutput())
-    args.gradOutput = kernelArg(toBuffer(rewriter, loc, op.getGradOutput()));
-  if (op.getLoss())
+  args.gradOutput = gradOutput;
+  if (lossAcc)
     args.loss = kernelArg(lossAcc);
-  if (op.getZLoss())
+  if (zLossAcc)
     args.zLoss = kernelArg(zLossAcc);
-  if (op.getDlogits())
-    args.dlogits = kernelArg(dlogitsOut->buffer);
+  args.dlogits = dlogits;
   if (!hasResidentPath(spec, geometry)) {
     launch(rowKernel, numRows, args.list(), geometry.threads);
     return;
@@ -306,8 +382,7 @@ void HostEmitter::launchRowKernel() {
   // Rows that take the resident path get a cluster of blocks each and the
   // staging memory; others one block without it (the kernel decides the
   // same way from C).
-  Value numClasses =
-      memref::DimOp::create(rewriter, loc, logitsBuffer, spec.config.axis);
+  Value numClasses = memref::DimOp::create(rewriter, loc, x, spec.config.axis);
   Value size =
       emitResidentClusterSize(rewriter, loc, numClasses, spec, geometry);
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
@@ -336,30 +411,15 @@ void HostEmitter::launchConversions() {
           return buildConvertKernel(b, loc, name, dstType);
         });
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    launch(kernel, one, ValueRange{kernelArg(acc), kernelArg(out)}, kLanes);
+    launch(kernel, one, ValueRange{kernelArg(acc), out}, kLanes);
     deallocate(acc);
   };
-  if (op.getLoss())
-    convert(lossAcc, lossOut->buffer);
-  if (op.getZLoss())
-    convert(zLossAcc, zLossOut->buffer);
+  if (loss)
+    convert(lossAcc, loss);
+  if (zLoss)
+    convert(zLossAcc, zLoss);
   if (stats)
     deallocate(stats);
-}
-
-SmallVector<Value> HostEmitter::getResults() {
-  IRMapping results;
-  if (op.getLoss())
-    results.map(op.getLoss(),
-                getResultTensor(rewriter, loc, op.getLoss(), *lossOut));
-  if (op.getZLoss())
-    results.map(op.getZLoss(),
-                getResultTensor(rewriter, loc, op.getZLoss(), *zLossOut));
-  if (op.getDlogits())
-    results.map(op.getDlogits(),
-                getResultTensor(rewriter, loc, op.getDlogits(), *dlogitsOut));
-  return llvm::map_to_vector(op->getResults(),
-                             [&](Value r) { return results.lookup(r); });
 }
 
 /// Checks the options the patterns assume; diagnostics go to `module`.
@@ -385,12 +445,10 @@ static LogicalResult checkOptions(Operation *module,
 
 namespace {
 
-/// Replaces a cross-entropy op (any CrossEntropyOpInterface) by the launches
-/// of its kernels. A rewrite pattern rather than a conversion pattern: no
-/// type changes, and the buffer decisions (HostBuffers) look at the uses of
-/// the op's own operands. Until the conversion commits, an operand that an
-/// earlier op produced keeps the uses its replacement will have (the
-/// replacement has none yet).
+/// Replaces a cross-entropy op (any CrossEntropyOpInterface) by an
+/// `xent.launch` of its kernels. A rewrite pattern rather than a conversion
+/// pattern: no type changes, and a result's materialization into a
+/// destination (one of its users) is folded into the launch.
 struct CrossEntropyLowering
     : public OpInterfaceRewritePattern<CrossEntropyOpInterface> {
   CrossEntropyLowering(MLIRContext *ctx, const ConvertXentToGPUOptions &options)
@@ -404,11 +462,11 @@ struct CrossEntropyLowering
     gpu::GPUModuleOp kernels = getOrCreateKernelModule(rewriter, module);
     rewriter.setInsertionPoint(op);
     HostEmitter host(rewriter, op.getLoc(), op, kernels, options);
-    host.emitBuffers();
+    LaunchOp launch = host.createLaunch();
     host.launchPrologue();
     host.launchRowKernel();
     host.launchConversions();
-    rewriter.replaceOp(op, host.getResults());
+    rewriter.replaceOp(op, launch.getResults());
     return success();
   }
 
@@ -418,6 +476,12 @@ struct CrossEntropyLowering
 struct ConvertXentToGPUPass
     : public xent::impl::ConvertXentToGPUBase<ConvertXentToGPUPass> {
   using Base::Base;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    // One-shot bufferization of the launches the pass creates.
+    registerBufferizableOpInterfaceExternalModels(registry);
+  }
 
   void runOnOperation() override {
     ConvertXentToGPUOptions options;
@@ -449,6 +513,7 @@ mlir::xent::convertXentToGPU(Operation *root,
   MLIRContext *ctx = root->getContext();
   ConversionTarget target(*ctx);
   target.addIllegalDialect<XentDialect>();
+  target.addLegalOp<LaunchOp>();
   target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
   RewritePatternSet patterns(ctx);
   populateXentToGPUConversionPatterns(patterns, options);

@@ -1,4 +1,4 @@
-// RUN: xent-opt %s --split-input-file --convert-xent-to-gpu --canonicalize | FileCheck %s
+// RUN: xent-opt %s --split-input-file --convert-xent-to-gpu --one-shot-bufferize --canonicalize | FileCheck %s
 
 // A destination with strides (a slice of a larger buffer) is written through
 // them as well.

@@ -3,9 +3,9 @@
 // shared memory with cp.async (and partly into registers), the partial
 // statistics exchanged through distributed shared memory, the gradient
 // written from the on-chip copy: the logits are read once.
-// RUN: xent-opt %s --convert-xent-to-gpu --canonicalize | FileCheck %s
-// RUN: xent-opt %s --convert-xent-to-gpu="resident-rows=false" | FileCheck %s --check-prefix=OFF
-// RUN: xent-opt %s --convert-xent-to-gpu="chip=sm_80" | FileCheck %s --check-prefix=OFF
+// RUN: xent-opt %s --convert-xent-to-gpu --one-shot-bufferize --canonicalize | FileCheck %s
+// RUN: xent-opt %s --convert-xent-to-gpu="resident-rows=false" --one-shot-bufferize | FileCheck %s --check-prefix=OFF
+// RUN: xent-opt %s --convert-xent-to-gpu="chip=sm_80" --one-shot-bufferize | FileCheck %s --check-prefix=OFF
 // Whole pipeline, assembled by ptxas: no spill under the 64-register cap
 // that lets two blocks of 512 threads share an SM.
 // RUN: xent-opt %s --xent-gpu-pipeline="chip=sm_90 format=isa" \

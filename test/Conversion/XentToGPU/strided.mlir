@@ -1,4 +1,4 @@
-// RUN: xent-opt %s --split-input-file --convert-xent-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: xent-opt %s --split-input-file --convert-xent-to-gpu --one-shot-bufferize --canonicalize --cse | FileCheck %s
 // RUN: xent-opt %s --split-input-file --convert-xent-to-gpu \
 // RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
 // RUN:   --canonicalize | FileCheck %s --check-prefix=BUF

@@ -16,7 +16,7 @@
 // CHECK-NOT:     gpu.
 
 // LOWERED-LABEL: func.func @loss(
-// LOWERED:         bufferization.to_buffer
+// LOWERED:         xent.launch
 // LOWERED:         gpu.launch_func {{ *}}@xent_kernels::@xent_loss_0
 // LOWERED:       gpu.module @xent_kernels
 // LOWERED-NOT:     xent.cross_entropy

@@ -193,6 +193,70 @@ def Xent_CrossEntropyAndGradOp : Xent_CrossEntropyOpBase<"cross_entropy_and_grad
 
 }
 
+def Xent_LaunchOp : Xent_Op<"launch", [
+    SingleBlock, NoTerminator, IsolatedFromAbove, AttrSizedOperandSegments,
+    RecursiveMemoryEffects]> {
+  let summary = "buffer code run on the buffers of tensors, bufferized by "
+                "one-shot bufferization";
+  let description = [{
+    The tensor-level form of a cross-entropy op lowered to kernels
+    (`convert-xent-to-gpu` emits one per op): the body is buffer code, the
+    kernels' launches, on the buffers of the op's tensors. Its block
+    arguments are the buffers of the `inputs`, then those of the results, as
+    memrefs of the same element types and ranks (with any layout; the buffers
+    are cast to them). The body reads the inputs' buffers and writes the
+    results' buffers.
+
+    Where each result's buffer comes from is decided by one-shot
+    bufferization, through the op's `BufferizableOpInterface`:
+
+    * `tied_operands[i]` is -1 for a result the op allocates (device memory,
+      `gpu.alloc`), or the index (among `inputs` then `inits`) of the operand
+      whose buffer result `i` is written into.
+    * A result tied to an `init` (a destination, such as a caller's buffer)
+      is always written there; an init is only written, never read.
+    * A result tied to an input reuses the input's buffer only when the
+      analysis finds that in place (nothing reads the input afterwards, its
+      buffer is writable) and the buffer has the identity layout (a result
+      never leaves in a view); otherwise the op allocates it. The body must
+      then be safe when the two block arguments are one buffer.
+
+    `result_dims` are the dynamic sizes of every result, in order, for the
+    results the op allocates.
+
+    ```mlir
+    %loss, %dlogits = xent.launch ins(%x, %t : tensor<?x?xbf16>, tensor<?xi64>)
+        dims(%n, %c) tied [-1, 0] -> (tensor<f32>, tensor<?x?xbf16>) {
+    ^bb0(%xb: memref<?x?xbf16, strided<[?, ?], offset: ?>>, %tb: ...,
+         %lb: memref<f32, strided<[], offset: ?>>, %db: ...):
+      gpu.launch_func @xent_kernels::@xent_loss_grad_0 ...
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
+                       Variadic<AnyRankedTensor>:$inits,
+                       Variadic<Index>:$result_dims,
+                       DenseI64ArrayAttr:$tied_operands);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    (`ins` `(` $inputs^ `:` type($inputs) `)`)?
+    (`outs` `(` $inits^ `:` type($inits) `)`)?
+    (`dims` `(` $result_dims^ `)`)?
+    `tied` $tied_operands (`->` `(` type($results)^ `)`)? $body attr-dict
+  }];
+  let extraClassDeclaration = [{
+    /// The operand result `i` is written into, or null when the op
+    /// allocates it.
+    ::mlir::OpOperand *getTiedOperand(unsigned i);
+    /// The result written into `operand`'s buffer, or null.
+    ::mlir::OpResult getTiedResult(::mlir::OpOperand &operand);
+    /// The dynamic sizes of result `i` among `result_dims`.
+    ::mlir::ValueRange getResultDynamicSizes(unsigned i);
+  }];
+  let hasVerifier = 1;
+}
+
 def Xent_YieldOp : Xent_Op<"yield", [
     Pure, ReturnLike, Terminator,
     ParentOneOf<["CrossEntropyOp", "CrossEntropyGradOp",
