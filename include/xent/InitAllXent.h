@@ -22,16 +22,19 @@
 #include "xent/Dialect/Xent/IR/XentOps.h"
 #include "xent/Dialect/Xent/TransformOps/XentTransformOps.h"
 #include "xent/Dialect/Xent/Transforms/Passes.h"
+#include "xent/Dialect/Xent/Transforms/ShardingInterfaceImpl.h"
 #include "xent/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 
 namespace mlir::xent {
 
-/// Adds the xent dialect and its transform-dialect extension to `registry`.
+/// Adds the xent dialect, its transform-dialect extension and the ops'
+/// shard::ShardingInterface models to `registry`.
 inline void registerXentDialects(DialectRegistry &registry) {
   registry.insert<XentDialect>();
   registerTransformDialectExtension(registry);
+  registerShardingInterfaceExternalModels(registry);
 }
 
 /// Registers every xent pass (`xent-*`, `convert-xent-to-gpu`) and pipeline
