@@ -29,12 +29,14 @@
 
 namespace mlir::xent {
 
-/// Adds the xent dialect, its transform-dialect extension and the ops'
-/// shard::ShardingInterface models to `registry`.
+/// Adds the xent dialect, its transform-dialect extension, the ops'
+/// shard::ShardingInterface models and the memory effects of mpi.allreduce
+/// (for partitioned modules on the CPU pipeline) to `registry`.
 inline void registerXentDialects(DialectRegistry &registry) {
   registry.insert<XentDialect>();
   registerTransformDialectExtension(registry);
   registerShardingInterfaceExternalModels(registry);
+  registerMPIMemoryEffectModels(registry);
 }
 
 /// Registers every xent pass (`xent-*`, `convert-xent-to-gpu`) and pipeline

@@ -24,6 +24,11 @@ namespace xent {
 /// dialect is loaded.
 void registerShardingInterfaceExternalModels(DialectRegistry &registry);
 
+/// Declares the memory effects of `mpi.allreduce` (reads its send buffer,
+/// writes its receive buffer), so that the CPU pipeline's buffer
+/// deallocation accepts a partitioned module after `convert-shard-to-mpi`.
+void registerMPIMemoryEffectModels(DialectRegistry &registry);
+
 } // namespace xent
 } // namespace mlir
 
