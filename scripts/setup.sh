@@ -20,6 +20,7 @@ PACKAGES=(
   cmake ninja-build g++ python3 python3-numpy python3-pytest
   python3-venv python3-pip python3-setuptools python3-wheel
   llvm-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+  libopenmpi-dev openmpi-bin
 )
 HARDENING="${XENT_HARDENING:-0}"
 if [[ "$HARDENING" == 1 ]]; then

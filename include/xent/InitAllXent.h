@@ -23,18 +23,23 @@
 #include "xent/Dialect/Xent/TransformOps/XentTransformOps.h"
 #include "xent/Dialect/Xent/Transforms/BufferizableOpInterfaceImpl.h"
 #include "xent/Dialect/Xent/Transforms/Passes.h"
+#include "xent/Dialect/Xent/Transforms/ShardingInterfaceImpl.h"
 #include "xent/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 
 namespace mlir::xent {
 
-/// Adds the xent dialect, its transform-dialect extension and the
-/// bufferization of `xent.launch` to `registry`.
+/// Adds the xent dialect, its transform-dialect extension, the
+/// bufferization of `xent.launch`, the ops' shard::ShardingInterface models
+/// and the memory effects of mpi.allreduce (for partitioned modules on the
+/// CPU pipeline) to `registry`.
 inline void registerXentDialects(DialectRegistry &registry) {
   registry.insert<XentDialect>();
   registerTransformDialectExtension(registry);
   registerBufferizableOpInterfaceExternalModels(registry);
+  registerShardingInterfaceExternalModels(registry);
+  registerMPIMemoryEffectModels(registry);
 }
 
 /// Registers every xent pass (`xent-*`, `convert-xent-to-gpu`) and pipeline

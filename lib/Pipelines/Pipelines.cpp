@@ -47,6 +47,9 @@ static constexpr llvm::StringLiteral kCPUPipeline =
     "convert-cf-to-llvm,"
     "convert-ub-to-llvm,"
     "convert-func-to-llvm,"
+    // MPI calls of a partitioned module (convert-shard-to-mpi); the
+    // module's dlti.map "MPI:Implementation" picks the ABI.
+    "convert-to-llvm,"
     "reconcile-unrealized-casts";
 
 LogicalResult mlir::xent::buildXentCPUPipeline(OpPassManager &pm) {

@@ -1,0 +1,871 @@
+//===- ShardedLoss.cpp - The partitioned cross entropy --------------------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// One device's part of a cross-entropy op whose logits are split over rows
+// and/or classes, as linalg / tensor / arith / math on tensors plus
+// `shard.all_reduce`. Per row ("row" as in XentDecomposition.cpp: the C
+// logits of one element):
+//
+//   1. m_local = max over the local classes;   m = all_reduce max (classes)
+//   2. local sums relative to the global m:    s = Σ exp(x - m), and as the
+//      configuration needs: the target's logit x_t and weight w_t (from the
+//      device that holds class t, 0 elsewhere), Σ w_c (m - x_c) and Σ w_c
+//      (label smoothing; with probability targets weighted by q'_c).
+//   3. one all_reduce sum of those, packed as tensor<rows x k>  (classes)
+//   4. per-row loss and z-loss from the global statistics, identical on every
+//      device of a row; `mean` / `sum` add the local rows and all-reduce
+//      (loss, z-loss, kept weight, kept count) over the row axes
+//   5. dlogits where the logits are, with the global class index.
+//
+// Every collective moves one value per local row (or per op), never one per
+// logit. Everything is computed in f32, as the decomposition does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ShardedLoss.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Shard/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::xent;
+
+namespace {
+
+/// Per-row statistics, f32 tensors shaped like the local rows; null when the
+/// configuration does not need them. After combineRowSums they are global.
+struct RowStats {
+  Value max;          // m = max_c x_c
+  Value sumExp;       // Σ_c exp(x_c - m)
+  Value targetLogit;  // x_t
+  Value targetWeight; // w_t
+  Value weightedGap;  // Σ_c f_c (m - x_c), f_c = w_c or w_c q'_c
+  Value weightSum;    // Σ_c f_c
+};
+
+/// Per-element (or locally reduced) terms of the loss.
+struct ElementTerms {
+  Value loss, zLoss, weight, kept;
+};
+
+/// Global totals of a reduced loss, f32 scalars.
+struct Totals {
+  Value loss, zLoss, weight, kept;
+};
+
+class ShardedLossEmitter {
+public:
+  ShardedLossEmitter(OpBuilder &builder, CrossEntropyOpInterface op,
+                     const LossSharding &sharding, ValueRange operands);
+
+  SmallVector<Value> emit(TypeRange resultTypes);
+
+private:
+  //===--- Scalars ------------------------------------------------------===//
+  static Value constF32(OpBuilder &nb, Location loc, double v) {
+    return arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(v));
+  }
+  static Value toF32(OpBuilder &nb, Location loc, Value v) {
+    if (v.getType().isF32())
+      return v;
+    return arith::ExtFOp::create(nb, loc, nb.getF32Type(), v);
+  }
+  static Value fromF32(OpBuilder &nb, Location loc, Value v, Type type) {
+    if (type.isF32())
+      return v;
+    return arith::TruncFOp::create(nb, loc, type, v);
+  }
+  Value emitLogit(OpBuilder &nb, Location loc, Value raw) const;
+  Value emitSoftcapSlope(OpBuilder &nb, Location loc, Value capped) const;
+  /// A class-index target: kept (t != ignore_index), valid (0 <= t < C),
+  /// `index` (t when valid, else 0, as index), and where this device holds
+  /// that class: `owned` and the local index (0 when not owned).
+  struct TargetIndex {
+    Value kept, valid, index, owned, localIndex;
+  };
+  TargetIndex emitTargetIndex(OpBuilder &nb, Location loc, Value t) const;
+  Value emitSmoothedProbability(OpBuilder &nb, Location loc, Value q) const;
+  /// The class index of the local class `c` in the unsharded logits.
+  Value emitGlobalClass(OpBuilder &nb, Location loc, Value c) const {
+    if (sharding.classAxes.empty())
+      return c;
+    return arith::AddIOp::create(nb, loc, c, classOffset);
+  }
+
+  //===--- Shapes -------------------------------------------------------===//
+  AffineMap fullMap() const {
+    return AffineMap::getMultiDimIdentityMap(rank, b.getContext());
+  }
+  AffineMap rowMap() const;
+  AffineMap classMap() const {
+    return AffineMap::get(rank, 0, getAffineDimExpr(axis, b.getContext()),
+                          b.getContext());
+  }
+  SmallVector<OpFoldResult> rowSizes();
+  Value emptyRows(Type elementType) {
+    return tensor::EmptyOp::create(b, rowSizes(), elementType);
+  }
+  Value filledRows(double value) {
+    return linalg::FillOp::create(b, constF32(b, b.getLoc(), value),
+                                  emptyRows(f32))
+        .getResult(0);
+  }
+  Value filledScalar(double value) {
+    Value init = tensor::EmptyOp::create(b, ArrayRef<int64_t>{}, f32);
+    return linalg::FillOp::create(b, constF32(b, b.getLoc(), value), init)
+        .getResult(0);
+  }
+  Value extractScalar(Value rank0) {
+    return tensor::ExtractOp::create(b, rank0, ValueRange{});
+  }
+  Value castTo(Value v, Type type) {
+    if (v.getType() == type)
+      return v;
+    return tensor::CastOp::create(b, type, v);
+  }
+
+  //===--- Communication ------------------------------------------------===//
+  Value allReduce(Value v, ArrayRef<shard::GridAxis> axes,
+                  shard::ReductionKind kind) {
+    if (axes.empty())
+      return v;
+    return shard::AllReduceOp::create(b, v, sharding.grid, axes, kind)
+        .getResult();
+  }
+  /// Packs per-row tensors into one tensor<rows x k>, all-reduces it with a
+  /// sum over the class axes and unpacks it into `values`.
+  void allReduceRowSums(ArrayRef<Value *> values);
+  /// All-reduces f32 scalars with one sum over the row axes.
+  void allReduceTotals(ArrayRef<Value *> scalars);
+
+  //===--- Steps --------------------------------------------------------===//
+  Value emitRowMax();
+  void emitRowSums(RowStats &stats, bool withGap, bool withMass);
+  void emitTargetTerms(RowStats &stats, bool withLogit, bool withWeight);
+  ElementTerms emitElementTerms(const RowStats &stats, bool reduce,
+                                bool withLoss, Type lossType, Type zType);
+  SmallVector<Value> emitForward(const RowStats &stats, TypeRange resultTypes,
+                                 Totals &totals);
+  Totals emitGradientTotals(const RowStats &stats);
+  Value emitGradient(const RowStats &stats, Totals totals, Type resultType);
+
+  mutable ImplicitLocOpBuilder b;
+  CrossEntropyOpInterface op;
+  const LossSharding &sharding;
+  CrossEntropyConfig config;
+  Value gradOutput, logits, target, weight;
+  int64_t rank, axis;
+  Type f32;
+  Value classOffset;       // index of this device's first class
+  Value localClasses;      // local C (index)
+  Value numClasses;        // global C (index)
+  Value numClassesF32;     // global C (f32)
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Set-up
+//===----------------------------------------------------------------------===//
+
+ShardedLossEmitter::ShardedLossEmitter(OpBuilder &builder,
+                                       CrossEntropyOpInterface op,
+                                       const LossSharding &sharding,
+                                       ValueRange operands)
+    : b(op.getLoc(), builder), op(op), sharding(sharding),
+      config(op.getConfig()), f32(builder.getF32Type()) {
+  unsigned first = op.computesGradient() ? 1 : 0;
+  if (first)
+    gradOutput = operands[0];
+  logits = operands[first];
+  target = operands[first + 1];
+  if (op.getWeight())
+    weight = operands[first + 2];
+  rank = config.logitsType.getRank();
+  axis = config.axis;
+
+  localClasses = tensor::DimOp::create(b, logits, axis);
+  if (sharding.classAxes.empty()) {
+    classOffset = arith::ConstantIndexOp::create(b, 0);
+    numClasses = localClasses;
+  } else {
+    // The class axis is static and divides evenly (checked by the caller).
+    int64_t local = config.getNumClasses() / sharding.classGroupSize;
+    Value index =
+        shard::createProcessLinearIndex(sharding.grid, sharding.classAxes, b);
+    classOffset = arith::MulIOp::create(
+        b, index, arith::ConstantIndexOp::create(b, local));
+    numClasses = arith::ConstantIndexOp::create(b, config.getNumClasses());
+  }
+  numClassesF32 = arith::UIToFPOp::create(
+      b, f32, arith::IndexCastUIOp::create(b, b.getI64Type(), numClasses));
+}
+
+Value ShardedLossEmitter::emitLogit(OpBuilder &nb, Location loc,
+                                    Value raw) const {
+  Value x = toF32(nb, loc, raw);
+  if (!config.softcap)
+    return x;
+  Value cap = constF32(nb, loc, *config.softcap);
+  Value t = math::TanhOp::create(nb, loc, arith::DivFOp::create(nb, loc, x, cap));
+  return arith::MulFOp::create(nb, loc, cap, t);
+}
+
+Value ShardedLossEmitter::emitSoftcapSlope(OpBuilder &nb, Location loc,
+                                           Value capped) const {
+  Value t =
+      arith::DivFOp::create(nb, loc, capped, constF32(nb, loc, *config.softcap));
+  return arith::SubFOp::create(nb, loc, constF32(nb, loc, 1.0),
+                               arith::MulFOp::create(nb, loc, t, t));
+}
+
+ShardedLossEmitter::TargetIndex
+ShardedLossEmitter::emitTargetIndex(OpBuilder &nb, Location loc,
+                                    Value t) const {
+  Type i64 = nb.getI64Type();
+  if (t.getType() != i64)
+    t = arith::ExtSIOp::create(nb, loc, i64, t);
+  auto constI64 = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(nb, loc, nb.getI64IntegerAttr(v));
+  };
+  TargetIndex r;
+  r.kept = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ne, t,
+                                 constI64(config.ignoreIndex));
+  Value c = arith::IndexCastOp::create(nb, loc, i64, numClasses);
+  r.valid = arith::AndIOp::create(
+      nb, loc,
+      arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::sge, t, constI64(0)),
+      arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::slt, t, c));
+  Value safe = arith::SelectOp::create(nb, loc, r.valid, t, constI64(0));
+  r.index = arith::IndexCastOp::create(nb, loc, nb.getIndexType(), safe);
+  if (sharding.classAxes.empty()) {
+    r.owned = arith::ConstantOp::create(nb, loc, nb.getBoolAttr(true));
+    r.localIndex = r.index;
+    return r;
+  }
+  Value end = arith::AddIOp::create(nb, loc, classOffset, localClasses);
+  r.owned = arith::AndIOp::create(
+      nb, loc,
+      arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::uge, r.index,
+                            classOffset),
+      arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, r.index, end));
+  Value local = arith::SubIOp::create(nb, loc, r.index, classOffset);
+  Value zero = arith::ConstantIndexOp::create(nb, loc, 0);
+  r.localIndex = arith::SelectOp::create(nb, loc, r.owned, local, zero);
+  return r;
+}
+
+Value ShardedLossEmitter::emitSmoothedProbability(OpBuilder &nb, Location loc,
+                                                  Value q) const {
+  q = toF32(nb, loc, q);
+  if (config.labelSmoothing == 0.0f)
+    return q;
+  Value share = arith::DivFOp::create(
+      nb, loc, constF32(nb, loc, config.labelSmoothing), numClassesF32);
+  Value keep = constF32(nb, loc, 1.0 - config.labelSmoothing);
+  return arith::AddFOp::create(nb, loc, arith::MulFOp::create(nb, loc, q, keep),
+                               share);
+}
+
+AffineMap ShardedLossEmitter::rowMap() const {
+  SmallVector<AffineExpr> exprs;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      exprs.push_back(getAffineDimExpr(d, b.getContext()));
+  return AffineMap::get(rank, 0, exprs, b.getContext());
+}
+
+SmallVector<OpFoldResult> ShardedLossEmitter::rowSizes() {
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, b.getLoc(), logits);
+  sizes.erase(sizes.begin() + axis);
+  return sizes;
+}
+
+//===----------------------------------------------------------------------===//
+// Communication
+//===----------------------------------------------------------------------===//
+
+void ShardedLossEmitter::allReduceRowSums(ArrayRef<Value *> values) {
+  if (sharding.classAxes.empty() || values.empty())
+    return;
+  MLIRContext *ctx = b.getContext();
+  int64_t rowRank = rank - 1, k = values.size();
+  // Pack: (rows..., j) -> values[j][rows...].
+  SmallVector<OpFoldResult> sizes = rowSizes();
+  sizes.push_back(b.getIndexAttr(k));
+  Value init = tensor::EmptyOp::create(b, sizes, f32);
+  SmallVector<AffineExpr> rowExprs;
+  for (int64_t d = 0; d < rowRank; ++d)
+    rowExprs.push_back(getAffineDimExpr(d, ctx));
+  AffineMap in = AffineMap::get(rowRank + 1, 0, rowExprs, ctx);
+  SmallVector<AffineMap> maps(k, in);
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rowRank + 1, ctx));
+  SmallVector<Value> inputs =
+      llvm::map_to_vector(values, [](Value *v) { return *v; });
+  Value packed =
+      linalg::GenericOp::create(
+          b, init.getType(), inputs, ValueRange{init}, maps,
+          SmallVector<utils::IteratorType>(rowRank + 1,
+                                           utils::IteratorType::parallel),
+          [&](OpBuilder &nb, Location loc, ValueRange args) {
+            Value j = linalg::IndexOp::create(nb, loc, rowRank);
+            Value v = args[0];
+            for (int64_t i = 1; i < k; ++i) {
+              Value isI = arith::CmpIOp::create(
+                  nb, loc, arith::CmpIPredicate::eq, j,
+                  arith::ConstantIndexOp::create(nb, loc, i));
+              v = arith::SelectOp::create(nb, loc, isI, args[i], v);
+            }
+            linalg::YieldOp::create(nb, loc, v);
+          })
+          .getResult(0);
+  Value sums = allReduce(packed, sharding.classAxes, shard::ReductionKind::Sum);
+  // Unpack column j as a rank-reduced slice.
+  auto rowType = cast<RankedTensorType>(values[0]->getType());
+  SmallVector<OpFoldResult> offsets(rowRank + 1, b.getIndexAttr(0));
+  SmallVector<OpFoldResult> strides(rowRank + 1, b.getIndexAttr(1));
+  SmallVector<OpFoldResult> sliceSizes = rowSizes();
+  sliceSizes.push_back(b.getIndexAttr(1));
+  for (auto [j, v] : llvm::enumerate(values)) {
+    offsets.back() = b.getIndexAttr(j);
+    *v = tensor::ExtractSliceOp::create(b, rowType, sums, offsets, sliceSizes,
+                                        strides);
+  }
+}
+
+void ShardedLossEmitter::allReduceTotals(ArrayRef<Value *> scalars) {
+  if (sharding.rowAxes.empty())
+    return;
+  SmallVector<Value> elements =
+      llvm::map_to_vector(scalars, [](Value *v) { return *v; });
+  auto type = RankedTensorType::get({(int64_t)elements.size()}, f32);
+  Value packed = tensor::FromElementsOp::create(b, type, elements);
+  Value sums = allReduce(packed, sharding.rowAxes, shard::ReductionKind::Sum);
+  for (auto [i, v] : llvm::enumerate(scalars))
+    *v = tensor::ExtractOp::create(
+        b, sums, ValueRange{arith::ConstantIndexOp::create(b, i)});
+}
+
+//===----------------------------------------------------------------------===//
+// Row statistics
+//===----------------------------------------------------------------------===//
+
+Value ShardedLossEmitter::emitRowMax() {
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  iterators[axis] = utils::IteratorType::reduction;
+  Value init = filledRows(-std::numeric_limits<double>::infinity());
+  Value max =
+      linalg::GenericOp::create(
+          b, init.getType(), ValueRange{logits}, ValueRange{init},
+          ArrayRef<AffineMap>{fullMap(), rowMap()}, iterators,
+          [&](OpBuilder &nb, Location loc, ValueRange args) {
+            Value x = emitLogit(nb, loc, args[0]);
+            linalg::YieldOp::create(
+                nb, loc, Value(arith::MaximumFOp::create(nb, loc, x, args[1])));
+          })
+          .getResult(0);
+  return allReduce(max, sharding.classAxes, shard::ReductionKind::Max);
+}
+
+void ShardedLossEmitter::emitRowSums(RowStats &stats, bool withGap,
+                                     bool withMass) {
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  iterators[axis] = utils::IteratorType::reduction;
+  SmallVector<Value> inputs = {logits, stats.max};
+  SmallVector<AffineMap> maps = {fullMap(), rowMap()};
+  int probArg = -1, weightArg = -1;
+  if (config.probabilityTargets && (withGap || withMass)) {
+    probArg = inputs.size();
+    inputs.push_back(target);
+    maps.push_back(fullMap());
+  }
+  if (weight && (withGap || withMass)) {
+    weightArg = inputs.size();
+    inputs.push_back(weight);
+    maps.push_back(classMap());
+  }
+  unsigned numInputs = inputs.size();
+  SmallVector<Value> outputs = {filledRows(0.0)};
+  if (withGap)
+    outputs.push_back(filledRows(0.0));
+  if (withMass)
+    outputs.push_back(filledRows(0.0));
+  maps.append(outputs.size(), rowMap());
+  SmallVector<Type> types(outputs.size(), outputs[0].getType());
+
+  auto generic = linalg::GenericOp::create(
+      b, types, inputs, outputs, maps, iterators,
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        Value x = emitLogit(nb, loc, args[0]);
+        Value m = args[1];
+        Value e = math::ExpOp::create(nb, loc,
+                                      arith::SubFOp::create(nb, loc, x, m));
+        unsigned out = numInputs;
+        SmallVector<Value> yields = {
+            arith::AddFOp::create(nb, loc, args[out++], e)};
+        Value factor = weightArg >= 0 ? toF32(nb, loc, args[weightArg])
+                                      : constF32(nb, loc, 1.0);
+        if (probArg >= 0)
+          factor = arith::MulFOp::create(
+              nb, loc, factor, emitSmoothedProbability(nb, loc, args[probArg]));
+        if (withGap) {
+          Value gap = arith::MulFOp::create(
+              nb, loc, factor, arith::SubFOp::create(nb, loc, m, x));
+          yields.push_back(arith::AddFOp::create(nb, loc, args[out++], gap));
+        }
+        if (withMass)
+          yields.push_back(arith::AddFOp::create(nb, loc, args[out++], factor));
+        linalg::YieldOp::create(nb, loc, yields);
+      });
+  unsigned r = 0;
+  stats.sumExp = generic.getResult(r++);
+  if (withGap)
+    stats.weightedGap = generic.getResult(r++);
+  if (withMass)
+    stats.weightSum = generic.getResult(r++);
+}
+
+void ShardedLossEmitter::emitTargetTerms(RowStats &stats, bool withLogit,
+                                         bool withWeight) {
+  if (!withLogit && !withWeight)
+    return;
+  int64_t rowRank = rank - 1;
+  AffineMap id = AffineMap::getMultiDimIdentityMap(rowRank, b.getContext());
+  SmallVector<Value> outputs;
+  if (withLogit)
+    outputs.push_back(emptyRows(f32));
+  if (withWeight)
+    outputs.push_back(emptyRows(f32));
+  SmallVector<AffineMap> maps(outputs.size() + 1, id);
+  SmallVector<Type> types(outputs.size(), outputs[0].getType());
+  auto generic = linalg::GenericOp::create(
+      b, types, ValueRange{target}, outputs, maps,
+      SmallVector<utils::IteratorType>(rowRank, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        TargetIndex t = emitTargetIndex(nb, loc, args[0]);
+        Value zero = constF32(nb, loc, 0.0);
+        SmallVector<Value> yields;
+        if (withLogit) {
+          SmallVector<Value> indices;
+          for (int64_t d = 0; d < rowRank; ++d)
+            indices.push_back(linalg::IndexOp::create(nb, loc, d));
+          indices.insert(indices.begin() + axis, t.localIndex);
+          Value x = emitLogit(
+              nb, loc, tensor::ExtractOp::create(nb, loc, logits, indices));
+          yields.push_back(arith::SelectOp::create(nb, loc, t.owned, x, zero));
+        }
+        if (withWeight) {
+          Value w = toF32(nb, loc,
+                          tensor::ExtractOp::create(nb, loc, weight,
+                                                    ValueRange{t.localIndex}));
+          yields.push_back(arith::SelectOp::create(nb, loc, t.owned, w, zero));
+        }
+        linalg::YieldOp::create(nb, loc, yields);
+      });
+  unsigned r = 0;
+  if (withLogit)
+    stats.targetLogit = generic.getResult(r++);
+  if (withWeight)
+    stats.targetWeight = generic.getResult(r++);
+}
+
+//===----------------------------------------------------------------------===//
+// Loss
+//===----------------------------------------------------------------------===//
+
+ElementTerms ShardedLossEmitter::emitElementTerms(const RowStats &stats,
+                                                  bool reduce, bool withLoss,
+                                                  Type lossType, Type zType) {
+  MLIRContext *ctx = b.getContext();
+  int64_t rowRank = rank - 1;
+  AffineMap id = AffineMap::getMultiDimIdentityMap(rowRank, ctx);
+  AffineMap outMap = reduce ? AffineMap::get(rowRank, 0, ctx) : id;
+  bool probs = config.probabilityTargets;
+  bool smoothing = withLoss && !probs && config.labelSmoothing != 0.0f;
+  bool zLoss = withLoss && config.zLossScale != 0.0f;
+
+  // Inputs: target (class indices), m, s, x_t, w_t, gap, mass, as present.
+  SmallVector<Value> inputs;
+  int targetArg = -1, maxArg = -1, sumArg = -1, logitArg = -1, weightArg = -1,
+      gapArg = -1, massArg = -1;
+  auto addInput = [&](int &arg, Value v) {
+    arg = inputs.size();
+    inputs.push_back(v);
+  };
+  if (!probs)
+    addInput(targetArg, target);
+  if (withLoss) {
+    addInput(maxArg, stats.max);
+    addInput(sumArg, stats.sumExp);
+    if (!probs)
+      addInput(logitArg, stats.targetLogit);
+    if (probs || smoothing)
+      addInput(gapArg, stats.weightedGap);
+    if (stats.weightSum && (probs || smoothing))
+      addInput(massArg, stats.weightSum);
+  }
+  if (!probs && stats.targetWeight)
+    addInput(weightArg, stats.targetWeight);
+  SmallVector<AffineMap> maps(inputs.size(), id);
+  unsigned numInputs = inputs.size();
+
+  SmallVector<Value> outputs;
+  auto addOutput = [&](Type elementType) {
+    outputs.push_back(reduce ? filledScalar(0.0) : emptyRows(elementType));
+    maps.push_back(outMap);
+  };
+  if (withLoss) {
+    addOutput(reduce ? f32 : lossType);
+    if (zLoss)
+      addOutput(reduce ? f32 : zType);
+  }
+  if (reduce) {
+    addOutput(f32); // kept weight
+    addOutput(f32); // kept count
+  }
+  SmallVector<Type> types =
+      llvm::map_to_vector(outputs, [](Value v) { return v.getType(); });
+  float eps = config.labelSmoothing, zScale = config.zLossScale;
+
+  auto generic = linalg::GenericOp::create(
+      b, types, inputs, outputs, maps,
+      SmallVector<utils::IteratorType>(rowRank,
+                                       reduce ? utils::IteratorType::reduction
+                                              : utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        auto cst = [&](double v) { return constF32(nb, loc, v); };
+        Value zero = cst(0.0), one = cst(1.0);
+        Value kept, valid, wt = one;
+        if (targetArg >= 0) {
+          TargetIndex t = emitTargetIndex(nb, loc, args[targetArg]);
+          kept = t.kept;
+          valid = t.valid;
+        }
+        if (weightArg >= 0)
+          wt = args[weightArg];
+        SmallVector<Value> terms;
+        if (withLoss) {
+          Value m = args[maxArg];
+          Value logS = math::LogOp::create(nb, loc, args[sumArg]);
+          Value loss;
+          if (probs) {
+            // Σ_c f_c (m - x_c) + log(s) Σ_c f_c
+            loss = arith::AddFOp::create(
+                nb, loc, args[gapArg],
+                arith::MulFOp::create(nb, loc, logS, args[massArg]));
+          } else {
+            // (1-ε) w_t ((m - x_t) + log s)
+            Value nll = arith::AddFOp::create(
+                nb, loc, arith::SubFOp::create(nb, loc, m, args[logitArg]),
+                logS);
+            loss = arith::MulFOp::create(
+                nb, loc, arith::MulFOp::create(nb, loc, cst(1.0 - eps), wt),
+                nll);
+            if (smoothing) {
+              Value mass = massArg >= 0 ? args[massArg] : numClassesF32;
+              Value smooth = arith::AddFOp::create(
+                  nb, loc, args[gapArg],
+                  arith::MulFOp::create(nb, loc, logS, mass));
+              Value share = arith::DivFOp::create(nb, loc, cst(eps),
+                                                  numClassesF32);
+              loss = arith::AddFOp::create(
+                  nb, loc, loss, arith::MulFOp::create(nb, loc, share, smooth));
+            }
+            Value nan = cst(std::numeric_limits<double>::quiet_NaN());
+            loss = arith::SelectOp::create(nb, loc, valid, loss, nan);
+          }
+          Value z;
+          if (zLoss) {
+            Value lse = arith::AddFOp::create(nb, loc, m, logS);
+            z = arith::MulFOp::create(nb, loc, cst(zScale),
+                                      arith::MulFOp::create(nb, loc, lse, lse));
+            if (kept)
+              z = arith::SelectOp::create(nb, loc, kept, z, zero);
+          }
+          if (kept)
+            loss = arith::SelectOp::create(nb, loc, kept, loss, zero);
+          if (!reduce && zLoss)
+            loss = arith::AddFOp::create(nb, loc, loss, z);
+          terms.push_back(loss);
+          if (zLoss)
+            terms.push_back(z);
+        }
+        if (reduce) {
+          terms.push_back(kept ? arith::SelectOp::create(nb, loc, kept, wt, zero)
+                               : one);
+          terms.push_back(kept ? arith::SelectOp::create(nb, loc, kept, one, zero)
+                               : one);
+        }
+        SmallVector<Value> yields;
+        for (auto [term, acc] : llvm::zip(terms, args.drop_front(numInputs)))
+          yields.push_back(reduce
+                               ? Value(arith::AddFOp::create(nb, loc, acc, term))
+                               : fromF32(nb, loc, term, acc.getType()));
+        linalg::YieldOp::create(nb, loc, yields);
+      });
+
+  ElementTerms result;
+  unsigned r = 0;
+  if (withLoss) {
+    result.loss = generic.getResult(r++);
+    if (zLoss)
+      result.zLoss = generic.getResult(r++);
+  }
+  if (reduce) {
+    result.weight = generic.getResult(r++);
+    result.kept = generic.getResult(r++);
+  }
+  return result;
+}
+
+SmallVector<Value> ShardedLossEmitter::emitForward(const RowStats &stats,
+                                                   TypeRange resultTypes,
+                                                   Totals &totals) {
+  bool wantZ = resultTypes.size() > 1;
+  bool reduce = config.reduction != Reduction::none;
+  Type lossElt = cast<RankedTensorType>(resultTypes[0]).getElementType();
+  Type zElt =
+      wantZ ? cast<RankedTensorType>(resultTypes[1]).getElementType() : f32;
+  ElementTerms terms =
+      emitElementTerms(stats, reduce, /*withLoss=*/true, lossElt, zElt);
+
+  if (!reduce) {
+    SmallVector<Value> results = {castTo(terms.loss, resultTypes[0])};
+    if (wantZ) {
+      Value z = terms.zLoss;
+      if (!z)
+        z = linalg::FillOp::create(
+                b, fromF32(b, b.getLoc(), constF32(b, b.getLoc(), 0.0), zElt),
+                emptyRows(zElt))
+                .getResult(0);
+      results.push_back(castTo(z, resultTypes[1]));
+    }
+    return results;
+  }
+
+  // Local totals of the rows here, then one sum over the row axes.
+  totals.loss = extractScalar(terms.loss);
+  totals.zLoss = terms.zLoss ? extractScalar(terms.zLoss)
+                             : constF32(b, b.getLoc(), 0.0);
+  totals.weight = extractScalar(terms.weight);
+  totals.kept = extractScalar(terms.kept);
+  allReduceTotals({&totals.loss, &totals.zLoss, &totals.weight, &totals.kept});
+
+  Value loss = totals.loss, z = totals.zLoss;
+  if (config.reduction == Reduction::mean) {
+    loss = arith::DivFOp::create(b, loss, totals.weight);
+    if (terms.zLoss || wantZ)
+      z = arith::DivFOp::create(b, z, totals.kept);
+  }
+  if (terms.zLoss)
+    loss = arith::AddFOp::create(b, loss, z);
+  auto toTensor = [&](Value scalar, Type type) -> Value {
+    Type elt = cast<RankedTensorType>(type).getElementType();
+    return tensor::FromElementsOp::create(
+        b, type, ValueRange{fromF32(b, b.getLoc(), scalar, elt)});
+  };
+  SmallVector<Value> results = {toTensor(loss, resultTypes[0])};
+  if (wantZ)
+    results.push_back(toTensor(z, resultTypes[1]));
+  return results;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient
+//===----------------------------------------------------------------------===//
+
+Totals ShardedLossEmitter::emitGradientTotals(const RowStats &stats) {
+  Totals totals;
+  if (config.probabilityTargets) {
+    // Every element is kept with weight 1: the local element count.
+    Value n = constF32(b, b.getLoc(), 1.0);
+    for (OpFoldResult size : rowSizes()) {
+      Value s = getValueOrCreateConstantIndexOp(b, b.getLoc(), size);
+      n = arith::MulFOp::create(
+          b, n,
+          arith::UIToFPOp::create(
+              b, f32, arith::IndexCastUIOp::create(b, b.getI64Type(), s)));
+    }
+    totals.weight = n;
+    totals.kept = n;
+  } else {
+    ElementTerms terms = emitElementTerms(stats, /*reduce=*/true,
+                                          /*withLoss=*/false, f32, f32);
+    totals.weight = extractScalar(terms.weight);
+    totals.kept = extractScalar(terms.kept);
+  }
+  allReduceTotals({&totals.weight, &totals.kept});
+  return totals;
+}
+
+Value ShardedLossEmitter::emitGradient(const RowStats &stats, Totals totals,
+                                       Type resultType) {
+  bool probs = config.probabilityTargets;
+  bool smoothing = config.labelSmoothing != 0.0f;
+  bool zLoss = config.zLossScale != 0.0f;
+  Reduction reduction = config.reduction;
+
+  Value lossScale, zScale; // f32 scalars, or null for per-element
+  if (reduction != Reduction::none) {
+    Value go = toF32(b, b.getLoc(), extractScalar(gradOutput));
+    lossScale = zScale = go;
+    if (reduction == Reduction::mean) {
+      if (!totals.weight)
+        totals = emitGradientTotals(stats);
+      lossScale = arith::DivFOp::create(b, go, totals.weight);
+      zScale = arith::DivFOp::create(b, go, totals.kept);
+    }
+  }
+
+  SmallVector<Value> inputs = {logits, target, stats.max, stats.sumExp};
+  SmallVector<AffineMap> maps = {fullMap(), probs ? fullMap() : rowMap(),
+                                 rowMap(), rowMap()};
+  int weightArg = -1, targetWeightArg = -1, massArg = -1, gradArg = -1;
+  auto addInput = [&](int &arg, Value v, AffineMap map) {
+    arg = inputs.size();
+    inputs.push_back(v);
+    maps.push_back(map);
+  };
+  if (weight)
+    addInput(weightArg, weight, classMap());
+  if (stats.targetWeight)
+    addInput(targetWeightArg, stats.targetWeight, rowMap());
+  if (stats.weightSum)
+    addInput(massArg, stats.weightSum, rowMap());
+  if (reduction == Reduction::none)
+    addInput(gradArg, gradOutput, rowMap());
+  unsigned numInputs = inputs.size();
+  Type logitsElt = cast<RankedTensorType>(resultType).getElementType();
+  Value init = tensor::EmptyOp::create(
+      b, tensor::getMixedSizes(b, b.getLoc(), logits), logitsElt);
+  maps.push_back(fullMap());
+  float eps = config.labelSmoothing, zs = config.zLossScale;
+
+  auto generic = linalg::GenericOp::create(
+      b, init.getType(), inputs, ValueRange{init}, maps,
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        auto cst = [&](double v) { return constF32(nb, loc, v); };
+        Value zero = cst(0.0);
+        Value x = emitLogit(nb, loc, args[0]);
+        Value m = args[2], s = args[3];
+        Value p = arith::DivFOp::create(
+            nb, loc,
+            math::ExpOp::create(nb, loc, arith::SubFOp::create(nb, loc, x, m)),
+            s);
+        Value wc = weightArg >= 0 ? toF32(nb, loc, args[weightArg]) : cst(1.0);
+        Value g = lossScale, gz = zScale;
+        if (gradArg >= 0)
+          g = gz = toF32(nb, loc, args[gradArg]);
+
+        Value coef, kept, valid;
+        if (probs) {
+          // p_c Σ_k w_k q'_k - w_c q'_c
+          Value q = emitSmoothedProbability(nb, loc, args[1]);
+          coef = arith::SubFOp::create(
+              nb, loc, arith::MulFOp::create(nb, loc, p, args[massArg]),
+              arith::MulFOp::create(nb, loc, wc, q));
+        } else {
+          TargetIndex t = emitTargetIndex(nb, loc, args[1]);
+          kept = t.kept;
+          valid = t.valid;
+          Value c = emitGlobalClass(nb, loc,
+                                    linalg::IndexOp::create(nb, loc, axis));
+          Value isTarget = arith::CmpIOp::create(
+              nb, loc, arith::CmpIPredicate::eq, c, t.index);
+          Value onehot =
+              arith::SelectOp::create(nb, loc, isTarget, cst(1.0), zero);
+          Value wt =
+              targetWeightArg >= 0 ? args[targetWeightArg] : cst(1.0);
+          // (1-ε) w_t (p_c - δ_tc)
+          coef = arith::MulFOp::create(
+              nb, loc, arith::MulFOp::create(nb, loc, cst(1.0 - eps), wt),
+              arith::SubFOp::create(nb, loc, p, onehot));
+          if (smoothing) {
+            // ε/C (Σ_k w_k p_c - w_c)
+            Value mass = massArg >= 0 ? args[massArg] : numClassesF32;
+            Value share = arith::DivFOp::create(nb, loc, cst(eps),
+                                                numClassesF32);
+            Value term = arith::SubFOp::create(
+                nb, loc, arith::MulFOp::create(nb, loc, mass, p), wc);
+            coef = arith::AddFOp::create(
+                nb, loc, coef, arith::MulFOp::create(nb, loc, share, term));
+          }
+        }
+        Value grad = arith::MulFOp::create(nb, loc, g, coef);
+        if (zLoss) {
+          // d(z·lse²)/dx_c = 2 z lse p_c
+          Value lse = arith::AddFOp::create(nb, loc, m,
+                                            math::LogOp::create(nb, loc, s));
+          Value dz = arith::MulFOp::create(
+              nb, loc, arith::MulFOp::create(nb, loc, cst(2.0 * zs), lse), p);
+          grad = arith::AddFOp::create(nb, loc, grad,
+                                       arith::MulFOp::create(nb, loc, gz, dz));
+        }
+        if (config.softcap)
+          grad = arith::MulFOp::create(nb, loc, grad,
+                                       emitSoftcapSlope(nb, loc, x));
+        if (kept) {
+          Value nan = cst(std::numeric_limits<double>::quiet_NaN());
+          grad = arith::SelectOp::create(nb, loc, valid, grad, nan);
+          grad = arith::SelectOp::create(nb, loc, kept, grad, zero);
+        }
+        linalg::YieldOp::create(
+            nb, loc, fromF32(nb, loc, grad, args[numInputs].getType()));
+      });
+  return castTo(generic.getResult(0), resultType);
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> ShardedLossEmitter::emit(TypeRange resultTypes) {
+  bool forward = op.computesLoss(), gradient = op.computesGradient();
+  bool probs = config.probabilityTargets;
+  bool smoothing = config.labelSmoothing != 0.0f;
+
+  RowStats stats;
+  stats.max = emitRowMax();
+  emitRowSums(stats, /*withGap=*/forward && (probs || smoothing),
+              /*withMass=*/probs || (smoothing && weight));
+  if (!probs)
+    emitTargetTerms(stats, /*withLogit=*/forward,
+                    /*withWeight=*/static_cast<bool>(weight));
+  SmallVector<Value *> rowSums = {&stats.sumExp};
+  for (Value *v : {&stats.targetLogit, &stats.targetWeight,
+                   &stats.weightedGap, &stats.weightSum})
+    if (*v)
+      rowSums.push_back(v);
+  allReduceRowSums(rowSums);
+
+  SmallVector<Value> results;
+  Totals totals;
+  unsigned numLoss = 0;
+  if (forward) {
+    numLoss = op.getZLoss() ? 2 : 1;
+    results = emitForward(stats, resultTypes.take_front(numLoss), totals);
+  }
+  if (gradient)
+    results.push_back(emitGradient(stats, totals, resultTypes[numLoss]));
+  return results;
+}
+
+SmallVector<Value> mlir::xent::buildShardedCrossEntropy(
+    OpBuilder &b, CrossEntropyOpInterface op, const LossSharding &sharding,
+    ValueRange localOperands, TypeRange localResultTypes) {
+  ShardedLossEmitter emitter(b, op, sharding, localOperands);
+  return emitter.emit(localResultTypes);
+}
