@@ -9,9 +9,11 @@ Semantics are PyTorch's (class weights, ``ignore_index``, label smoothing,
 ``mean``/``sum``/``none``, N-D inputs with the class axis at 1, probability
 targets) plus Liger's z-loss and a logit softcap; see docs/user-guide.md.
 
-This module is the API; :mod:`xent.torch.ops` holds the kernel calls and the
-autograd function (one fused forward + gradient kernel, a backward that only
-scales the saved gradient, no host synchronization, CUDA-graph capturable).
+This module is the API; :mod:`xent.torch.ops` holds the kernel calls as
+PyTorch operators (``torch.ops.xent.*``: one fused forward + gradient kernel,
+a backward that only scales the saved gradient, no host synchronization,
+CUDA-graph capturable; ``torch.compile(fullgraph=True)`` and ``torch.export``
+trace them as single ops).
 
 Kernels are compiled per configuration (dtypes, rank, attributes) into a
 :class:`xent.runtime.gpu.KernelCache` directory (``$XENT_CACHE_DIR``);
@@ -26,7 +28,7 @@ from typing import Optional
 import torch
 
 from ..runtime.kernels import kernel_config, kernel_module, precompile
-from .ops import CrossEntropyFunction, config_for
+from . import ops
 
 __all__ = ["cross_entropy", "CrossEntropyLoss", "kernel_config", "kernel_module", "precompile"]
 
@@ -41,10 +43,12 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
     too when ``return_z_loss``. Differentiable with respect to ``logits``."""
     if not logits.is_cuda:
         raise ValueError("xent.torch.cross_entropy runs on CUDA tensors")
-    with_grad = torch.is_grad_enabled() and logits.requires_grad
-    config = config_for(logits, target, weight, reduction, ignore_index, label_smoothing,
-                        z_loss_scale, softcap, with_grad)
-    loss, z = CrossEntropyFunction.apply(logits, target, weight, config, return_z_loss)
+    args = (logits, target, weight, reduction, int(ignore_index), float(label_smoothing),
+            float(z_loss_scale), None if softcap is None else float(softcap))
+    if torch.is_grad_enabled() and logits.requires_grad:
+        loss, z, _ = torch.ops.xent.cross_entropy_with_grad(*args)
+    else:
+        loss, z = torch.ops.xent.cross_entropy(*args)
     return (loss, z) if return_z_loss else loss
 
 

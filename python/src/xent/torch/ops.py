@@ -1,5 +1,4 @@
-"""The drop-in's kernels behind :mod:`xent.torch`: which compiled library a
-call needs, and the autograd function that calls it.
+"""The drop-in's kernels behind :mod:`xent.torch`, as PyTorch operators.
 
 :func:`config_for` checks a call's arguments as ``F.cross_entropy`` does and
 names its kernel configuration (dtypes, rank, attributes, with or without
@@ -7,20 +6,28 @@ gradient, threads per block; :mod:`xent.runtime.kernels`); the library is
 compiled once per configuration into a :class:`xent.runtime.gpu.KernelCache`
 directory (``$XENT_CACHE_DIR``) and memoized per process.
 
-:class:`CrossEntropyFunction`: when ``logits.requires_grad``, the forward
-launches one fused kernel that writes the loss and the gradient for
-``grad_output = 1`` (the joint op ``xent.cross_entropy_and_grad``); backward
-then only scales it: a scalar ``grad_output`` is applied by a kernel that
-returns at once when it is 1 (no pass over the N×V gradient, no device→host
-read), a per-element one (``none``) by one fused multiply. Everything runs
-on PyTorch's current stream without a synchronization, so calls are
-CUDA-graph capturable.
+Three operators in the ``xent`` namespace (``torch.library.custom_op``), each
+with a fake implementation, so that ``torch.compile`` traces them without a
+graph break, ``torch.export`` exports them and ``torch.library.opcheck``
+checks them:
+
+- ``xent::cross_entropy_with_grad``: one fused kernel writes the loss, the
+  z-loss and the gradient for ``grad_output = 1`` (the joint op
+  ``xent.cross_entropy_and_grad``). Its autograd formula only scales that
+  gradient;
+- ``xent::cross_entropy``: the loss and z-loss alone (no gradient);
+- ``xent::scale_grad_``: multiplies a gradient in place by a scalar
+  ``grad_output`` on the device; the kernel returns at once when it is 1
+  (no pass over the N×V gradient, no device→host read).
+
+Everything runs on PyTorch's current stream without a synchronization, so
+calls are CUDA-graph capturable.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import torch
 
@@ -28,7 +35,7 @@ from ..runtime import gpu
 from ..runtime.kernels import (has_resident_path, kernel_config, kernel_module, pipeline_args,
                                threads_for)
 
-__all__ = ["CrossEntropyFunction", "config_for"]
+__all__ = ["config_for", "cross_entropy", "cross_entropy_with_grad", "scale_grad_"]
 
 _DTYPES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16",
            torch.int64: "i64", torch.int32: "i32"}
@@ -107,51 +114,127 @@ def _scalar_one(device) -> torch.Tensor:
     return one
 
 
-class CrossEntropyFunction(torch.autograd.Function):
-    """Loss and z-loss of ``logits`` in their dtype; differentiable in ``logits``.
+def _element_shape(logits: torch.Tensor, reduction: str):
+    """The shape of the loss: a scalar when reduced, else the logits' without
+    the class axis."""
+    if reduction != "none":
+        return ()
+    return logits.shape[:1] + logits.shape[2:] if logits.dim() > 1 else ()
 
-    ``apply(logits, target, weight, config, return_z)`` with ``config`` from
-    :func:`config_for` (its ``with_grad`` decides whether the forward also
-    writes the gradient)."""
 
-    @staticmethod
-    def forward(ctx, logits, target, weight, config, return_z):
-        # Views are passed as they are (no copy): the kernels read through
-        # the strides, with 16-byte loads wherever a row is contiguous and
-        # aligned.
-        lib = _library(config)
-        reduced = config["reduction"] != "none"
-        out_shape = () if reduced else (logits.shape[:1] + logits.shape[2:]
-                                        if logits.dim() > 1 else ())
-        loss = torch.empty(out_shape, device=logits.device, dtype=torch.float32)
-        z = torch.empty(out_shape, device=logits.device, dtype=torch.float32)
-        args = [logits, target]
-        if weight is not None:
-            args.append(weight.to(torch.float32))
-        if config["with_grad"]:
-            ones = (_scalar_one(logits.device) if reduced else
-                    torch.ones(out_shape, device=logits.device, dtype=torch.float32))
-            # Dense (backward flattens it), whatever the logits' strides.
-            dx = torch.empty(logits.shape, device=logits.device, dtype=logits.dtype)
-            lib.tensor_call("xent_entry")(*args, ones, loss, z, dx)
-            ctx.save_for_backward(dx)
-            ctx.reduced = reduced
-            ctx.lib = lib
-        else:
-            lib.tensor_call("xent_entry")(*args, loss, z)
-        loss, z = loss.to(logits.dtype), z.to(logits.dtype)
-        ctx.mark_non_differentiable(z)
-        return loss, z
+# The library holding xent_scale_grad for each gradient dtype: that of the
+# last forward with gradient, or of a canonical configuration.
+_SCALE_LIBRARIES: Dict[torch.dtype, gpu.GpuLibrary] = {}
 
-    @staticmethod
-    def backward(ctx, grad_loss, grad_z):
-        (dx,) = ctx.saved_tensors
-        if ctx.reduced:
-            g = grad_loss.to(torch.float32).contiguous()
-            ctx.lib.tensor_call("xent_scale_grad")(dx.view(-1), g)
-        else:
-            g = grad_loss.to(torch.float32)
-            if dx.dim() > 1:
-                g = g.unsqueeze(1)
-            dx.mul_(g.to(dx.dtype) if dx.dtype != torch.float32 else g)
-        return dx, None, None, None, None
+
+def _scale_library(dtype: torch.dtype) -> gpu.GpuLibrary:
+    lib = _SCALE_LIBRARIES.get(dtype)
+    if lib is None:
+        lib = _SCALE_LIBRARIES[dtype] = _library(kernel_config(
+            dtype=_DTYPES[dtype], target="i64", rank=2, weighted=False, reduction="mean",
+            ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0, softcap=None,
+            with_grad=True))
+    return lib
+
+
+def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
+            softcap, with_grad):
+    """Runs the configuration's kernel; the loss and z-loss in the logits'
+    dtype, and the dense gradient for grad_output = 1 when `with_grad`."""
+    config = config_for(logits, target, weight, reduction, ignore_index, label_smoothing,
+                        z_loss_scale, softcap, with_grad)
+    lib = _library(config)
+    shape = _element_shape(logits, reduction)
+    loss = torch.empty(shape, device=logits.device, dtype=torch.float32)
+    z = torch.empty(shape, device=logits.device, dtype=torch.float32)
+    # Views are passed as they are (no copy): the kernels read through the
+    # strides, with 16-byte loads wherever a row is contiguous and aligned.
+    args = [logits, target]
+    if weight is not None:
+        args.append(weight.to(torch.float32))
+    dx = None
+    if with_grad:
+        ones = (_scalar_one(logits.device) if reduction != "none" else
+                torch.ones(shape, device=logits.device, dtype=torch.float32))
+        # Dense (backward flattens it), whatever the logits' strides.
+        dx = torch.empty(logits.shape, device=logits.device, dtype=logits.dtype)
+        lib.tensor_call("xent_entry")(*args, ones, loss, z, dx)
+        _SCALE_LIBRARIES[logits.dtype] = lib
+    else:
+        lib.tensor_call("xent_entry")(*args, loss, z)
+    return loss.to(logits.dtype), z.to(logits.dtype), dx
+
+
+@torch.library.custom_op("xent::cross_entropy_with_grad", mutates_args=(), device_types="cuda")
+def cross_entropy_with_grad(logits: torch.Tensor, target: torch.Tensor,
+                            weight: Optional[torch.Tensor], reduction: str, ignore_index: int,
+                            label_smoothing: float, z_loss_scale: float,
+                            softcap: Optional[float]) -> Tuple[torch.Tensor, torch.Tensor,
+                                                               torch.Tensor]:
+    """Loss, z-loss and the gradient of the loss for grad_output = 1."""
+    return _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
+                   z_loss_scale, softcap, True)
+
+
+@cross_entropy_with_grad.register_fake
+def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap):
+    config_for(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
+               softcap, True)
+    shape = _element_shape(logits, reduction)
+    return (logits.new_empty(shape), logits.new_empty(shape),
+            torch.empty_like(logits, memory_format=torch.contiguous_format))
+
+
+def _setup_context(ctx, inputs, output):
+    _, z, dx = output
+    ctx.save_for_backward(dx)
+    ctx.reduced = inputs[3] != "none"
+    ctx.mark_non_differentiable(z, dx)
+
+
+def _backward(ctx, grad_loss, grad_z, grad_dx):
+    (dx,) = ctx.saved_tensors
+    g = grad_loss.to(torch.float32)
+    if ctx.reduced:
+        torch.ops.xent.scale_grad_(dx, g.contiguous())
+    else:
+        if dx.dim() > 1:
+            g = g.unsqueeze(1)
+        dx = dx * (g.to(dx.dtype) if dx.dtype != torch.float32 else g)
+    return dx, None, None, None, None, None, None, None
+
+
+cross_entropy_with_grad.register_autograd(_backward, setup_context=_setup_context)
+
+
+@torch.library.custom_op("xent::cross_entropy", mutates_args=(), device_types="cuda")
+def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor],
+                  reduction: str, ignore_index: int, label_smoothing: float,
+                  z_loss_scale: float, softcap: Optional[float]) -> Tuple[torch.Tensor,
+                                                                          torch.Tensor]:
+    """Loss and z-loss, no gradient."""
+    loss, z, _ = _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
+                         z_loss_scale, softcap, False)
+    return loss, z
+
+
+@cross_entropy.register_fake
+def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap):
+    config_for(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
+               softcap, False)
+    shape = _element_shape(logits, reduction)
+    return logits.new_empty(shape), logits.new_empty(shape)
+
+
+@torch.library.custom_op("xent::scale_grad_", mutates_args=("dlogits",), device_types="cuda")
+def scale_grad_(dlogits: torch.Tensor, grad_output: torch.Tensor) -> None:
+    """``dlogits *= grad_output`` for a dense gradient and a 0-d f32 factor."""
+    if grad_output.dim() != 0 or grad_output.dtype != torch.float32:
+        raise ValueError("xent::scale_grad_ takes a 0-d float32 grad_output")
+    _scale_library(dlogits.dtype).tensor_call("xent_scale_grad")(
+        dlogits.view(-1), grad_output.contiguous())
+
+
+@scale_grad_.register_fake
+def _(dlogits, grad_output):
+    return None
