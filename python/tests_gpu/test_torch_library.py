@@ -32,18 +32,35 @@ def _args(x, t, reduction="mean", label_smoothing=0.0, z_loss_scale=0.0):
     return (x, t, None, reduction, -100, label_smoothing, z_loss_scale, None)
 
 
+def _grad_args(x, t, *rest):
+    return _args(x, t, *rest) + (torch.empty(x.shape, device="cuda", dtype=x.dtype),)
+
+
 @pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])
 def test_opcheck_with_grad(dtype):
     x, t = _inputs(dtype)
-    torch.library.opcheck(torch.ops.xent.cross_entropy_with_grad.default, _args(x, t))
+    torch.library.opcheck(torch.ops.xent.cross_entropy_with_grad.default, _grad_args(x, t))
 
 
 def test_opcheck_with_grad_attributes():
     x, t = _inputs("bf16")
     torch.library.opcheck(torch.ops.xent.cross_entropy_with_grad.default,
-                          _args(x, t, "mean", 0.1, 1e-4))
+                          _grad_args(x, t, "mean", 0.1, 1e-4))
     x, t = _inputs("bf16")
-    torch.library.opcheck(torch.ops.xent.cross_entropy_with_grad.default, _args(x, t, "none"))
+    torch.library.opcheck(torch.ops.xent.cross_entropy_with_grad.default,
+                          _grad_args(x, t, "none"))
+
+
+def test_with_grad_writes_the_gradient():
+    x, t = _inputs("f32")
+    dx = torch.empty(x.shape, device="cuda", dtype=x.dtype)
+    with torch.no_grad():
+        loss, _ = torch.ops.xent.cross_entropy_with_grad(*_grad_args(x, t)[:-1], dx)
+    x64 = x.detach().double().requires_grad_()
+    expected = F.cross_entropy(x64, t)
+    expected.backward()
+    torch.testing.assert_close(loss.double(), expected.detach(), rtol=2e-5, atol=1e-6)
+    torch.testing.assert_close(dx.double(), x64.grad, rtol=1e-4, atol=1e-7)
 
 
 @pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])

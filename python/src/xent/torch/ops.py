@@ -12,7 +12,8 @@ graph break, ``torch.export`` exports them and ``torch.library.opcheck``
 checks them:
 
 - ``xent::cross_entropy_with_grad``: one fused kernel writes the loss, the
-  z-loss and the gradient for ``grad_output = 1`` (the joint op
+  z-loss and, into a buffer the caller passes (``dlogits``, mutated), the
+  gradient for ``grad_output = 1`` (the joint op
   ``xent.cross_entropy_and_grad``). Its autograd formula only scales that
   gradient;
 - ``xent::cross_entropy``: the loss and z-loss alone (no gradient);
@@ -138,9 +139,11 @@ def _scale_library(dtype: torch.dtype) -> gpu.GpuLibrary:
 
 
 def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
-            softcap, with_grad):
+            softcap, dlogits):
     """Runs the configuration's kernel; the loss and z-loss in the logits'
-    dtype, and the dense gradient for grad_output = 1 when `with_grad`."""
+    dtype, and, when `dlogits` is given, the gradient for grad_output = 1
+    written into it."""
+    with_grad = dlogits is not None
     config = config_for(logits, target, weight, reduction, ignore_index, label_smoothing,
                         z_loss_scale, softcap, with_grad)
     lib = _library(config)
@@ -152,47 +155,56 @@ def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_
     args = [logits, target]
     if weight is not None:
         args.append(weight.to(torch.float32))
-    dx = None
     if with_grad:
         ones = (_scalar_one(logits.device) if reduction != "none" else
                 torch.ones(shape, device=logits.device, dtype=torch.float32))
-        # Dense (backward flattens it), whatever the logits' strides.
-        dx = torch.empty(logits.shape, device=logits.device, dtype=logits.dtype)
-        lib.tensor_call("xent_entry")(*args, ones, loss, z, dx)
+        lib.tensor_call("xent_entry")(*args, ones, loss, z, dlogits)
         _SCALE_LIBRARIES[logits.dtype] = lib
     else:
         lib.tensor_call("xent_entry")(*args, loss, z)
-    return loss.to(logits.dtype), z.to(logits.dtype), dx
+    return loss.to(logits.dtype), z.to(logits.dtype)
 
 
-@torch.library.custom_op("xent::cross_entropy_with_grad", mutates_args=(), device_types="cuda")
+def _check_dlogits(logits: torch.Tensor, dlogits: torch.Tensor):
+    if (dlogits.shape != logits.shape or dlogits.dtype != logits.dtype
+            or dlogits.device != logits.device or not dlogits.is_contiguous()):
+        raise ValueError("xent: dlogits must be a contiguous tensor of the logits' shape, "
+                         "dtype and device")
+
+
+@torch.library.custom_op("xent::cross_entropy_with_grad", mutates_args=("dlogits",),
+                         device_types="cuda")
 def cross_entropy_with_grad(logits: torch.Tensor, target: torch.Tensor,
                             weight: Optional[torch.Tensor], reduction: str, ignore_index: int,
                             label_smoothing: float, z_loss_scale: float,
-                            softcap: Optional[float]) -> Tuple[torch.Tensor, torch.Tensor,
-                                                               torch.Tensor]:
-    """Loss, z-loss and the gradient of the loss for grad_output = 1."""
+                            softcap: Optional[float],
+                            dlogits: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Loss and z-loss; the gradient of the loss for grad_output = 1 is
+    written into `dlogits` (dense, the logits' shape and dtype)."""
+    _check_dlogits(logits, dlogits)
     return _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
-                   z_loss_scale, softcap, True)
+                   z_loss_scale, softcap, dlogits)
 
 
 @cross_entropy_with_grad.register_fake
-def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap):
+def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap,
+      dlogits):
     config_for(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
                softcap, True)
+    _check_dlogits(logits, dlogits)
     shape = _element_shape(logits, reduction)
-    return (logits.new_empty(shape), logits.new_empty(shape),
-            torch.empty_like(logits, memory_format=torch.contiguous_format))
+    return logits.new_empty(shape), logits.new_empty(shape)
 
 
 def _setup_context(ctx, inputs, output):
-    _, z, dx = output
-    ctx.save_for_backward(dx)
+    # The gradient the forward wrote; only this op's autograd formula reads
+    # it (xent.torch allocates it per call), so backward scales it in place.
+    ctx.save_for_backward(inputs[8])
     ctx.reduced = inputs[3] != "none"
-    ctx.mark_non_differentiable(z, dx)
+    ctx.mark_non_differentiable(output[1])
 
 
-def _backward(ctx, grad_loss, grad_z, grad_dx):
+def _backward(ctx, grad_loss, grad_z):
     (dx,) = ctx.saved_tensors
     g = grad_loss.to(torch.float32)
     if ctx.reduced:
@@ -201,7 +213,7 @@ def _backward(ctx, grad_loss, grad_z, grad_dx):
         if dx.dim() > 1:
             g = g.unsqueeze(1)
         dx = dx * (g.to(dx.dtype) if dx.dtype != torch.float32 else g)
-    return dx, None, None, None, None, None, None, None
+    return dx, None, None, None, None, None, None, None, None
 
 
 cross_entropy_with_grad.register_autograd(_backward, setup_context=_setup_context)
@@ -213,9 +225,8 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
                   z_loss_scale: float, softcap: Optional[float]) -> Tuple[torch.Tensor,
                                                                           torch.Tensor]:
     """Loss and z-loss, no gradient."""
-    loss, z, _ = _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
-                         z_loss_scale, softcap, False)
-    return loss, z
+    return _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
+                   z_loss_scale, softcap, None)
 
 
 @cross_entropy.register_fake
