@@ -46,9 +46,7 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
     args = (logits, target, weight, reduction, int(ignore_index), float(label_smoothing),
             float(z_loss_scale), None if softcap is None else float(softcap))
     if torch.is_grad_enabled() and logits.requires_grad:
-        # Dense, whatever the logits' strides (backward flattens it).
-        dlogits = torch.empty(logits.shape, device=logits.device, dtype=logits.dtype)
-        loss, z = torch.ops.xent.cross_entropy_with_grad(*args, dlogits)
+        loss, z, _ = torch.ops.xent.cross_entropy_with_grad(*args)
     else:
         loss, z = torch.ops.xent.cross_entropy(*args)
     return (loss, z) if return_z_loss else loss

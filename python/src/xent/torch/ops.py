@@ -12,10 +12,11 @@ graph break, ``torch.export`` exports them and ``torch.library.opcheck``
 checks them:
 
 - ``xent::cross_entropy_with_grad``: one fused kernel writes the loss, the
-  z-loss and, into a buffer the caller passes (``dlogits``, mutated), the
-  gradient for ``grad_output = 1`` (the joint op
+  z-loss and the gradient for ``grad_output = 1`` (the joint op
   ``xent.cross_entropy_and_grad``). Its autograd formula only scales that
-  gradient;
+  gradient: in eager mode in place (the gradient output is the formula's
+  own; xent.torch never hands it out), in a traced graph as a new value the
+  compiler fuses;
 - ``xent::cross_entropy``: the loss and z-loss alone (no gradient);
 - ``xent::scale_grad_``: multiplies a gradient in place by a scalar
   ``grad_output`` on the device; the kernel returns at once when it is 1
@@ -31,6 +32,7 @@ import os
 from typing import Dict, Optional, Tuple
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 
 from ..runtime import gpu
 from ..runtime.kernels import (has_resident_path, kernel_config, kernel_module, pipeline_args,
@@ -138,16 +140,35 @@ def _scale_library(dtype: torch.dtype) -> gpu.GpuLibrary:
     return lib
 
 
+# What a call's signature (shapes, dtypes, attributes) needs: its library and
+# the loss's shape; checked (config_for) on the first call of a signature.
+_PLANS: Dict[tuple, tuple] = {}
+
+
+def _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
+               softcap, with_grad):
+    key = (logits.shape, logits.dtype, target.shape, target.dtype,
+           None if weight is None else weight.shape, reduction, ignore_index, label_smoothing,
+           z_loss_scale, softcap, with_grad)
+    plan = _PLANS.get(key)
+    if plan is None:
+        config = config_for(logits, target, weight, reduction, ignore_index, label_smoothing,
+                            z_loss_scale, softcap, with_grad)
+        plan = (_library(config), _element_shape(logits, reduction))
+        if len(_PLANS) >= 256:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
+
+
 def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
             softcap, dlogits):
     """Runs the configuration's kernel; the loss and z-loss in the logits'
     dtype, and, when `dlogits` is given, the gradient for grad_output = 1
     written into it."""
     with_grad = dlogits is not None
-    config = config_for(logits, target, weight, reduction, ignore_index, label_smoothing,
-                        z_loss_scale, softcap, with_grad)
-    lib = _library(config)
-    shape = _element_shape(logits, reduction)
+    lib, shape = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
+                            z_loss_scale, softcap, with_grad)
     loss = torch.empty(shape, device=logits.device, dtype=torch.float32)
     z = torch.empty(shape, device=logits.device, dtype=torch.float32)
     # Views are passed as they are (no copy): the kernels read through the
@@ -165,55 +186,58 @@ def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_
     return loss.to(logits.dtype), z.to(logits.dtype)
 
 
-def _check_dlogits(logits: torch.Tensor, dlogits: torch.Tensor):
-    if (dlogits.shape != logits.shape or dlogits.dtype != logits.dtype
-            or dlogits.device != logits.device or not dlogits.is_contiguous()):
-        raise ValueError("xent: dlogits must be a contiguous tensor of the logits' shape, "
-                         "dtype and device")
-
-
-@torch.library.custom_op("xent::cross_entropy_with_grad", mutates_args=("dlogits",),
-                         device_types="cuda")
+@torch.library.custom_op("xent::cross_entropy_with_grad", mutates_args=(), device_types="cuda")
 def cross_entropy_with_grad(logits: torch.Tensor, target: torch.Tensor,
                             weight: Optional[torch.Tensor], reduction: str, ignore_index: int,
                             label_smoothing: float, z_loss_scale: float,
-                            softcap: Optional[float],
-                            dlogits: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Loss and z-loss; the gradient of the loss for grad_output = 1 is
-    written into `dlogits` (dense, the logits' shape and dtype)."""
-    _check_dlogits(logits, dlogits)
-    return _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
-                   z_loss_scale, softcap, dlogits)
+                            softcap: Optional[float]) -> Tuple[torch.Tensor, torch.Tensor,
+                                                               torch.Tensor]:
+    """Loss, z-loss and the gradient of the loss for grad_output = 1 (dense,
+    the logits' shape and dtype)."""
+    # Dense, whatever the logits' strides (backward flattens it).
+    dlogits = torch.empty(logits.shape, device=logits.device, dtype=logits.dtype)
+    loss, z = _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
+                      z_loss_scale, softcap, dlogits)
+    return loss, z, dlogits
 
 
 @cross_entropy_with_grad.register_fake
-def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap,
-      dlogits):
+def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap):
     config_for(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
                softcap, True)
-    _check_dlogits(logits, dlogits)
     shape = _element_shape(logits, reduction)
-    return logits.new_empty(shape), logits.new_empty(shape)
+    return (logits.new_empty(shape), logits.new_empty(shape),
+            torch.empty_like(logits, memory_format=torch.contiguous_format))
 
 
 def _setup_context(ctx, inputs, output):
-    # The gradient the forward wrote; only this op's autograd formula reads
-    # it (xent.torch allocates it per call), so backward scales it in place.
-    ctx.save_for_backward(inputs[8])
+    ctx.save_for_backward(output[2])
     ctx.reduced = inputs[3] != "none"
-    ctx.mark_non_differentiable(output[1])
+    ctx.mark_non_differentiable(output[1], output[2])
 
 
-def _backward(ctx, grad_loss, grad_z):
+def _tracing(t: torch.Tensor) -> bool:
+    return torch.compiler.is_compiling() or is_fake(t)
+
+
+def _backward(ctx, grad_loss, grad_z, grad_dlogits):
     (dx,) = ctx.saved_tensors
     g = grad_loss.to(torch.float32)
+    if not ctx.reduced and dx.dim() > 1:
+        g = g.unsqueeze(1)
+    if _tracing(dx):
+        # A graph (torch.compile, export): the scaled gradient as a new value,
+        # which the compiler fuses and places like any pointwise op.
+        return ((dx.to(torch.float32) * g).to(dx.dtype), None, None, None, None, None, None,
+                None)
+    # Eager: the gradient is this formula's own (xent.torch never hands it
+    # out), so it is scaled in place; a scalar grad_output of 1 costs no pass
+    # over it.
     if ctx.reduced:
         torch.ops.xent.scale_grad_(dx, g.contiguous())
     else:
-        if dx.dim() > 1:
-            g = g.unsqueeze(1)
-        dx = dx * (g.to(dx.dtype) if dx.dtype != torch.float32 else g)
-    return dx, None, None, None, None, None, None, None, None
+        dx.mul_(g.to(dx.dtype) if dx.dtype != torch.float32 else g)
+    return dx, None, None, None, None, None, None, None
 
 
 cross_entropy_with_grad.register_autograd(_backward, setup_context=_setup_context)
