@@ -158,6 +158,19 @@ public:
   void launchConversions();
 
 private:
+  /// The arguments the prologue and the row kernel share: target, weight,
+  /// the kept weight / count and the f32 accumulators.
+  template <typename Args> Args getSharedArgs() {
+    Args args;
+    args.target = target;
+    args.weight = weight;
+    args.stats = stats;
+    if (lossAcc)
+      args.loss = kernelArg(lossAcc);
+    if (zLossAcc)
+      args.zLoss = kernelArg(zLossAcc);
+    return args;
+  }
   /// `buffer` as a kernel takes it: dynamic sizes, any strides.
   Value kernelArg(Value buffer) {
     auto type = cast<MemRefType>(buffer.getType());
@@ -344,14 +357,7 @@ void HostEmitter::launchPrologue() {
       buildKernel("xent_prologue", [&](OpBuilder &b, StringRef name) {
         return buildPrologueKernel(b, loc, name, spec, geometry);
       });
-  PrologueKernelArgs<Value> args;
-  args.target = target;
-  args.weight = weight;
-  args.stats = stats;
-  if (lossAcc)
-    args.loss = kernelArg(lossAcc);
-  if (zLossAcc)
-    args.zLoss = kernelArg(zLossAcc);
+  auto args = getSharedArgs<PrologueKernelArgs<Value>>();
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
   launch(prologue, one, args.list(), geometry.threads);
 }
@@ -364,16 +370,9 @@ void HostEmitter::launchRowKernel() {
                   [&](OpBuilder &b, StringRef name) {
                     return buildRowKernel(b, loc, name, spec, geometry);
                   });
-  RowKernelArgs<Value> args;
+  auto args = getSharedArgs<RowKernelArgs<Value>>();
   args.x = x;
-  args.target = target;
-  args.weight = weight;
-  args.stats = stats;
   args.gradOutput = gradOutput;
-  if (lossAcc)
-    args.loss = kernelArg(lossAcc);
-  if (zLossAcc)
-    args.zLoss = kernelArg(zLossAcc);
   args.dlogits = dlogits;
   if (!hasResidentPath(spec, geometry)) {
     launch(rowKernel, numRows, args.list(), geometry.threads);
