@@ -69,4 +69,18 @@ def small_rows():
             if has_resident_path(**c) and c["threads"] != 256]
 
 
-CONFIGS = matrix() + specials() + two_pass() + small_rows()
+def bench_attributes():
+    """What ``python -m xent.bench --label-smoothing 0.1`` and ``--softcap 30``
+    run (bf16 and f32, mean, forward + backward and forward only)."""
+    out = []
+    for dtype in ("bf16", "f32"):
+        for eps, cap in ((0.1, None), (0.0, 30.0)):
+            for with_grad in (True, False):
+                out.append(kernel_config(dtype=dtype, target="i64", rank=2, weighted=False,
+                                         reduction="mean", ignore_index=-100,
+                                         label_smoothing=eps, z_loss_scale=0.0, softcap=cap,
+                                         with_grad=with_grad))
+    return out
+
+
+CONFIGS = matrix() + specials() + two_pass() + small_rows() + bench_attributes()

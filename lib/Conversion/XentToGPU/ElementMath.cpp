@@ -13,8 +13,8 @@ Value KernelEmitter::emitLogit(Value raw) {
   Value v = toF32(raw);
   if (!config.softcap)
     return v;
-  Value cap = cstF(*config.softcap);
-  return mul(cap, tanh(div(v, cap)));
+  double cap = *config.softcap;
+  return mul(cstF(cap), tanh(mul(v, cstF(1.0 / cap))));
 }
 
 Value KernelEmitter::tanh(Value x) {
@@ -24,7 +24,7 @@ Value KernelEmitter::tanh(Value x) {
       arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, x, cstF(0.0));
   Value ax = select(negative, arith::NegFOp::create(b, x), x);
   Value e = exp(mul(ax, cstF(2.0)));
-  Value far = sub(cstF(1.0), div(cstF(2.0), add(e, cstF(1.0))));
+  Value far = sub(cstF(1.0), mul(cstF(2.0), rcp(add(e, cstF(1.0)))));
   far = select(negative, arith::NegFOp::create(b, far), far);
   // x - x³/3 + 2x⁵/15 - 17x⁷/315 for |x| < 1/16 (error below 1e-10).
   Value x2 = mul(x, x);
@@ -38,7 +38,7 @@ Value KernelEmitter::tanh(Value x) {
 }
 
 Value KernelEmitter::emitSoftcapSlope(Value capped) {
-  Value t = div(capped, cstF(*config.softcap));
+  Value t = mul(capped, cstF(1.0 / *config.softcap));
   return sub(cstF(1.0), mul(t, t));
 }
 

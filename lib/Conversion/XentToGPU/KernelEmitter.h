@@ -92,6 +92,9 @@ private:
   Value sub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
   Value mul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
   Value div(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
+  /// 1 / x as rcp.approx (at most 1 ulp off): one MUFU op where a division
+  /// rounded to nearest takes a Newton iteration and a slow path.
+  Value rcp(Value x) { return callIntrinsic("llvm.nvvm.rcp.approx.ftz.f", x); }
   /// exp(x) as ex2.approx(x · log2 e): one MUFU op, no libdevice.
   Value exp(Value x) { return exp2(mul(x, cstF(M_LOG2E))); }
   Value exp2(Value x) { return callIntrinsic("llvm.nvvm.ex2.approx.ftz.f", x); }

@@ -85,36 +85,46 @@ def copy_bandwidth(nbytes: int, repeats: int) -> float:
     return 2 * src.numel() * 4 / ms / 1e6
 
 
-def providers(liger_path):
-    out = {"torch": lambda x, t: F.cross_entropy(x, t)}
-    compiled = torch.compile(F.cross_entropy)
-    out["torch.compile"] = lambda x, t: compiled(x, t)
+def torch_loss(x, t, label_smoothing=0.0, softcap=None):
+    """PyTorch's loss with the same attributes (a softcap as Gemma writes it)."""
+    if softcap:
+        x = softcap * torch.tanh(x / softcap)
+    return F.cross_entropy(x, t, label_smoothing=label_smoothing)
+
+
+def providers(liger_path, label_smoothing=0.0, softcap=None):
+    attrs = dict(label_smoothing=label_smoothing, softcap=softcap)
+    out = {"torch": lambda x, t: torch_loss(x, t, **attrs)}
+    compiled = torch.compile(torch_loss)
+    out["torch.compile"] = lambda x, t: compiled(x, t, **attrs)
     if liger_path:
         sys.path.insert(0, liger_path)
         try:
             from liger_kernel.transformers.functional import liger_cross_entropy
-            out["liger"] = lambda x, t: liger_cross_entropy(x, t)
+            out["liger"] = lambda x, t: liger_cross_entropy(
+                x, t, label_smoothing=label_smoothing, softcap=softcap)
         except Exception as e:  # a checkout that does not import is reported, not fatal
             print(f"liger unavailable: {e}")
     from xent.runtime import kernels
     from xent import torch as xt
-    out["xent"] = lambda x, t: xt.cross_entropy(x, t)
+    out["xent"] = lambda x, t: xt.cross_entropy(x, t, **attrs)
 
     def two_pass(x, t):  # rows not kept on chip: the logits read twice
         kernels.RESIDENT_ROWS = False
         try:
-            return xt.cross_entropy(x, t)
+            return xt.cross_entropy(x, t, **attrs)
         finally:
             kernels.RESIDENT_ROWS = True
-    out["xent 2-pass"] = two_pass
+    if not label_smoothing and not softcap:  # (those always take two passes)
+        out["xent 2-pass"] = two_pass
     return out
 
 
-def grad_error(fn, x, t, rows=64):
+def grad_error(fn, x, t, rows=64, label_smoothing=0.0, softcap=None):
     xs = x[:rows].detach().clone().requires_grad_()
     fn(xs, t[:rows]).backward()
     ref = x[:rows].detach().double().requires_grad_()
-    F.cross_entropy(ref, t[:rows]).backward()
+    torch_loss(ref, t[:rows], label_smoothing, softcap).backward()
     d = xs.grad.double() - ref.grad
     return (torch.linalg.vector_norm(d) / torch.linalg.vector_norm(ref.grad)).item()
 
@@ -122,7 +132,7 @@ def grad_error(fn, x, t, rows=64):
 def run(args):
     results = []
     element = {k: torch.tensor([], dtype=v).element_size() for k, v in DTYPES.items()}
-    impls = providers(args.liger)
+    impls = providers(args.liger, args.label_smoothing, args.softcap)
     if args.providers:
         impls = {k: v for k, v in impls.items() if k in args.providers}
     cases = [(d, v, n, layout) for d in args.dtypes for layout in args.layouts
@@ -163,12 +173,14 @@ def run(args):
                 extra = torch.cuda.max_memory_allocated() - base - nbytes  # minus the gradient
                 ms_f = _time(fwd, args.repeats)
                 gpu_fb = _gpu_time(fwd_bwd) if args.gpu_time else float("nan")
-                err = grad_error(fn, xp, t)
+                err = grad_error(fn, xp, t, label_smoothing=args.label_smoothing,
+                                 softcap=args.softcap)
             except Exception as e:
                 print(f"{name} V={vocab} {dtype_name}: failed: {e}")
                 continue
             row = {"provider": name, "dtype": dtype_name, "rows": n, "vocab": vocab,
-                   "layout": layout,
+                   "layout": layout, "label_smoothing": args.label_smoothing,
+                   "softcap": args.softcap,
                    "copy_gbs": copy,
                    "fwd_bwd_ms": ms_fb, "fwd_bwd_gbs": 2 * nbytes / ms_fb / 1e6,
                    "fwd_ms": ms_f, "fwd_gbs": nbytes / ms_f / 1e6,
@@ -229,6 +241,8 @@ def main(argv=None):
     p.add_argument("--vocab", type=int, nargs="+", default=[32768, 65536, 128256, 262144])
     p.add_argument("--dtypes", nargs="+", default=["bf16", "f32"], choices=sorted(DTYPES))
     p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--label-smoothing", type=float, default=0.0)
+    p.add_argument("--softcap", type=float, default=None)
     p.add_argument("--providers", nargs="+", default=None,
                    help="time only these (torch, torch.compile, liger, xent, 'xent 2-pass')")
     p.add_argument("--gpu-time", action="store_true",
