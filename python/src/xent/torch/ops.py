@@ -234,7 +234,8 @@ def _backward(ctx, grad_loss, grad_z, grad_dlogits):
     # out), so it is scaled in place; a scalar grad_output of 1 costs no pass
     # over it.
     if ctx.reduced:
-        torch.ops.xent.scale_grad_(dx, g.contiguous())
+        # The operator's implementation, without a second dispatch.
+        _scale_grad(dx, g.contiguous())
     else:
         dx.mul_(g.to(dx.dtype) if dx.dtype != torch.float32 else g)
     return dx, None, None, None, None, None, None, None
@@ -261,13 +262,18 @@ def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_s
     return logits.new_empty(shape), logits.new_empty(shape)
 
 
+def _scale_grad(dlogits: torch.Tensor, grad_output: torch.Tensor) -> None:
+    _scale_library(dlogits.dtype).tensor_call("xent_scale_grad")(dlogits.view(-1), grad_output)
+
+
 @torch.library.custom_op("xent::scale_grad_", mutates_args=("dlogits",), device_types="cuda")
 def scale_grad_(dlogits: torch.Tensor, grad_output: torch.Tensor) -> None:
     """``dlogits *= grad_output`` for a dense gradient and a 0-d f32 factor."""
     if grad_output.dim() != 0 or grad_output.dtype != torch.float32:
         raise ValueError("xent::scale_grad_ takes a 0-d float32 grad_output")
-    _scale_library(dlogits.dtype).tensor_call("xent_scale_grad")(
-        dlogits.view(-1), grad_output.contiguous())
+    if not dlogits.is_contiguous():
+        raise ValueError("xent::scale_grad_ takes a contiguous dlogits")
+    _scale_grad(dlogits, grad_output.contiguous())
 
 
 @scale_grad_.register_fake
