@@ -82,6 +82,13 @@ bool recognize::detail::approxEqual(double a, double b) {
   return std::abs(a - b) <= 1e-6 * std::max(std::abs(a), std::abs(b));
 }
 
+double recognize::detail::roundToDecimal(double v) {
+  if (v == 0 || !std::isfinite(v))
+    return v;
+  double scale = std::pow(10.0, 5 - std::floor(std::log10(std::abs(v))));
+  return std::round(v * scale) / scale;
+}
+
 bool recognize::detail::isSupportedFloat(Type t) {
   return t.isF32() || t.isF16() || t.isBF16();
 }
