@@ -1027,11 +1027,10 @@ def torch_backward_saved(file: str, name: str, *, dims: Dims, et: str, reduction
                 source=TORCH_SRC, variant="saved log-probabilities and total_weight as arguments",
                 reduction=reduction, ignore_index=ignore, axis=1, logits_dtype=et,
                 compute_dtype=et, check="runs",
-                reason=("no logits: the chain starts from the saved log-probabilities and an "
-                        "externally computed total_weight (raising it needs cross-function "
-                        "information; note log_softmax(logp) == logp, so "
-                        "cross_entropy_grad(g, logp, t) would be exact if total_weight is the "
-                        "kept count)"))
+                reason=("no logits: the chain starts from the saved log-probabilities, which "
+                        "nothing in the function proves normalized, and divides by an externally "
+                        "computed total_weight, which the op's region cannot read (even with "
+                        "assume-normalized-log-probs; see saved_logp.mlir for the forms it raises)"))
     return fn, spec
 
 

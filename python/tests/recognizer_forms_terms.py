@@ -136,12 +136,14 @@ def smoothing_forward(fn: Fn, logp: T, t: T, w: Optional[T], reduction: str, ign
 
 
 def torch_smoothing(file: str, name: str, *, dims, reduction: str, ignore: int, eps: float,
-                    weighted=False, decomposed=False, joint=False, seed=False,
+                    weighted=False, decomposed=False, fx=False, joint=False, seed=False,
                     smooth_scale: Optional[float] = None, variant="") -> Tuple[Fn, Spec]:
     """F.cross_entropy(x, t, [w], reduction, ignore_index, label_smoothing=eps) (and, ``joint``, its
     backward: mul.Scalar's backward on both terms, nll_loss_backward, the smoothing branch's
     backward ``-expand(where(t == ignore, 0, g * eps / C / total))`` [``* w.view(1, C)``], added,
-    then _log_softmax_backward_data)."""
+    then _log_softmax_backward_data).  ``fx``: the nll through PyTorch's own decomposition
+    (torch/_decomp nll_loss_forward: safe target, gather, the count ``(t != ignore).sum().to(dtype)``
+    as an i64 sum)."""
     et = F32
     C = dims[-1]
     args = []
@@ -158,9 +160,10 @@ def torch_smoothing(file: str, name: str, *, dims, reduction: str, ignore: int, 
     r = {a["role"]: tval(a) for a in args}
     x, t, w = r["logits"], r["target"], r.get("weight")
     logp = tl_log_softmax(fn, x, 1, NEG_INF[et])
-    if weighted or decomposed:
+    if weighted or decomposed or fx:
         tws: list = []
-        nll = tl_nll_forward_decomposed(fn, logp, t, w, reduction, ignore, total_weight_out=tws)
+        nll = tl_nll_forward_decomposed(fn, logp, t, w, reduction, ignore, total_weight_out=tws,
+                                        count_via_i64=fx)
         total = tws[0] if tws else None
     else:
         nll, total = tl_nll_forward_direct(fn, logp, t, reduction, ignore)
@@ -414,6 +417,10 @@ def corpus() -> List[Tuple[Fn, Spec]]:
     items += [
         torch_smoothing(ls, "torch_smoothing_mean", dims=[8, 10], reduction="mean", ignore=-100, eps=0.1,
                         variant="direct nll (mean per element), smoothing mean = sum / (~ignored).sum()"),
+        torch_smoothing(ls, "torch_fx_smoothing_mean_dynamic", dims=["N", 10], reduction="mean",
+                        ignore=-100, eps=0.1, fx=True,
+                        variant="nll by PyTorch's decomposition (safe target, gather, i64 count), dynamic "
+                        "batch"),
         torch_smoothing(ls, "torch_smoothing_sum_dynamic", dims=["N", 12], reduction="sum", ignore=-100,
                         eps=0.2, decomposed=True, variant="decomposed nll, dynamic batch, sum"),
         torch_smoothing(ls, "torch_smoothing_none", dims=[6, 7], reduction="none", ignore=-1, eps=0.05,

@@ -180,6 +180,201 @@ module {
     return %35 : tensor<f32>
   }
 
+  // @torch_fx_smoothing_mean_dynamic [recognize]: F.cross_entropy(x, t, reduction='mean',
+  //       ignore_index=-100) over class dim 1, label_smoothing=0.1
+  //   (logits tensor<?x10xf32>, target tensor<?xi64>) -> (loss tensor<f32>)
+  //   IR: nll by PyTorch's decomposition (safe target, gather, i64 count), dynamic batch
+  func.func @torch_fx_smoothing_mean_dynamic(%arg0: tensor<?x10xf32>, %arg1: tensor<?xi64>) -> tensor<f32> attributes {llvm.emit_c_interface} {
+    %c10 = arith.constant 10 : index
+    %cst = arith.constant dense<0> : tensor<i64>
+    %cst_0 = arith.constant 0.00999999977 : f32
+    %cst_1 = arith.constant 0.899999976 : f32
+    %true = arith.constant true
+    %c-100_i64 = arith.constant -100 : i64
+    %cst_2 = arith.constant 0.000000e+00 : f32
+    %cst_3 = arith.constant 0xFF800000 : f32
+    %c0_i64 = arith.constant 0 : i64
+    %c0 = arith.constant 0 : index
+    %dim = tensor.dim %arg0, %c0 : tensor<?x10xf32>
+    %0 = tensor.empty(%dim) : tensor<?xi64>
+    %1 = linalg.fill ins(%c0_i64 : i64) outs(%0 : tensor<?xi64>) -> tensor<?xi64>
+    %2 = tensor.empty(%dim) : tensor<?xf32>
+    %3 = linalg.fill ins(%cst_3 : f32) outs(%2 : tensor<?xf32>) -> tensor<?xf32>
+    %4:2 = linalg.generic {indexing_maps = [#map, #map1, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : tensor<?x10xf32>) outs(%3, %1 : tensor<?xf32>, tensor<?xi64>) {
+    ^bb0(%in: f32, %out: f32, %out_9: i64):
+      %47 = linalg.index 1 : index
+      %48 = arith.index_cast %47 : index to i64
+      %49 = arith.maximumf %in, %out : f32
+      %50 = arith.cmpf ogt, %in, %out : f32
+      %51 = arith.select %50, %48, %out_9 : i64
+      linalg.yield %49, %51 : f32, i64
+    } -> (tensor<?xf32>, tensor<?xi64>)
+    %expanded = tensor.expand_shape %4#0 [[0, 1]] output_shape [%dim, 1] : tensor<?xf32> into tensor<?x1xf32>
+    %dim_4 = tensor.dim %expanded, %c0 : tensor<?x1xf32>
+    %5 = arith.cmpi eq, %dim, %dim_4 : index
+    cf.assert %5, "mismatched size for broadcast"
+    %6 = tensor.empty(%dim) : tensor<?x10xf32>
+    %7 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0, %expanded : tensor<?x10xf32>, tensor<?x1xf32>) outs(%6 : tensor<?x10xf32>) {
+    ^bb0(%in: f32, %in_9: f32, %out: f32):
+      %47 = arith.subf %in, %in_9 : f32
+      linalg.yield %47 : f32
+    } -> tensor<?x10xf32>
+    %8 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%7 : tensor<?x10xf32>) outs(%6 : tensor<?x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %47 = math.exp %in : f32
+      linalg.yield %47 : f32
+    } -> tensor<?x10xf32>
+    %9 = tensor.empty(%dim) : tensor<?x1xf32>
+    %10 = linalg.fill ins(%cst_2 : f32) outs(%9 : tensor<?x1xf32>) -> tensor<?x1xf32>
+    %11 = linalg.generic {indexing_maps = [#map, #map2], iterator_types = ["parallel", "reduction"]} ins(%8 : tensor<?x10xf32>) outs(%10 : tensor<?x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %47 = arith.addf %in, %out : f32
+      linalg.yield %47 : f32
+    } -> tensor<?x1xf32>
+    %12 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%11 : tensor<?x1xf32>) outs(%9 : tensor<?x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %47 = math.log %in : f32
+      linalg.yield %47 : f32
+    } -> tensor<?x1xf32>
+    %13 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%7, %12 : tensor<?x10xf32>, tensor<?x1xf32>) outs(%6 : tensor<?x10xf32>) {
+    ^bb0(%in: f32, %in_9: f32, %out: f32):
+      %47 = arith.subf %in, %in_9 : f32
+      linalg.yield %47 : f32
+    } -> tensor<?x10xf32>
+    %dim_5 = tensor.dim %arg1, %c0 : tensor<?xi64>
+    %14 = tensor.empty(%dim_5) : tensor<?xi1>
+    %15 = linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel"]} ins(%arg1 : tensor<?xi64>) outs(%14 : tensor<?xi1>) {
+    ^bb0(%in: i64, %out: i1):
+      %47 = arith.cmpi ne, %in, %c-100_i64 : i64
+      linalg.yield %47 : i1
+    } -> tensor<?xi1>
+    %16 = arith.cmpi eq, %dim_5, %dim_5 : index
+    cf.assert %16, "mismatched size for broadcast"
+    %17 = tensor.empty(%dim_5) : tensor<?xi64>
+    %18 = linalg.generic {indexing_maps = [#map3, #map3, #map4, #map3], iterator_types = ["parallel"]} ins(%15, %arg1, %cst : tensor<?xi1>, tensor<?xi64>, tensor<i64>) outs(%17 : tensor<?xi64>) {
+    ^bb0(%in: i1, %in_9: i64, %in_10: i64, %out: i64):
+      %47 = arith.select %in, %in_9, %in_10 : i64
+      linalg.yield %47 : i64
+    } -> tensor<?xi64>
+    %expanded_6 = tensor.expand_shape %18 [[0, 1]] output_shape [%dim_5, 1] : tensor<?xi64> into tensor<?x1xi64>
+    %dim_7 = tensor.dim %expanded_6, %c0 : tensor<?x1xi64>
+    %19 = tensor.empty(%dim_7) : tensor<?x1xf32>
+    %20 = linalg.fill ins(%cst_2 : f32) outs(%19 : tensor<?x1xf32>) -> tensor<?x1xf32>
+    %21 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%expanded_6 : tensor<?x1xi64>) outs(%20 : tensor<?x1xf32>) {
+    ^bb0(%in: i64, %out: f32):
+      %47 = linalg.index 0 : index
+      %48 = arith.index_cast %in : i64 to index
+      %49 = arith.cmpi slt, %48, %c10 : index
+      cf.assert %49, "index must be smaller than dim size"
+      %50 = arith.cmpi sge, %in, %c0_i64 : i64
+      cf.assert %50, "index must be larger or equal to 0"
+      %extracted = tensor.extract %13[%47, %48] : tensor<?x10xf32>
+      linalg.yield %extracted : f32
+    } -> tensor<?x1xf32>
+    %22 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%21 : tensor<?x1xf32>) outs(%19 : tensor<?x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %47 = arith.negf %in : f32
+      linalg.yield %47 : f32
+    } -> tensor<?x1xf32>
+    %collapsed = tensor.collapse_shape %22 [[0, 1]] : tensor<?x1xf32> into tensor<?xf32>
+    %dim_8 = tensor.dim %collapsed, %c0 : tensor<?xf32>
+    %23 = arith.cmpi eq, %dim_5, %dim_8 : index
+    cf.assert %23, "mismatched size for broadcast"
+    %24 = tensor.empty(%dim_5) : tensor<?xf32>
+    %25 = linalg.generic {indexing_maps = [#map3, #map3, #map4, #map3], iterator_types = ["parallel"]} ins(%15, %collapsed, %cst : tensor<?xi1>, tensor<?xf32>, tensor<i64>) outs(%24 : tensor<?xf32>) {
+    ^bb0(%in: i1, %in_9: f32, %in_10: i64, %out: f32):
+      %47 = arith.sitofp %in_10 : i64 to f32
+      %48 = arith.select %in, %in_9, %47 : f32
+      linalg.yield %48 : f32
+    } -> tensor<?xf32>
+    %26 = tensor.empty() : tensor<i64>
+    %27 = linalg.fill ins(%c0_i64 : i64) outs(%26 : tensor<i64>) -> tensor<i64>
+    %28 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["reduction"]} ins(%15 : tensor<?xi1>) outs(%27 : tensor<i64>) {
+    ^bb0(%in: i1, %out: i64):
+      %47 = arith.extui %in : i1 to i64
+      %48 = arith.addi %47, %out : i64
+      linalg.yield %48 : i64
+    } -> tensor<i64>
+    %29 = tensor.empty() : tensor<f32>
+    %30 = linalg.generic {indexing_maps = [#map5, #map5], iterator_types = []} ins(%28 : tensor<i64>) outs(%29 : tensor<f32>) {
+    ^bb0(%in: i64, %out: f32):
+      %47 = arith.sitofp %in : i64 to f32
+      linalg.yield %47 : f32
+    } -> tensor<f32>
+    %31 = linalg.fill ins(%cst_2 : f32) outs(%29 : tensor<f32>) -> tensor<f32>
+    %32 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["reduction"]} ins(%25 : tensor<?xf32>) outs(%31 : tensor<f32>) {
+    ^bb0(%in: f32, %out: f32):
+      %47 = arith.addf %in, %out : f32
+      linalg.yield %47 : f32
+    } -> tensor<f32>
+    %33 = linalg.generic {indexing_maps = [#map5, #map5, #map5], iterator_types = []} ins(%32, %30 : tensor<f32>, tensor<f32>) outs(%29 : tensor<f32>) {
+    ^bb0(%in: f32, %in_9: f32, %out: f32):
+      %47 = arith.divf %in, %in_9 : f32
+      linalg.yield %47 : f32
+    } -> tensor<f32>
+    %34 = linalg.fill ins(%cst_2 : f32) outs(%2 : tensor<?xf32>) -> tensor<?xf32>
+    %35 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%13 : tensor<?x10xf32>) outs(%34 : tensor<?xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %47 = arith.addf %in, %out : f32
+      linalg.yield %47 : f32
+    } -> tensor<?xf32>
+    %36 = linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel"]} ins(%35 : tensor<?xf32>) outs(%2 : tensor<?xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %47 = arith.negf %in : f32
+      linalg.yield %47 : f32
+    } -> tensor<?xf32>
+    %37 = linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel"]} ins(%arg1 : tensor<?xi64>) outs(%14 : tensor<?xi1>) {
+    ^bb0(%in: i64, %out: i1):
+      %47 = arith.cmpi eq, %in, %c-100_i64 : i64
+      linalg.yield %47 : i1
+    } -> tensor<?xi1>
+    %38 = arith.cmpi eq, %dim_5, %dim : index
+    cf.assert %38, "mismatched size for broadcast"
+    %39 = linalg.generic {indexing_maps = [#map3, #map3, #map3], iterator_types = ["parallel"]} ins(%37, %36 : tensor<?xi1>, tensor<?xf32>) outs(%24 : tensor<?xf32>) {
+    ^bb0(%in: i1, %in_9: f32, %out: f32):
+      %47 = arith.select %in, %cst_2, %in_9 : f32
+      linalg.yield %47 : f32
+    } -> tensor<?xf32>
+    %40 = linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel"]} ins(%37 : tensor<?xi1>) outs(%14 : tensor<?xi1>) {
+    ^bb0(%in: i1, %out: i1):
+      %47 = arith.xori %in, %true : i1
+      linalg.yield %47 : i1
+    } -> tensor<?xi1>
+    %41 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["reduction"]} ins(%40 : tensor<?xi1>) outs(%27 : tensor<i64>) {
+    ^bb0(%in: i1, %out: i64):
+      %47 = arith.extui %in : i1 to i64
+      %48 = arith.addi %47, %out : i64
+      linalg.yield %48 : i64
+    } -> tensor<i64>
+    %42 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["reduction"]} ins(%39 : tensor<?xf32>) outs(%31 : tensor<f32>) {
+    ^bb0(%in: f32, %out: f32):
+      %47 = arith.addf %in, %out : f32
+      linalg.yield %47 : f32
+    } -> tensor<f32>
+    %43 = linalg.generic {indexing_maps = [#map5, #map5, #map5], iterator_types = []} ins(%42, %41 : tensor<f32>, tensor<i64>) outs(%29 : tensor<f32>) {
+    ^bb0(%in: f32, %in_9: i64, %out: f32):
+      %47 = arith.sitofp %in_9 : i64 to f32
+      %48 = arith.divf %in, %47 : f32
+      linalg.yield %48 : f32
+    } -> tensor<f32>
+    %44 = linalg.generic {indexing_maps = [#map5, #map5], iterator_types = []} ins(%33 : tensor<f32>) outs(%29 : tensor<f32>) {
+    ^bb0(%in: f32, %out: f32):
+      %47 = arith.mulf %in, %cst_1 : f32
+      linalg.yield %47 : f32
+    } -> tensor<f32>
+    %45 = linalg.generic {indexing_maps = [#map5, #map5], iterator_types = []} ins(%43 : tensor<f32>) outs(%29 : tensor<f32>) {
+    ^bb0(%in: f32, %out: f32):
+      %47 = arith.mulf %in, %cst_0 : f32
+      linalg.yield %47 : f32
+    } -> tensor<f32>
+    %46 = linalg.generic {indexing_maps = [#map5, #map5, #map5], iterator_types = []} ins(%44, %45 : tensor<f32>, tensor<f32>) outs(%29 : tensor<f32>) {
+    ^bb0(%in: f32, %in_9: f32, %out: f32):
+      %47 = arith.addf %in, %in_9 : f32
+      linalg.yield %47 : f32
+    } -> tensor<f32>
+    return %46 : tensor<f32>
+  }
+
   // @torch_smoothing_sum_dynamic [recognize]: F.cross_entropy(x, t, reduction='sum',
   //       ignore_index=-100) over class dim 1, label_smoothing=0.2
   //   (logits tensor<?x12xf32>, target tensor<?xi64>) -> (loss tensor<f32>)
