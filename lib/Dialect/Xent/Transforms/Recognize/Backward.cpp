@@ -50,7 +50,8 @@ static Match<SoftmaxTerm> matchSoftmaxTerm(ViewAnalysis &va, Node *node,
   if (!m.den.empty())
     logits = va.makeElementwise(
         ElementwiseKind::Sub, logits->type,
-        {logits, va.makeElementwise(ElementwiseKind::Log, m.den[0]->type, {m.den[0]})});
+        {logits,
+         va.makeElementwise(ElementwiseKind::Log, m.den[0]->type, {m.den[0]})});
   SmallVector<Axis, 4> axes = canonicalAxes(va, sum->axes);
   Match<LogSoftmax> ls = matchLogSoftmax(va, logits);
   if (!ls) {
@@ -94,13 +95,15 @@ static bool sameMonomial(ViewAnalysis &va, const Monomial &a,
   };
   SmallVector<Node *, 2> am, bm;
   for (const Mask &m : a.masks)
-    am.push_back(m.keptWhen ? m.predicate
-                            : va.makeElementwise(ElementwiseKind::Not, m.predicate->type,
-                                                 {m.predicate}));
+    am.push_back(m.keptWhen
+                     ? m.predicate
+                     : va.makeElementwise(ElementwiseKind::Not,
+                                          m.predicate->type, {m.predicate}));
   for (const Mask &m : b.masks)
-    bm.push_back(m.keptWhen ? m.predicate
-                            : va.makeElementwise(ElementwiseKind::Not, m.predicate->type,
-                                                 {m.predicate}));
+    bm.push_back(m.keptWhen
+                     ? m.predicate
+                     : va.makeElementwise(ElementwiseKind::Not,
+                                          m.predicate->type, {m.predicate}));
   return sameSet(a.num, b.num) && sameSet(a.den, b.den) && sameSet(am, bm);
 }
 
@@ -331,8 +334,7 @@ static Match<bool> matchSmoothingBackward(ViewAnalysis &va, const Monomial &s,
 static std::string describeValue(Value v) {
   if (auto arg = dyn_cast<BlockArgument>(v))
     return "argument #" + std::to_string(arg.getArgNumber());
-  return ("the result of '" + v.getDefiningOp()->getName().getStringRef() +
-          "'")
+  return ("the result of '" + v.getDefiningOp()->getName().getStringRef() + "'")
       .str();
 }
 
@@ -389,8 +391,7 @@ mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root,
     if (!backward->saved || options.assumeNormalizedLogProbs)
       return op;
     return M::notice(
-        "the log-softmax backward exponentiates " +
-        describeValue(ops->logits) +
+        "the log-softmax backward exponentiates " + describeValue(ops->logits) +
         ", which nothing in the function proves to be normalized "
         "log-probabilities (the gradient is cross_entropy_grad of them only "
         "if their log-sum-exp is 0); assume-normalized-log-probs raises it");
@@ -413,12 +414,11 @@ mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root,
   // for the seed s.
   double smoothingCoeff = 0;
   if (smoothing) {
-    Match<bool> ok =
-        matchSmoothingBackward(va, *smoothing, *nll, g, *ops);
+    Match<bool> ok = matchSmoothingBackward(va, *smoothing, *nll, g, *ops);
     if (!ok)
       return M::nearMiss(ok.getReason());
-    int64_t numClasses = cast<RankedTensorType>(ops->logits.getType())
-                             .getDimSize(ops->classDim);
+    int64_t numClasses =
+        cast<RankedTensorType>(ops->logits.getType()).getDimSize(ops->classDim);
     if (ShapedType::isDynamic(numClasses))
       return M::nearMiss("label smoothing with a dynamic class count (ε / C "
                          "is not a constant)");

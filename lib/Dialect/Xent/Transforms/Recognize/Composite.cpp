@@ -7,8 +7,8 @@
 // matchCrossEntropy: a loss is the nll term (a target pick, Forward.cpp),
 // optionally plus the terms PyTorch and Liger add to it:
 //
-//   (1 - ε) · nll + ε / C · smooth        smooth = reduce(mask(-Σ_c w_c logp_c))
-//   loss + z · reduce(mask(lse²))          lse a separately computed logsumexp
+//   (1 - ε) · nll + ε / C · smooth,   smooth = reduce(mask(-Σ_c w_c logp_c))
+//   loss + z · reduce(mask(lse²)),    lse from a separate logsumexp
 //
 // each term reduced like the nll (a z-loss mean divides by the kept count).
 // The terms are found in the value's linear form; a sum over elements of a
@@ -286,11 +286,11 @@ Match<RaisedOp> recognize::matchCrossEntropy(ViewAnalysis &va, Value root,
                          "is not a constant)");
     double expected = (f0 - nll->factor) / numClasses;
     if (std::abs(red->factor - expected) > 1e-6 * f0 / numClasses)
-      return M::nearMiss("the smoothing term is scaled by " +
-                         formatNumber(red->factor) + ", not by ε / C = " +
-                         formatNumber(expected) + " (the nll by 1 - ε = " +
-                         formatNumber(nll->factor / f0) + ", C = " +
-                         std::to_string(numClasses) + ")");
+      return M::nearMiss(
+          "the smoothing term is scaled by " + formatNumber(red->factor) +
+          ", not by ε / C = " + formatNumber(expected) +
+          " (the nll by 1 - ε = " + formatNumber(nll->factor / f0) +
+          ", C = " + std::to_string(numClasses) + ")");
     raised.labelSmoothing = roundToDecimal(red->factor * numClasses / f0);
     if (!(raised.labelSmoothing > 0) || raised.labelSmoothing > 1)
       return M::nearMiss("label smoothing of " +

@@ -408,7 +408,7 @@ static Match<Pieces> findSummedLoss(ViewAnalysis &va, const Monomial &top,
 }
 
 Match<LossTerm> recognize::detail::matchLossTerm(ViewAnalysis &va, Node *node,
-                                                double coeff, bool reduced) {
+                                                 double coeff, bool reduced) {
   using M = Match<LossTerm>;
   Monomial top = factorize(va, node);
   top.coeff *= coeff;

@@ -171,8 +171,7 @@ Match<LogSoftmax> recognize::matchLogSoftmax(ViewAnalysis &va, Node *node) {
   return LogSoftmax{lse->input, lse->axis, *lse};
 }
 
-Match<LogSumExp> recognize::matchLogSumExpValue(ViewAnalysis &va,
-                                                Node *node) {
+Match<LogSumExp> recognize::matchLogSumExpValue(ViewAnalysis &va, Node *node) {
   using M = Match<LogSumExp>;
   LinearForm form = flattenLinear(va, stripFloatCasts(node));
   if (form.constant != 0 || form.terms.size() != 2)

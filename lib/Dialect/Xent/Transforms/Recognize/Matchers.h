@@ -10,20 +10,24 @@
 //   matchRowMax             m   = max_c x                      (per row)
 //   matchLogSumExp          log Σ_c exp(x - m), m the row max of the same x
 //   matchLogSoftmax         x - m - log Σ_c exp(x - m)  (any grouping)
+//   matchLogSumExpValue     log Σ_c exp(x - m) + m      (a logsumexp)
 //   matchSoftcap            c · tanh(y / c), the capped logits
 //   matchTargetPick         logp[t] by gather, safe gather or one-hot sum
 //   matchIgnoreMask         t != ignore_index, as compare + select/multiply
 //   matchClassWeight        w[t] (or w along the class axis)
 //   matchTotalWeight        Σ kept w[t] / kept count, the mean's divisor
-//   matchReduction          none / sum over every element / mean
+//   matchReducedLoss        per element / summed / divided, up to a constant
+//   decideReduction         none / sum over every element / mean
 //   matchNllBackward        d nll / d logp: one-hot · (-grad · w / total)
 //   matchLogSoftmaxBackward g - exp(logp) · Σ_c g
 //
 // and the two entry points that combine them, matchCrossEntropy and
 // matchCrossEntropyGrad, whose results say which xent op computes a value.
-// The first six are declared here; the others work on the matchers'
-// intermediate structures: matchTotalWeight, which both chains use, is
-// declared in `detail` below, the others are local to their chain's file.
+// The first eight are declared here; the others work on the matchers'
+// intermediate structures: matchTotalWeight and the terms of a loss
+// (matchLossTerm, matchReducedLoss, decideReduction), which more than one
+// file uses, are declared in `detail` below, the others are local to their
+// chain's file.
 //
 // Normalization happens on the view: linear combinations are flattened
 // (x - (a + b) = x - a - b, log(a / b) = log a - log b, log(exp(e)) = e),
@@ -37,10 +41,13 @@
 //                      monomials, sums
 //   LogSoftmax.cpp     row max, log-sum-exp, log-softmax
 //   Forward.cpp        ignore mask, one-hot, target pick, class weight,
-//                      reduction, matchCrossEntropy
+//                      the terms of a loss and their reduction
+//   Composite.cpp      matchCrossEntropy: the nll term with the label
+//                      smoothing term and the z-loss beside it
 //   Operands.cpp       the raised op's operands and the mean's divisor,
 //                      shared by both chains
-//   Backward.cpp       log-softmax and nll backward, matchCrossEntropyGrad
+//   Backward.cpp       log-softmax, nll and smoothing backward, saved
+//                      log-probabilities, matchCrossEntropyGrad
 //
 // What more than one of these files needs is declared in `detail`.
 //

@@ -281,15 +281,15 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
   }
   Operation *op;
   if (isGrad)
-    op = CrossEntropyGradOp::create(
-        rewriter, loc, root.getType(), gradOutput, raised.logits, raised.target,
-        raised.weight, reduction, ignoreIndex, labelSmoothing, zLossScale,
-        softcap, axis);
+    op = CrossEntropyGradOp::create(rewriter, loc, root.getType(), gradOutput,
+                                    raised.logits, raised.target, raised.weight,
+                                    reduction, ignoreIndex, labelSmoothing,
+                                    zLossScale, softcap, axis);
   else
-    op = CrossEntropyOp::create(
-        rewriter, loc, resultType, Type(), raised.logits, raised.target,
-        raised.weight, reduction, ignoreIndex, labelSmoothing, zLossScale,
-        softcap, axis);
+    op = CrossEntropyOp::create(rewriter, loc, resultType, Type(),
+                                raised.logits, raised.target, raised.weight,
+                                reduction, ignoreIndex, labelSmoothing,
+                                zLossScale, softcap, axis);
   buildRegion(rewriter, op, *slice, root);
 
   // Never leave an op that does not verify: the matchers check every type,
