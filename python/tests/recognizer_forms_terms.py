@@ -235,11 +235,13 @@ def tl_logsumexp(fn: Fn, x: T) -> T:
 
 
 def torch_zloss(file: str, name: str, *, dims, reduction: str, ignore: int, z: float,
-                weighted=False, lse_of: str = "logits", masked=True, variant="") -> Tuple[Fn, Spec]:
+                weighted=False, lse_of: str = "logits", masked=True, softcap: Optional[float] = None,
+                variant="") -> Tuple[Fn, Spec]:
     """``F.cross_entropy(x, t, [w], reduction, ignore_index) + z * zl`` with ``lse =
     torch.logsumexp(x, 1)``, ``zl = torch.where(t != ignore, lse * lse, 0)`` reduced like the loss
     (a mean: ``zl.sum() / (t != ignore).sum()``).  ``lse_of="other"``: the lse of another tensor
-    (a near miss); ``masked=False``: ignored rows count in the z-loss (a near miss)."""
+    (a near miss); ``masked=False``: ignored rows count in the z-loss (a near miss); ``softcap``:
+    the logits capped first (``tanh(x / c) * c``), the loss and the lse of the capped logits."""
     et = F32
     C = dims[-1]
     args = [arg("logits", dims, et), arg("target", dims[:-1], "i64")]
@@ -251,6 +253,8 @@ def torch_zloss(file: str, name: str, *, dims, reduction: str, ignore: int, z: f
     fn = Fn(name, params_of(args), [r["type"] for r in res])
     r = {a["role"]: tval(a) for a in args}
     x, t, w = r["logits"], r["target"], r.get("weight")
+    if softcap is not None:
+        x = rf.tl_softcap(fn, x, softcap)
     logp = tl_log_softmax(fn, x, 1, NEG_INF[et])
     if weighted:
         ce = tl_nll_forward_decomposed(fn, logp, t, w, reduction, ignore)
@@ -276,13 +280,15 @@ def torch_zloss(file: str, name: str, *, dims, reduction: str, ignore: int, z: f
     ret(fn, [loss.v])
     near = lse_of != "logits" or not masked
     sem = torch_semantics(reduction, ignore, weighted,
-                          extra=f" + {z} * (logsumexp(x, 1)**2 on kept rows, reduced like the loss)")
+                          extra=f" + {z} * (logsumexp(x, 1)**2 on kept rows, reduced like the loss)"
+                          + (f" of x = torch.tanh(x / {softcap}) * {softcap}" if softcap else ""))
     spec = Spec(file=file, function=name, form="z_loss", kind="near_miss" if near else "forward",
                 expected="near_miss" if near else "recognize", args=args, results=res, torch=sem,
                 source=ZLOSS_SRC, variant=variant, reduction=reduction, ignore_index=ignore,
                 weighted=weighted, axis=1, logits_dtype=et, compute_dtype=et,
                 static=all(isinstance(d, int) for d in dims), check="differs" if near else "reference")
     spec.z_loss_scale = None if near else z
+    spec.softcap = softcap
     if lse_of == "other":
         spec.reason = "the z-loss squares the logsumexp of another tensor than the logits"
     elif not masked:
@@ -449,6 +455,8 @@ def corpus() -> List[Tuple[Fn, Spec]]:
                     variant="dynamic batch, sum"),
         torch_zloss(zl, "torch_zloss_none", dims=[6, 7], reduction="none", ignore=-1, z=1e-2,
                     variant="per-element losses"),
+        torch_zloss(zl, "torch_zloss_softcap_mean", dims=[8, 10], reduction="mean", ignore=-100, z=1e-4,
+                    softcap=30.0, variant="softcap 30 first: the loss and the lse of the capped logits"),
         optax_form(zl, "optax_integer_labels_mean", dims=[8, 10], variant="no z-loss"),
         optax_form(zl, "optax_zloss_mean", dims=[8, 10], z=1e-4,
                    variant="z * lse ** 2 added per row before the mean"),

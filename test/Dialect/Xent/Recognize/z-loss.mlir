@@ -30,6 +30,13 @@
 // CHECK: %[[L:[a-z0-9_]+]] = xent.cross_entropy none %{{.*}}, %{{.*}} {ignore_index = -1 : i64, z_loss_scale = 0.00999999977 : f32} : (tensor<6x7xf32>, tensor<6xi64>) -> tensor<6xf32>
 // CHECK: return %[[L]] : tensor<6xf32>
 
+// With a softcap, the loss and the lse read the capped logits: both
+// attributes on one op taking the uncapped ones.
+// CHECK-LABEL: func.func @torch_zloss_softcap_mean(
+// CHECK-SAME: %[[A0:[a-z0-9_]+]]: tensor<8x10xf32>, %[[A1:[a-z0-9_]+]]: tensor<8xi64>)
+// CHECK: %[[L:[a-z0-9_]+]] = xent.cross_entropy mean %[[A0]], %[[A1]] {ignore_index = -100 : i64, softcap = 3.000000e+01 : f32, z_loss_scale = 9.99999974E-5 : f32}
+// CHECK: return %[[L]] : tensor<f32>
+
 // CHECK-LABEL: func.func @optax_integer_labels_mean(
 // CHECK-SAME: %[[A0:[a-z0-9_]+]]: tensor<8x10xf32>, %[[A1:[a-z0-9_]+]]: tensor<8xi32>)
 // CHECK: %[[L:[a-z0-9_]+]] = xent.cross_entropy mean %[[A0]], %[[A1]] {ignore_index = -9223372036854775808 : i64} : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<f32> decomposition {

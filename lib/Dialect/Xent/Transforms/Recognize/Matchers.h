@@ -277,9 +277,10 @@ Node *stripIndexCasts(Node *n);
 std::optional<double> getConstant(Node *n);
 bool isConstant(Node *n, double value);
 bool approxEqual(double a, double b);
-/// `v` rounded to 6 significant digits: a constant a frontend wrote as a
-/// decimal (ε, z) and the chain rounded to f32 and combined (1 - ε, ε / C)
-/// comes back as the decimal.
+/// `v` rounded to 6 significant digits when that moves it by less than two
+/// f32 roundings: a constant a frontend wrote as a decimal (ε, z) and the
+/// chain rounded to f32 and combined (1 - ε, ε / C) comes back as the
+/// decimal; any other value stays.
 double roundToDecimal(double v);
 bool isSupportedFloat(Type t);
 std::string formatNumber(double v);

@@ -86,7 +86,9 @@ double recognize::detail::roundToDecimal(double v) {
   if (v == 0 || !std::isfinite(v))
     return v;
   double scale = std::pow(10.0, 5 - std::floor(std::log10(std::abs(v))));
-  return std::round(v * scale) / scale;
+  double rounded = std::round(v * scale) / scale;
+  // Only within two f32 roundings: another value is what the chain computes.
+  return std::abs(rounded - v) <= 0x1p-22 * std::abs(v) ? rounded : v;
 }
 
 bool recognize::detail::isSupportedFloat(Type t) {

@@ -689,6 +689,190 @@ module {
     return %26 : tensor<6xf32>
   }
 
+  // @torch_zloss_softcap_mean [recognize]: F.cross_entropy(x, t, reduction='mean',
+  //       ignore_index=-100) over class dim 1 + 0.0001 * (logsumexp(x, 1)**2 on kept rows, reduced
+  //       like the loss) of x = torch.tanh(x / 30.0) * 30.0
+  //   (logits tensor<8x10xf32>, target tensor<8xi64>) -> (loss tensor<f32>)
+  //   IR: softcap 30 first: the loss and the lse of the capped logits
+  func.func @torch_zloss_softcap_mean(%arg0: tensor<8x10xf32>, %arg1: tensor<8xi64>) -> tensor<f32> attributes {llvm.emit_c_interface} {
+    %c-100 = arith.constant -100 : index
+    %cst = arith.constant 9.99999974E-5 : f32
+    %cst_0 = arith.constant 0x7F800000 : f32
+    %c0_i32 = arith.constant 0 : i32
+    %c-100_i64 = arith.constant -100 : i64
+    %cst_1 = arith.constant 0.000000e+00 : f32
+    %cst_2 = arith.constant 0xFF800000 : f32
+    %c0_i64 = arith.constant 0 : i64
+    %cst_3 = arith.constant 3.000000e+01 : f32
+    %0 = tensor.empty() : tensor<8x10xf32>
+    %1 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %42 = arith.divf %in, %cst_3 : f32
+      linalg.yield %42 : f32
+    } -> tensor<8x10xf32>
+    %2 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%1 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %42 = math.tanh %in : f32
+      linalg.yield %42 : f32
+    } -> tensor<8x10xf32>
+    %3 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%2 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %42 = arith.mulf %in, %cst_3 : f32
+      linalg.yield %42 : f32
+    } -> tensor<8x10xf32>
+    %4 = tensor.empty() : tensor<8xi64>
+    %5 = linalg.fill ins(%c0_i64 : i64) outs(%4 : tensor<8xi64>) -> tensor<8xi64>
+    %6 = tensor.empty() : tensor<8xf32>
+    %7 = linalg.fill ins(%cst_2 : f32) outs(%6 : tensor<8xf32>) -> tensor<8xf32>
+    %8:2 = linalg.generic {indexing_maps = [#map, #map1, #map1], iterator_types = ["parallel", "reduction"]} ins(%3 : tensor<8x10xf32>) outs(%7, %5 : tensor<8xf32>, tensor<8xi64>) {
+    ^bb0(%in: f32, %out: f32, %out_4: i64):
+      %42 = linalg.index 1 : index
+      %43 = arith.index_cast %42 : index to i64
+      %44 = arith.maximumf %in, %out : f32
+      %45 = arith.cmpf ogt, %in, %out : f32
+      %46 = arith.select %45, %43, %out_4 : i64
+      linalg.yield %44, %46 : f32, i64
+    } -> (tensor<8xf32>, tensor<8xi64>)
+    %expanded = tensor.expand_shape %8#0 [[0, 1]] output_shape [8, 1] : tensor<8xf32> into tensor<8x1xf32>
+    %9 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%3, %expanded : tensor<8x10xf32>, tensor<8x1xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_4: f32, %out: f32):
+      %42 = arith.subf %in, %in_4 : f32
+      linalg.yield %42 : f32
+    } -> tensor<8x10xf32>
+    %10 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%9 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %42 = math.exp %in : f32
+      linalg.yield %42 : f32
+    } -> tensor<8x10xf32>
+    %11 = tensor.empty() : tensor<8x1xf32>
+    %12 = linalg.fill ins(%cst_1 : f32) outs(%11 : tensor<8x1xf32>) -> tensor<8x1xf32>
+    %13 = linalg.generic {indexing_maps = [#map, #map2], iterator_types = ["parallel", "reduction"]} ins(%10 : tensor<8x10xf32>) outs(%12 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %42 = arith.addf %in, %out : f32
+      linalg.yield %42 : f32
+    } -> tensor<8x1xf32>
+    %14 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%13 : tensor<8x1xf32>) outs(%11 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %42 = math.log %in : f32
+      linalg.yield %42 : f32
+    } -> tensor<8x1xf32>
+    %15 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%9, %14 : tensor<8x10xf32>, tensor<8x1xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_4: f32, %out: f32):
+      %42 = arith.subf %in, %in_4 : f32
+      linalg.yield %42 : f32
+    } -> tensor<8x10xf32>
+    %16 = linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel"]} ins(%arg1 : tensor<8xi64>) outs(%6 : tensor<8xf32>) {
+    ^bb0(%in: i64, %out: f32):
+      %42 = arith.index_cast %in : i64 to index
+      %43 = arith.cmpi eq, %42, %c-100 : index
+      %44 = linalg.index 0 : index
+      %extracted_4 = tensor.extract %15[%44, %42] : tensor<8x10xf32>
+      %45 = arith.negf %extracted_4 : f32
+      %46 = arith.select %43, %cst_1, %45 : f32
+      linalg.yield %46 : f32
+    } -> tensor<8xf32>
+    %17 = tensor.empty() : tensor<i32>
+    %18 = linalg.fill ins(%c0_i32 : i32) outs(%17 : tensor<i32>) -> tensor<i32>
+    %19 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["reduction"]} ins(%arg1 : tensor<8xi64>) outs(%18 : tensor<i32>) {
+    ^bb0(%in: i64, %out: i32):
+      %42 = arith.index_cast %in : i64 to index
+      %43 = arith.cmpi ne, %42, %c-100 : index
+      %44 = arith.extui %43 : i1 to i32
+      %45 = arith.addi %out, %44 : i32
+      linalg.yield %45 : i32
+    } -> tensor<i32>
+    %extracted = tensor.extract %19[] : tensor<i32>
+    %20 = arith.sitofp %extracted : i32 to f32
+    %21 = tensor.empty() : tensor<f32>
+    %22 = linalg.fill ins(%cst_1 : f32) outs(%21 : tensor<f32>) -> tensor<f32>
+    %23 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["reduction"]} ins(%16 : tensor<8xf32>) outs(%22 : tensor<f32>) {
+    ^bb0(%in: f32, %out: f32):
+      %42 = arith.divf %in, %20 : f32
+      %43 = arith.addf %42, %out : f32
+      linalg.yield %43 : f32
+    } -> tensor<f32>
+    %24 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%expanded : tensor<8x1xf32>) outs(%11 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %42 = math.absf %in : f32
+      %43 = arith.cmpf oeq, %42, %cst_0 : f32
+      %44 = arith.select %43, %cst_1, %in : f32
+      linalg.yield %44 : f32
+    } -> tensor<8x1xf32>
+    %25 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%3, %24 : tensor<8x10xf32>, tensor<8x1xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %in_4: f32, %out: f32):
+      %42 = arith.subf %in, %in_4 : f32
+      linalg.yield %42 : f32
+    } -> tensor<8x10xf32>
+    %26 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%25 : tensor<8x10xf32>) outs(%0 : tensor<8x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %42 = math.exp %in : f32
+      linalg.yield %42 : f32
+    } -> tensor<8x10xf32>
+    %27 = linalg.fill ins(%cst_1 : f32) outs(%6 : tensor<8xf32>) -> tensor<8xf32>
+    %28 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%26 : tensor<8x10xf32>) outs(%27 : tensor<8xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %42 = arith.addf %in, %out : f32
+      linalg.yield %42 : f32
+    } -> tensor<8xf32>
+    %29 = linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel"]} ins(%28 : tensor<8xf32>) outs(%6 : tensor<8xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %42 = math.log %in : f32
+      linalg.yield %42 : f32
+    } -> tensor<8xf32>
+    %collapsed = tensor.collapse_shape %24 [[0, 1]] : tensor<8x1xf32> into tensor<8xf32>
+    %30 = linalg.generic {indexing_maps = [#map3, #map3, #map3], iterator_types = ["parallel"]} ins(%29, %collapsed : tensor<8xf32>, tensor<8xf32>) outs(%6 : tensor<8xf32>) {
+    ^bb0(%in: f32, %in_4: f32, %out: f32):
+      %42 = arith.addf %in, %in_4 : f32
+      linalg.yield %42 : f32
+    } -> tensor<8xf32>
+    %31 = linalg.generic {indexing_maps = [#map3, #map3, #map3], iterator_types = ["parallel"]} ins(%30, %30 : tensor<8xf32>, tensor<8xf32>) outs(%6 : tensor<8xf32>) {
+    ^bb0(%in: f32, %in_4: f32, %out: f32):
+      %42 = arith.mulf %in, %in_4 : f32
+      linalg.yield %42 : f32
+    } -> tensor<8xf32>
+    %32 = tensor.empty() : tensor<8xi1>
+    %33 = linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel"]} ins(%arg1 : tensor<8xi64>) outs(%32 : tensor<8xi1>) {
+    ^bb0(%in: i64, %out: i1):
+      %42 = arith.cmpi ne, %in, %c-100_i64 : i64
+      linalg.yield %42 : i1
+    } -> tensor<8xi1>
+    %34 = linalg.generic {indexing_maps = [#map3, #map3, #map3], iterator_types = ["parallel"]} ins(%33, %31 : tensor<8xi1>, tensor<8xf32>) outs(%6 : tensor<8xf32>) {
+    ^bb0(%in: i1, %in_4: f32, %out: f32):
+      %42 = arith.select %in, %in_4, %cst_1 : f32
+      linalg.yield %42 : f32
+    } -> tensor<8xf32>
+    %35 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["reduction"]} ins(%34 : tensor<8xf32>) outs(%22 : tensor<f32>) {
+    ^bb0(%in: f32, %out: f32):
+      %42 = arith.addf %in, %out : f32
+      linalg.yield %42 : f32
+    } -> tensor<f32>
+    %36 = tensor.empty() : tensor<i64>
+    %37 = linalg.fill ins(%c0_i64 : i64) outs(%36 : tensor<i64>) -> tensor<i64>
+    %38 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["reduction"]} ins(%33 : tensor<8xi1>) outs(%37 : tensor<i64>) {
+    ^bb0(%in: i1, %out: i64):
+      %42 = arith.extui %in : i1 to i64
+      %43 = arith.addi %42, %out : i64
+      linalg.yield %43 : i64
+    } -> tensor<i64>
+    %39 = linalg.generic {indexing_maps = [#map5, #map5, #map5], iterator_types = []} ins(%35, %38 : tensor<f32>, tensor<i64>) outs(%21 : tensor<f32>) {
+    ^bb0(%in: f32, %in_4: i64, %out: f32):
+      %42 = arith.sitofp %in_4 : i64 to f32
+      %43 = arith.divf %in, %42 : f32
+      linalg.yield %43 : f32
+    } -> tensor<f32>
+    %40 = linalg.generic {indexing_maps = [#map5, #map5], iterator_types = []} ins(%39 : tensor<f32>) outs(%21 : tensor<f32>) {
+    ^bb0(%in: f32, %out: f32):
+      %42 = arith.mulf %in, %cst : f32
+      linalg.yield %42 : f32
+    } -> tensor<f32>
+    %41 = linalg.generic {indexing_maps = [#map5, #map5, #map5], iterator_types = []} ins(%23, %40 : tensor<f32>, tensor<f32>) outs(%21 : tensor<f32>) {
+    ^bb0(%in: f32, %in_4: f32, %out: f32):
+      %42 = arith.addf %in, %in_4 : f32
+      linalg.yield %42 : f32
+    } -> tensor<f32>
+    return %41 : tensor<f32>
+  }
+
   // @optax_integer_labels_mean [recognize]: optax.softmax_cross_entropy_with_integer_labels(x, t),
   //       .mean() == F.cross_entropy(x, t, reduction='mean') over class dim 1 (no ignore_index in
   //       the source: every target counts)
