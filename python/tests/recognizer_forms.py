@@ -800,6 +800,8 @@ class Spec:
     lowering: List[str] = field(default_factory=list)
     reason: Optional[str] = None
     softcap: Optional[float] = None   # the chain caps the logits: softcap * tanh(x / softcap)
+    label_smoothing: Optional[float] = None  # (1 - eps) * nll + eps / C * smooth
+    z_loss_scale: Optional[float] = None     # + z * lse ** 2 on kept elements
     check: str = "reference"       # reference | differs | runs
 
     def row(self) -> dict:
@@ -813,7 +815,8 @@ class Spec:
             return []
         base = {"reduction": self.reduction, "ignore_index": self.ignore_index,
                 "weighted": self.weighted, "axis": self.axis, "target": self.target,
-                "softcap": self.softcap}
+                "softcap": self.softcap, "label_smoothing": self.label_smoothing,
+                "z_loss_scale": self.z_loss_scale}
         ops = []
         if self.kind in ("forward", "joint"):
             ops.append({"op": "xent.cross_entropy", **base})
@@ -1024,11 +1027,10 @@ def torch_backward_saved(file: str, name: str, *, dims: Dims, et: str, reduction
                 source=TORCH_SRC, variant="saved log-probabilities and total_weight as arguments",
                 reduction=reduction, ignore_index=ignore, axis=1, logits_dtype=et,
                 compute_dtype=et, check="runs",
-                reason=("no logits: the chain starts from the saved log-probabilities and an "
-                        "externally computed total_weight (raising it needs cross-function "
-                        "information; note log_softmax(logp) == logp, so "
-                        "cross_entropy_grad(g, logp, t) would be exact if total_weight is the "
-                        "kept count)"))
+                reason=("no logits: the chain starts from the saved log-probabilities, which "
+                        "nothing in the function proves normalized, and divides by an externally "
+                        "computed total_weight, which the op's region cannot read (even with "
+                        "assume-normalized-log-probs; see saved_logp.mlir for the forms it raises)"))
     return fn, spec
 
 
@@ -1982,6 +1984,7 @@ def corpus() -> List[Tuple[Fn, Spec]]:
     nm.reason = ("tanh(x / 30) * 20 is not a softcap (the scale differs from the divisor): the "
                  "logits the loss sees are not capped at +-30")
     items.append((nm_fn, nm))
+    items += _terms().corpus()
     items += near_misses("near_misses.mlir")
     return items
 
@@ -2232,6 +2235,10 @@ def make_inputs(entry: Entry, rng: np.random.Generator, sizes: Optional[dict] = 
             out.append(floats(shape, dt, lambda s: q))
         elif role == "weight":
             out.append(floats(shape, dt, lambda s: rng.uniform(0.25, 2.0, s)))
+        elif role == "total_weight" and entry.form == "saved_logp":
+            # What the forward saved: the kept count (no class weights).
+            kept = float(np.sum(out[entry.args.index(entry.arg("target"))] != entry.ignore_index))
+            out.append(floats(shape, dt, lambda s: np.full(s, kept)))
         elif role in ("grad_output", "total_weight"):
             out.append(floats(shape, dt, lambda s: rng.uniform(0.5, 2.0, s)))
         else:
@@ -2250,13 +2257,15 @@ def expected_outputs(entry: Entry, inputs: Sequence[object]) -> List[np.ndarray]
     """float64 reference values of the function's results (forward loss / gradient)."""
     from xent.testing import reference
     r = {a["role"]: v for a, v in zip(entry.args, inputs)}
-    x = to_float64(r["logits"])
+    x = to_float64(r["logits"] if "logits" in r else r["logp"])
     t = r["target"]
     t = to_float64(t) if entry.target == "probabilities" else np.asarray(t)
     w = to_float64(r["weight"]) if "weight" in r else None
     ig = entry.ignore_index if entry.ignore_index is not None else -100
     kw = dict(weight=w, ignore_index=ig, reduction=entry.reduction, axis=entry.axis,
-              softcap=entry.row.get("softcap"))
+              softcap=entry.row.get("softcap"),
+              label_smoothing=entry.row.get("label_smoothing") or 0.0,
+              z_loss_scale=entry.row.get("z_loss_scale") or 0.0)
     outs = []
     for res in entry.results:
         if res["role"] == "loss":
@@ -2278,6 +2287,20 @@ def tolerance(entry: Entry) -> Tuple[float, float]:
 
 def result_specs(entry: Entry) -> List[str]:
     return [r["type"] for r in entry.results]
+
+
+def _terms():
+    """recognizer_forms_terms (label smoothing, z-loss, saved log-probabilities), its files added
+    to FILES; imported late: it builds on the helpers of this module."""
+    import recognizer_forms_terms
+    FILES.update(recognizer_forms_terms.FILES)
+    return recognizer_forms_terms
+
+
+def recognize_pass(file: str) -> str:
+    """The xent-recognize invocation the tests run on ``file`` (with the options its header states)."""
+    _terms()
+    return FILES[file].get("recognize", "xent-recognize")
 
 
 def main(argv=None) -> int:

@@ -5,13 +5,16 @@ Recognize/Inputs, described by forms.json) is compiled three ways with xent-opt:
 
 * plain: the file's own lowering (TOSA -> linalg, the linalg.softmax
   decomposition) and the CPU lowering, as the frontend IR stands;
-* recognized: ``xent-recognize``, then the fallback (``xent-inline-decomposition``,
+* recognized: ``xent-recognize`` (with the options the file's header states:
+  ``assume-normalized-log-probs`` for the backward on saved log-probabilities),
+  then the fallback (``xent-inline-decomposition``,
   the file's lowering, ``xent-cpu-pipeline``): the region the pass built is
   what runs, and must give exactly the plain numbers;
 * canonical: ``xent-recognize``, then every decomposition region is dropped so
   that ``xent-cpu-pipeline`` materializes the op's own canonical
   decomposition: the numbers then come from the op's attributes (reduction,
-  ignore_index, axis, weight, probability targets) alone and must match the
+  ignore_index, axis, weight, probability targets, softcap, label_smoothing,
+  z_loss_scale) alone and must match the
   float64 reference of PyTorch's semantics.
 
 Inputs are random, with about 30 % ignored targets. The text after
@@ -103,7 +106,7 @@ _RECOGNIZED = {}
 
 def recognized_text(name):
     if name not in _RECOGNIZED:
-        _RECOGNIZED[name] = run_xent_opt(read(name), "--xent-recognize")
+        _RECOGNIZED[name] = run_xent_opt(read(name), *pipeline(forms.recognize_pass(name)))
     return _RECOGNIZED[name]
 
 
@@ -118,7 +121,8 @@ def library(name, variant, cache_dir):
             text, args = read(name), pipeline(low, CPU_LOWERING_PASSES)
         elif variant == "recognized":
             text = read(name)
-            args = pipeline("xent-recognize", "xent-inline-decomposition", low, "xent-cpu-pipeline")
+            args = pipeline(forms.recognize_pass(name), "xent-inline-decomposition", low,
+                            "xent-cpu-pipeline")
         else:
             text = strip_regions(recognized_text(name))
             args = pipeline(low, "xent-cpu-pipeline")
@@ -153,6 +157,12 @@ def test_raised_or_left_alone(entry):
     assert (" weight %" in body) == entry.weighted, entry.id
     cap = entry.row.get("softcap")
     assert re.findall(r"softcap = ([^ ]+) : f32", body) == ([f"{cap:e}"] * len(kinds) if cap else []), entry.id
+    # label_smoothing and z_loss_scale: the f32 nearest to the chain's constant
+    for attr, kinds_with in (("label_smoothing", kinds), ("z_loss_scale", ["cross_entropy"])):
+        want = entry.row.get(attr)
+        got = [float(np.float32(v)) for v in re.findall(attr + r" = ([^ ,}]+) : f32", body)]
+        assert got == ([float(np.float32(want))] * len([k for k in kinds if k in kinds_with])
+                       if want else []), (entry.id, attr, got)
 
 
 # --------------------------------------------------------------------------- the numbers

@@ -807,3 +807,123 @@
 // BWD-NEXT: linalg.yield %{{.*}} : f32
 // BWD-NEXT: } -> tensor<8x10xf32>
 // BWD-NEXT: return %[[DX]] : tensor<8x10xf32>
+
+// Label smoothing, z-loss / optax (forms 8 and 9): per function the
+// log-softmax's max, exp and log and the returned types, no xent op left
+// (python/tests/test_recognize.py checks the numbers are bitwise the same).
+// RUN: xent-opt %S/Inputs/label_smoothing.mlir --canonicalize --cse \
+// RUN:   | FileCheck %s --check-prefix=SMOOTH --implicit-check-not=xent.
+// RUN: xent-opt %S/Inputs/label_smoothing.mlir --xent-recognize --xent-inline-decomposition --canonicalize --cse \
+// RUN:   | FileCheck %s --check-prefix=SMOOTH --implicit-check-not=xent.
+// RUN: xent-opt %S/Inputs/z_loss.mlir --canonicalize --cse \
+// RUN:   | FileCheck %s --check-prefix=ZLOSS --implicit-check-not=xent.
+// RUN: xent-opt %S/Inputs/z_loss.mlir --xent-recognize --xent-inline-decomposition --canonicalize --cse \
+// RUN:   | FileCheck %s --check-prefix=ZLOSS --implicit-check-not=xent.
+
+// SMOOTH-LABEL: func.func @torch_smoothing_mean(
+// SMOOTH:      arith.maximumf
+// SMOOTH:      math.exp
+// SMOOTH:      math.log
+// SMOOTH:      return %{{.*}} : tensor<f32>
+
+// SMOOTH-LABEL: func.func @torch_fx_smoothing_mean_dynamic(
+// SMOOTH:      arith.maximumf
+// SMOOTH:      math.exp
+// SMOOTH:      math.log
+// SMOOTH:      return %{{.*}} : tensor<f32>
+
+// SMOOTH-LABEL: func.func @torch_smoothing_sum_dynamic(
+// SMOOTH:      arith.maximumf
+// SMOOTH:      math.exp
+// SMOOTH:      math.log
+// SMOOTH:      return %{{.*}} : tensor<f32>
+
+// SMOOTH-LABEL: func.func @torch_smoothing_none(
+// SMOOTH:      arith.maximumf
+// SMOOTH:      math.exp
+// SMOOTH:      math.log
+// SMOOTH:      return %{{.*}} : tensor<6xf32>
+
+// SMOOTH-LABEL: func.func @torch_smoothing_weighted_mean(
+// SMOOTH:      arith.maximumf
+// SMOOTH:      math.exp
+// SMOOTH:      math.log
+// SMOOTH:      return %{{.*}} : tensor<f32>
+
+// SMOOTH-LABEL: func.func @torch_smoothing_joint_mean_seed(
+// SMOOTH:      arith.maximumf
+// SMOOTH:      math.exp
+// SMOOTH:      math.log
+// SMOOTH:      return %{{.*}}, %{{.*}} : tensor<f32>, tensor<8x10xf32>
+
+// SMOOTH-LABEL: func.func @torch_smoothing_joint_weighted_sum(
+// SMOOTH:      arith.maximumf
+// SMOOTH:      math.exp
+// SMOOTH:      math.log
+// SMOOTH:      return %{{.*}}, %{{.*}} : tensor<f32>, tensor<8x10xf32>
+
+// SMOOTH-LABEL: func.func @torch_nm_smoothing_scale(
+// SMOOTH:      arith.maximumf
+// SMOOTH:      math.exp
+// SMOOTH:      math.log
+// SMOOTH:      return %{{.*}} : tensor<f32>
+
+// ZLOSS-LABEL: func.func @torch_zloss_mean(
+// ZLOSS:      arith.maximumf
+// ZLOSS:      math.exp
+// ZLOSS:      math.log
+// ZLOSS:      return %{{.*}} : tensor<f32>
+
+// ZLOSS-LABEL: func.func @torch_zloss_weighted_mean(
+// ZLOSS:      arith.maximumf
+// ZLOSS:      math.exp
+// ZLOSS:      math.log
+// ZLOSS:      return %{{.*}} : tensor<f32>
+
+// ZLOSS-LABEL: func.func @torch_zloss_sum(
+// ZLOSS:      arith.maximumf
+// ZLOSS:      math.exp
+// ZLOSS:      math.log
+// ZLOSS:      return %{{.*}} : tensor<f32>
+
+// ZLOSS-LABEL: func.func @torch_zloss_none(
+// ZLOSS:      arith.maximumf
+// ZLOSS:      math.exp
+// ZLOSS:      math.log
+// ZLOSS:      return %{{.*}} : tensor<6xf32>
+
+// ZLOSS-LABEL: func.func @torch_zloss_softcap_mean(
+// ZLOSS:      arith.maximumf
+// ZLOSS:      math.exp
+// ZLOSS:      math.log
+// ZLOSS:      return %{{.*}} : tensor<f32>
+
+// ZLOSS-LABEL: func.func @optax_integer_labels_mean(
+// ZLOSS:      arith.maximumf
+// ZLOSS:      math.exp
+// ZLOSS:      math.log
+// ZLOSS:      return %{{.*}} : tensor<f32>
+
+// ZLOSS-LABEL: func.func @optax_zloss_mean(
+// ZLOSS:      arith.maximumf
+// ZLOSS:      math.exp
+// ZLOSS:      math.log
+// ZLOSS:      return %{{.*}} : tensor<f32>
+
+// ZLOSS-LABEL: func.func @optax_zloss_sum_dynamic(
+// ZLOSS:      arith.maximumf
+// ZLOSS:      math.exp
+// ZLOSS:      math.log
+// ZLOSS:      return %{{.*}} : tensor<f32>
+
+// ZLOSS-LABEL: func.func @torch_nm_zloss_other_lse(
+// ZLOSS:      arith.maximumf
+// ZLOSS:      math.exp
+// ZLOSS:      math.log
+// ZLOSS:      return %{{.*}} : tensor<f32>
+
+// ZLOSS-LABEL: func.func @torch_nm_zloss_unmasked(
+// ZLOSS:      arith.maximumf
+// ZLOSS:      math.exp
+// ZLOSS:      math.log
+// ZLOSS:      return %{{.*}} : tensor<f32>

@@ -7,7 +7,8 @@
 // own copy of the shared log-softmax). loss.backward() seeds grad_output
 // with a constant 1.0, which becomes the op's grad_output operand. The
 // backward that reads saved log-probabilities and a total_weight argument
-// is no function of the logits and is left alone.
+// is no function of the logits and is left alone (saved-logp.mlir: what
+// assume-normalized-log-probs raises).
 
 // CHECK-LABEL: func.func @torch_bwd_mean(
 // CHECK-SAME: %[[A0:[a-z0-9_]+]]: tensor<f32>, %[[A1:[a-z0-9_]+]]: tensor<8x10xf32>, %[[A2:[a-z0-9_]+]]: tensor<8xi64>)

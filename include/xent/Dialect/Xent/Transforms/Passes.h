@@ -26,8 +26,11 @@ namespace mlir::xent {
 /// What xent-recognize does, on the ops nested in `root`: raises the
 /// log_softmax + nll_loss chains (and their backward) to xent ops, the
 /// outermost value of a chain first; with `reportFailures`, a returned value
-/// that is not raised gets a remark saying why.
-void recognizeCrossEntropy(Operation *root, bool reportFailures = false);
+/// that is not raised gets a remark saying why; with
+/// `assumeNormalizedLogProbs`, a backward on log-probabilities that nothing
+/// in the IR computes is raised assuming they are normalized.
+void recognizeCrossEntropy(Operation *root, bool reportFailures = false,
+                           bool assumeNormalizedLogProbs = false);
 
 /// What xent-fuse-forward-backward does, on the ops nested in `root`.
 void fuseForwardBackward(Operation *root);

@@ -120,8 +120,13 @@ def XentRecognize : Pass<"xent-recognize"> {
     `grad_output`. `ignore_index` is the value the chain masks; a chain that
     masks nothing gets the lowest i64, which no class index equals. Logits
     capped as `c * tanh(x / c)` (Gemma's softcap) give the uncapped x and
-    `softcap = c`; a total that keeps unit dimensions (TOSA's `1xf32`) is
-    computed as the 0-d op result and expanded back. Values
+    `softcap = c`; PyTorch's label smoothing `(1 - ε) · nll + ε / C ·
+    smooth` gives `label_smoothing = ε`, a z-loss `z · lse²` added per kept
+    element (lse from a separate logsumexp) `z_loss_scale = z`; a total that
+    keeps unit dimensions (TOSA's `1xf32`) is computed as the 0-d op result
+    and expanded back. A log-softmax backward on log-probabilities the IR
+    does not compute (a saved tensor) is left with a remark, unless
+    `assume-normalized-log-probs` states that they are normalized. Values
     the chain computes on the way (the log-probabilities...) keep their other
     users. Chains that only look similar (a softmax, a log-softmax without a
     pick, an unshifted exp, a pick from the raw logits, a mean by the wrong
@@ -151,6 +156,12 @@ def XentRecognize : Pass<"xent-recognize"> {
     Option<"reportFailures", "report-failures", "bool", /*default=*/"false",
            "Emit a remark on each returned value that is not raised, with "
            "the reason">,
+    Option<"assumeNormalizedLogProbs", "assume-normalized-log-probs", "bool",
+           /*default=*/"false",
+           "Raise a log-softmax backward whose log-probabilities nothing in "
+           "the IR computes (a saved tensor, a function argument) as "
+           "cross_entropy_grad of them, assuming they are normalized (their "
+           "log-sum-exp over the class axis is 0)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

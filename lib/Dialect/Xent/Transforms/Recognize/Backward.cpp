@@ -22,6 +22,9 @@ struct SoftmaxTerm {
   LogSoftmax logSoftmax;
   Node *sum; // Σ_c g
   double coeff;
+  /// The exp reads a tensor nothing in the IR computes (saved
+  /// log-probabilities): `logSoftmax.input` is that tensor.
+  bool saved = false;
 };
 } // namespace
 
@@ -47,11 +50,22 @@ static Match<SoftmaxTerm> matchSoftmaxTerm(ViewAnalysis &va, Node *node,
   if (!m.den.empty())
     logits = va.makeElementwise(
         ElementwiseKind::Sub, logits->type,
-        {logits, va.makeElementwise(ElementwiseKind::Log, m.den[0]->type, {m.den[0]})});
-  Match<LogSoftmax> ls = matchLogSoftmax(va, logits);
-  if (!ls)
-    return M::failure("the exp is not of a log-softmax: " + ls.getReason());
+        {logits,
+         va.makeElementwise(ElementwiseKind::Log, m.den[0]->type, {m.den[0]})});
   SmallVector<Axis, 4> axes = canonicalAxes(va, sum->axes);
+  Match<LogSoftmax> ls = matchLogSoftmax(va, logits);
+  if (!ls) {
+    // exp(logp) of a tensor the IR does not compute: the saved
+    // log-probabilities of aot_autograd's backward graph.
+    Node *saved = stripFloatCasts(logits);
+    if (m.den.empty() && saved->kind == NodeKind::Leaf && saved->origin &&
+        isa<RankedTensorType>(saved->origin.getType()) && axes.size() == 1 &&
+        va.dependsOn(saved, axes[0])) {
+      LogSoftmax probs{saved, axes[0], LogSumExp{saved, axes[0], nullptr}};
+      return SoftmaxTerm{probs, sum, coeff * m.coeff, /*saved=*/true};
+    }
+    return M::failure("the exp is not of a log-softmax: " + ls.getReason());
+  }
   if (axes.size() != 1 || !va.same(axes[0], ls->axis))
     return M::failure("the sum does not run along the class axis");
   return SoftmaxTerm{*ls, sum, coeff * m.coeff};
@@ -81,21 +95,25 @@ static bool sameMonomial(ViewAnalysis &va, const Monomial &a,
   };
   SmallVector<Node *, 2> am, bm;
   for (const Mask &m : a.masks)
-    am.push_back(m.keptWhen ? m.predicate
-                            : va.makeElementwise(ElementwiseKind::Not, m.predicate->type,
-                                                 {m.predicate}));
+    am.push_back(m.keptWhen
+                     ? m.predicate
+                     : va.makeElementwise(ElementwiseKind::Not,
+                                          m.predicate->type, {m.predicate}));
   for (const Mask &m : b.masks)
-    bm.push_back(m.keptWhen ? m.predicate
-                            : va.makeElementwise(ElementwiseKind::Not, m.predicate->type,
-                                                 {m.predicate}));
+    bm.push_back(m.keptWhen
+                     ? m.predicate
+                     : va.makeElementwise(ElementwiseKind::Not,
+                                          m.predicate->type, {m.predicate}));
   return sameSet(a.num, b.num) && sameSet(a.den, b.den) && sameSet(am, bm);
 }
 
 namespace {
 struct LogSoftmaxBackward {
   LogSoftmax logSoftmax;
-  /// The incoming gradient g of `g - exp(logp) · Σ_c g`, as a monomial.
-  Monomial g;
+  /// The incoming gradient g of `g - exp(logp) · Σ_c g`, as a sum of
+  /// monomials (the nll backward, and the smoothing term's backward).
+  SmallVector<Monomial, 2> g;
+  bool saved = false;
 };
 
 struct NllBackward {
@@ -111,32 +129,62 @@ static Match<LogSoftmaxBackward> matchLogSoftmaxBackward(ViewAnalysis &va,
                                                          Node *root) {
   using M = Match<LogSoftmaxBackward>;
   LinearForm form = flattenLinear(va, root);
-  if (form.constant != 0 || form.terms.size() != 2)
+  if (form.constant != 0 || form.terms.size() < 2 || form.terms.size() > 3)
     return M::failure("not of the form g - softmax · Σ g");
   std::optional<SoftmaxTerm> softmax;
-  const LinearTerm *gTerm = nullptr;
+  SmallVector<LinearTerm, 2> gTerms;
   std::string reason;
-  for (auto [i, t] : llvm::enumerate(form.terms)) {
+  for (const LinearTerm &t : form.terms) {
     Match<SoftmaxTerm> s = matchSoftmaxTerm(va, t.node, t.coeff);
     if (!s) {
       reason = s.getReason();
+      gTerms.push_back(t);
       continue;
     }
     if (softmax)
       return M::failure("two softmax terms");
     softmax = *s;
-    gTerm = &form.terms[1 - i];
   }
   if (!softmax)
     return M::failure(reason);
-  Monomial g = factorize(va, gTerm->node);
-  g.coeff *= gTerm->coeff;
-  Monomial summed = factorize(va, softmax->sum->operands[0]);
-  summed.coeff *= -softmax->coeff;
-  if (!sameMonomial(va, g, summed))
+  auto mismatch = [] {
     return M::nearMiss("the softmax is not scaled by the sum of the same "
                        "gradient (g - softmax · Σ_c g)");
-  return LogSoftmaxBackward{softmax->logSoftmax, g};
+  };
+  LogSoftmaxBackward backward{softmax->logSoftmax, {}, softmax->saved};
+  if (gTerms.size() == 1) {
+    Monomial g = factorize(va, gTerms[0].node);
+    g.coeff *= gTerms[0].coeff;
+    Monomial summed = factorize(va, softmax->sum->operands[0]);
+    summed.coeff *= -softmax->coeff;
+    if (!sameMonomial(va, g, summed))
+      return mismatch();
+    backward.g.push_back(g);
+    return backward;
+  }
+  // g = g1 + g2 (the nll's and the smoothing term's backward): Σ_c g is the
+  // sum of the same terms.
+  LinearForm summed = flattenLinear(va, softmax->sum->operands[0]);
+  if (summed.constant != 0 || summed.terms.size() != gTerms.size())
+    return mismatch();
+  Equivalence eq(va);
+  SmallVector<bool, 2> used(summed.terms.size(), false);
+  for (const LinearTerm &t : gTerms) {
+    bool found = false;
+    for (auto [j, u] : llvm::enumerate(summed.terms)) {
+      if (used[j] || !approxEqual(t.coeff, -softmax->coeff * u.coeff) ||
+          !eq.equal(t.node, u.node))
+        continue;
+      used[j] = found = true;
+      break;
+    }
+    if (!found)
+      return mismatch();
+    Monomial g = factorize(va, t.node);
+    g.coeff *= t.coeff;
+    backward.g.push_back(g);
+  }
+  return backward;
 }
 
 /// Matches the nll backward
@@ -224,8 +272,75 @@ static Match<SoftcapBackward> matchSoftcapBackward(ViewAnalysis &va,
   return M::failure("not a product of a gradient and a tanh slope");
 }
 
-Match<RaisedOp> mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va,
-                                                           Value root) {
+/// Matches the backward of the label smoothing term beside the nll
+/// backward `g`: `-grad_output · (ε / C) / total · kept` broadcast along the
+/// class axis (times w_c with class weights), masked, scaled and divided
+/// like `g`.
+static Match<bool> matchSmoothingBackward(ViewAnalysis &va, const Monomial &s,
+                                          const NllBackward &nll,
+                                          const Monomial &g,
+                                          const Operands &ops) {
+  using M = Match<bool>;
+  Equivalence eq(va);
+  Axis c = nll.pieces.logSoftmax.axis;
+  SmallVector<Mask, 2> masks = splitMasks(s.masks);
+  for (const Mask &mask : masks) {
+    Match<IgnoreMask> ignore = matchIgnoreMask(va, mask);
+    if (!ignore)
+      return M::failure("the smoothing term's backward has a mask that is "
+                        "not an ignore mask: " +
+                        ignore.getReason());
+    if (!ops.ignoreIndex || ignore->ignoreIndex != *ops.ignoreIndex ||
+        !eq.equal(stripIndexCasts(ignore->target), ops.targetNode))
+      return M::failure("the smoothing term's backward ignores other "
+                        "elements than the nll's");
+  }
+  if (ops.ignoreIndex && masks.empty())
+    return M::failure("the smoothing term's backward is not masked like the "
+                      "nll's");
+  bool sawWeight = false, sawGrad = false;
+  for (Node *f : s.num) {
+    Match<ClassWeight> w = matchClassWeight(va, f);
+    if (w && !w->index && ops.weight && w->weight->origin == ops.weight &&
+        !sawWeight && va.dependsOn(f, c)) {
+      sawWeight = true;
+      continue;
+    }
+    if (nll.gradOutput && !sawGrad &&
+        eq.equal(stripWidening(f), nll.gradOutput)) {
+      sawGrad = true;
+      continue;
+    }
+    return M::failure("unexpected factor in the smoothing term's backward");
+  }
+  if (ops.weight && !sawWeight)
+    return M::failure("the smoothing term's backward is not weighted by the "
+                      "class weights");
+  if (nll.gradOutput && !sawGrad)
+    return M::failure("the smoothing term's backward is not scaled by "
+                      "grad_output");
+  if (g.den.empty() != s.den.empty() || s.den.size() > 1)
+    return M::failure("the smoothing term's backward is divided otherwise "
+                      "than the nll's");
+  if (!s.den.empty()) {
+    Match<bool> total = matchTotalWeight(va, s.den[0], nll.pieces, ops);
+    if (!total)
+      return M::failure("the smoothing term's backward: " + total.getReason());
+  }
+  return true;
+}
+
+/// How the remark names the tensor a saved-tensor backward exponentiates.
+static std::string describeValue(Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return "argument #" + std::to_string(arg.getArgNumber());
+  return ("the result of '" + v.getDefiningOp()->getName().getStringRef() + "'")
+      .str();
+}
+
+Match<RaisedOp>
+mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root,
+                                             const MatchOptions &options) {
   using M = Match<RaisedOp>;
   Match<Root> start = matchRoot(va, root);
   if (!start)
@@ -241,10 +356,28 @@ Match<RaisedOp> mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va,
                                  : M::failure(backward);
   // From here on the value contains a log-softmax backward: every failure is
   // a near miss.
-  const Monomial &g = backward->g;
-  Match<NllBackward> nll = matchNllBackward(va, g, backward->logSoftmax);
+  // The nll backward, and beside it the smoothing term's backward.
+  std::optional<NllBackward> nll;
+  const Monomial *nllTerm = nullptr, *smoothing = nullptr;
+  std::string reason;
+  for (const Monomial &term : backward->g) {
+    Match<NllBackward> m = matchNllBackward(va, term, backward->logSoftmax);
+    if (!m) {
+      if (reason.empty())
+        reason = m.getReason();
+      smoothing = &term;
+      continue;
+    }
+    if (nll)
+      return M::nearMiss("two nll backward terms");
+    nll = *m;
+    nllTerm = &term;
+  }
   if (!nll)
-    return M::nearMiss(nll.getReason());
+    return M::nearMiss(reason);
+  if (backward->g.size() == 1)
+    smoothing = nullptr;
+  const Monomial &g = *nllTerm;
   const Pieces &p = nll->pieces;
   Node *gradOutput = nll->gradOutput;
 
@@ -252,6 +385,17 @@ Match<RaisedOp> mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va,
   if (!ops)
     return M::nearMiss(ops.getReason());
   RaisedOp raised = ops->toRaisedOp();
+  // A complete chain on saved log-probabilities: raised only when the
+  // option states that they are normalized.
+  auto finish = [&](const RaisedOp &op) -> Match<RaisedOp> {
+    if (!backward->saved || options.assumeNormalizedLogProbs)
+      return op;
+    return M::notice(
+        "the log-softmax backward exponentiates " + describeValue(ops->logits) +
+        ", which nothing in the function proves to be normalized "
+        "log-probabilities (the gradient is cross_entropy_grad of them only "
+        "if their log-sum-exp is 0); assume-normalized-log-probs raises it");
+  };
   if (ops->softcap || slope) {
     // The op's gradient is with respect to the uncapped logits: the chain
     // must apply the chain rule through the same tanh.
@@ -266,10 +410,31 @@ Match<RaisedOp> mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va,
   if (rootType != ops->logits.getType())
     return M::nearMiss("the gradient's type differs from the logits' type");
 
+  // The smoothing term's backward is -(ε / C) · s, the nll's -(1 - ε) · s
+  // for the seed s.
+  double smoothingCoeff = 0;
+  if (smoothing) {
+    Match<bool> ok = matchSmoothingBackward(va, *smoothing, *nll, g, *ops);
+    if (!ok)
+      return M::nearMiss(ok.getReason());
+    int64_t numClasses =
+        cast<RankedTensorType>(ops->logits.getType()).getDimSize(ops->classDim);
+    if (ShapedType::isDynamic(numClasses))
+      return M::nearMiss("label smoothing with a dynamic class count (ε / C "
+                         "is not a constant)");
+    smoothingCoeff = smoothing->coeff * numClasses;
+    raised.labelSmoothing =
+        roundToDecimal(smoothingCoeff / (g.coeff + smoothingCoeff));
+    if (!(raised.labelSmoothing > 0) || raised.labelSmoothing > 1)
+      return M::nearMiss("the smoothing term's backward is scaled by " +
+                         formatNumber(smoothing->coeff) +
+                         ", which is no label smoothing in (0, 1]");
+  }
+
   // Without a grad_output factor the chain is the gradient of the loss
   // itself (loss.backward() seeds it with a constant): the op gets that
   // constant as grad_output.
-  double seed = -g.coeff;
+  double seed = -(g.coeff + smoothingCoeff);
   if (!gradOutput) {
     raised.constantGradOutput = seed;
   } else {
@@ -288,7 +453,7 @@ Match<RaisedOp> mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va,
       return M::nearMiss("a reduced grad_output that is not a 0-d tensor");
     if (g.den.empty()) {
       raised.reduction = xent::Reduction::sum;
-      return raised;
+      return finish(raised);
     }
     if (g.den.size() != 1)
       return M::nearMiss("the nll backward is divided by several values");
@@ -296,12 +461,12 @@ Match<RaisedOp> mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va,
     if (!total)
       return M::nearMiss(total.getReason());
     raised.reduction = xent::Reduction::mean;
-    return raised;
+    return finish(raised);
   }
   if (!g.den.empty())
     return M::nearMiss("a per-element grad_output is divided by a value");
   if (!alignsWithLogits(va, *ops, va.get(raised.gradOutput).dims))
     return M::nearMiss("grad_output is not shaped like the per-element loss");
   raised.reduction = xent::Reduction::none;
-  return raised;
+  return finish(raised);
 }

@@ -170,6 +170,12 @@ Match<TargetPick> recognize::matchTargetPick(ViewAnalysis &va, Node *node) {
                           "of the class axis");
       return TargetPick{*ls, index};
     }
+    if (masks.empty() && others.empty()) {
+      // Σ_c logp_c: the label smoothing term.
+      TargetPick pick{*ls};
+      pick.everyClass = true;
+      return pick;
+    }
     if (!masks.empty() || others.empty() || others.size() > 2)
       return M::failure("the sum is not of a log-softmax times a one-hot or "
                         "probabilities");
@@ -190,9 +196,9 @@ Match<TargetPick> recognize::matchTargetPick(ViewAnalysis &va, Node *node) {
       return M::failure("the sum multiplies the log-softmax by something "
                         "other than a one-hot or probabilities");
     }
+    // Σ_c w_c · logp_c: the label smoothing term with class weights.
     if (!pick.probabilities)
-      return M::failure("the sum multiplies the log-softmax by class weights "
-                        "only");
+      pick.everyClass = true;
     return pick;
   }
   if (isOp(n, K::Add) || isOp(n, K::Sub) || isOp(n, K::Neg)) {
@@ -270,6 +276,28 @@ Match<ClassWeight> recognize::matchClassWeight(ViewAnalysis &va, Node *node) {
 static Match<Pieces> classifyLossFactors(ViewAnalysis &va, const Monomial &m) {
   using M = Match<Pieces>;
   Pieces p;
+  auto addMasks = [&]() -> Match<bool> {
+    for (const Mask &mask : splitMasks(m.masks)) {
+      Match<IgnoreMask> ignore = matchIgnoreMask(va, mask);
+      if (!ignore)
+        return Match<bool>::failure(ignore);
+      p.masks.push_back(*ignore);
+    }
+    return true;
+  };
+  // The z-loss: lse · lse, the square of one log-sum-exp.
+  if (m.num.size() == 2 && Equivalence(va).equal(m.num[0], m.num[1])) {
+    if (Match<LogSumExp> lse = matchLogSumExpValue(va, m.num[0])) {
+      if (!m.den.empty())
+        return M::failure("the squared log-sum-exp is divided by a value "
+                          "that depends on the element");
+      p.term = Pieces::Term::ZLoss;
+      p.logSoftmax = LogSoftmax{lse->input, lse->axis, *lse};
+      if (Match<bool> masks = addMasks(); !masks)
+        return M::failure(masks);
+      return p;
+    }
+  }
   std::optional<TargetPick> pick;
   std::string pickReason;
   SmallVector<Node *, 2> others;
@@ -301,13 +329,19 @@ static Match<Pieces> classifyLossFactors(ViewAnalysis &va, const Monomial &m) {
   if (!m.den.empty())
     return M::failure("the per-element loss is divided by a value that "
                       "depends on the element");
-  for (const Mask &mask : splitMasks(m.masks)) {
-    Match<IgnoreMask> ignore = matchIgnoreMask(va, mask);
-    if (!ignore)
-      return M::failure(ignore);
-    p.masks.push_back(*ignore);
-  }
+  if (Match<bool> masks = addMasks(); !masks)
+    return M::failure(masks);
   p.logSoftmax = pick->logSoftmax;
+  if (pick->everyClass) {
+    if (p.weight)
+      return M::failure("the sum over every class is multiplied by a weight "
+                        "read at the target");
+    p.term = Pieces::Term::Smoothing;
+    p.coeff = pick->coeff;
+    if (pick->classWeight)
+      p.weight = *matchClassWeight(va, pick->classWeight);
+    return p;
+  }
   p.index = pick->index;
   p.probabilities = pick->probabilities;
   p.coeff = pick->coeff;
@@ -373,34 +407,52 @@ static Match<Pieces> findSummedLoss(ViewAnalysis &va, const Monomial &top,
   return m;
 }
 
-/// Decides the reduction of a loss: `none` for a per-element value shaped
-/// like the logits without the class axis; `sum` for the sum over every
-/// element axis; `mean` for that sum divided by the kept count, the kept
-/// weight or, without a mask, the constant element count (also per element
-/// before the sum). `outer` holds the factors outside the sum, `coeff` the
-/// pick's own sign.
-static Match<Reduction> matchReduction(ViewAnalysis &va, bool reduced,
-                                       const Monomial &outer, double coeff,
-                                       ArrayRef<Axis> summed,
-                                       ArrayRef<Axis> rootDims,
-                                       RankedTensorType rootType,
-                                       const Pieces &p, const Operands &ops) {
-  using M = Match<Reduction>;
+Match<LossTerm> recognize::detail::matchLossTerm(ViewAnalysis &va, Node *node,
+                                                 double coeff, bool reduced) {
+  using M = Match<LossTerm>;
+  Monomial top = factorize(va, node);
+  top.coeff *= coeff;
+  LossTerm term;
+  term.reduced = reduced;
+  if (reduced) {
+    Match<Pieces> m = findSummedLoss(va, top, term.outer, term.summed);
+    if (!m)
+      return M::failure(m);
+    term.pieces = *m;
+    if (!term.outer.masks.empty())
+      return M::nearMiss("the total loss is masked");
+    return term;
+  }
+  Monomial body = top;
+  term.outer.coeff = body.coeff;
+  body.coeff = 1;
+  Match<Pieces> m = classifyLossFactors(va, body);
+  if (!m)
+    return M::failure(m);
+  term.pieces = *m;
+  return term;
+}
+
+Match<ReducedLoss> recognize::detail::matchReducedLoss(
+    ViewAnalysis &va, const LossTerm &term, ArrayRef<Axis> rootDims,
+    RankedTensorType rootType, const Operands &ops) {
+  using M = Match<ReducedLoss>;
+  const Monomial &outer = term.outer;
   if (!outer.num.empty())
     return M::failure("the loss is multiplied by a value that is not a "
                       "constant");
-  double scale = outer.coeff * coeff;
+  // The pick and the smoothing term are -logp; the z-loss is +lse².
+  double sign = term.pieces.term == Pieces::Term::ZLoss ? 1 : -1;
+  ReducedLoss r;
+  r.factor = sign * outer.coeff * term.pieces.coeff;
 
-  if (!reduced) {
+  if (!term.reduced) {
     if (!outer.den.empty())
       return M::failure("the per-element loss is divided by a value");
     if (!alignsWithLogits(va, ops, rootDims))
       return M::failure("the per-element loss is not shaped like the "
                         "logits without the class axis");
-    if (!approxEqual(scale, -1))
-      return M::failure("the loss is scaled by " + formatNumber(-scale) +
-                        ", not by 1");
-    return Reduction::none;
+    return r;
   }
 
   // TOSA keeps the rank through its reductions: a total of shape 1 or 1x1
@@ -408,13 +460,37 @@ static Match<Reduction> matchReduction(ViewAnalysis &va, bool reduced,
   if (!llvm::all_of(rootType.getShape(), [](int64_t d) { return d == 1; }))
     return M::failure("a reduced loss that is not a 0-d tensor or a tensor "
                       "of unit dimensions");
-  if (summed != ArrayRef<Axis>(ops.batchAxes))
+  if (term.summed != ArrayRef<Axis>(ops.batchAxes))
     return M::failure("the loss is not summed over every element axis");
   if (outer.den.empty()) {
-    if (approxEqual(scale, -1))
+    r.kind = ReducedLoss::Kind::Summed;
+    return r;
+  }
+  if (outer.den.size() != 1)
+    return M::failure("the loss is divided by several values");
+  r.kind = ReducedLoss::Kind::Divided;
+  r.divisor = outer.den[0];
+  return r;
+}
+
+Match<Reduction> recognize::detail::decideReduction(ViewAnalysis &va,
+                                                    const ReducedLoss &r,
+                                                    double scale,
+                                                    const Pieces &p,
+                                                    const Operands &ops) {
+  using M = Match<Reduction>;
+  double k = r.factor / scale;
+  switch (r.kind) {
+  case ReducedLoss::Kind::PerElement:
+    if (!approxEqual(k, 1))
+      return M::failure("the loss is scaled by " + formatNumber(k) +
+                        ", not by 1");
+    return Reduction::none;
+  case ReducedLoss::Kind::Summed:
+    if (approxEqual(k, 1))
       return Reduction::sum;
     if (ops.numElements && *ops.numElements > 0 &&
-        approxEqual(scale, -1.0 / *ops.numElements)) {
+        approxEqual(k, 1.0 / *ops.numElements)) {
       if (ops.ignoreIndex)
         return M::failure("the mean divides by the element count, not by "
                           "the count of kept targets");
@@ -423,69 +499,20 @@ static Match<Reduction> matchReduction(ViewAnalysis &va, bool reduced,
                           "not by the sum of the kept weights");
       return Reduction::mean;
     }
-    return M::failure("the loss is scaled by " + formatNumber(-scale) +
+    return M::failure("the loss is scaled by " + formatNumber(k) +
                       ", which is neither 1 (sum) nor one over the element "
                       "count (mean)");
+  case ReducedLoss::Kind::Divided: {
+    if (!approxEqual(k, 1))
+      return M::failure("the mean is scaled by " + formatNumber(k));
+    if (p.probabilities)
+      return M::failure("a mean of probability-target losses divides by "
+                        "something other than the element count");
+    Match<bool> total = matchTotalWeight(va, r.divisor, p, ops);
+    if (!total)
+      return M::failure(total);
+    return Reduction::mean;
   }
-  if (outer.den.size() != 1)
-    return M::failure("the loss is divided by several values");
-  if (!approxEqual(scale, -1))
-    return M::failure("the mean is scaled by " + formatNumber(-scale));
-  if (p.probabilities)
-    return M::failure("a mean of probability-target losses divides by "
-                      "something other than the element count");
-  Match<bool> total = matchTotalWeight(va, outer.den[0], p, ops);
-  if (!total)
-    return M::failure(total);
-  return Reduction::mean;
-}
-
-Match<RaisedOp> recognize::matchCrossEntropy(ViewAnalysis &va, Value root) {
-  using M = Match<RaisedOp>;
-  Match<Root> start = matchRoot(va, root);
-  if (!start)
-    return M::failure(start);
-  auto [rootType, view, r] = *start;
-  Monomial top = factorize(va, r);
-  bool reduced = va.freeAxes(r).empty();
-
-  Monomial outer;
-  SmallVector<Axis, 4> summed;
-  std::optional<Pieces> pieces;
-  if (reduced) {
-    Match<Pieces> m = findSummedLoss(va, top, outer, summed);
-    if (!m)
-      return M::failure(m);
-    pieces = *m;
-    if (!outer.masks.empty())
-      return M::nearMiss("the total loss is masked");
-  } else {
-    Monomial body = top;
-    outer.coeff = body.coeff;
-    body.coeff = 1;
-    Match<Pieces> m = classifyLossFactors(va, body);
-    if (!m)
-      return M::failure(m);
-    pieces = *m;
   }
-
-  // From here on the value contains a cross-entropy: every failure is a
-  // near miss.
-  Match<Operands> ops = resolveOperands(va, *pieces);
-  if (!ops)
-    return M::nearMiss(ops.getReason());
-  RaisedOp raised = ops->toRaisedOp();
-  raised.probabilityTargets = pieces->probabilities != nullptr;
-
-  if (!isSupportedFloat(rootType.getElementType()))
-    return M::nearMiss("a loss of element type " +
-                       typeToString(rootType.getElementType()) +
-                       " (the op computes f16, bf16 or f32)");
-  Match<Reduction> reduction =
-      matchReduction(va, reduced, outer, pieces->coeff, summed, view.dims,
-                     rootType, *pieces, *ops);
-  if (!reduction)
-    return M::nearMiss(reduction.getReason());
-  raised.reduction = *reduction;
-  return raised;
+  return M::failure("unknown reduction");
 }

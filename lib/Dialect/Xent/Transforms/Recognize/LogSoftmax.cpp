@@ -171,6 +171,27 @@ Match<LogSoftmax> recognize::matchLogSoftmax(ViewAnalysis &va, Node *node) {
   return LogSoftmax{lse->input, lse->axis, *lse};
 }
 
+Match<LogSumExp> recognize::matchLogSumExpValue(ViewAnalysis &va, Node *node) {
+  using M = Match<LogSumExp>;
+  LinearForm form = flattenLinear(va, stripFloatCasts(node));
+  if (form.constant != 0 || form.terms.size() != 2)
+    return M::failure("not of the form log Σ exp(x - m) + m");
+  for (unsigned i = 0; i < 2; ++i) {
+    Node *log = stripWidening(form.terms[i].node);
+    if (!isOp(log, K::Log) || form.terms[i].coeff != 1)
+      continue;
+    Match<LogSumExp> lse = matchLogSumExp(va, log->operands[0]);
+    if (!lse)
+      return lse;
+    const LinearTerm &shift = form.terms[1 - i];
+    if (shift.coeff != 1 || !Equivalence(va).equal(shift.node, lse->shift))
+      return M::failure("the log-sum-exp does not add back the max it "
+                        "subtracts");
+    return lse;
+  }
+  return M::failure("not of the form log Σ exp(x - m) + m");
+}
+
 //===----------------------------------------------------------------------===//
 // Softcap
 //===----------------------------------------------------------------------===//

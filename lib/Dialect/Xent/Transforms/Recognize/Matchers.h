@@ -10,20 +10,24 @@
 //   matchRowMax             m   = max_c x                      (per row)
 //   matchLogSumExp          log Σ_c exp(x - m), m the row max of the same x
 //   matchLogSoftmax         x - m - log Σ_c exp(x - m)  (any grouping)
+//   matchLogSumExpValue     log Σ_c exp(x - m) + m      (a logsumexp)
 //   matchSoftcap            c · tanh(y / c), the capped logits
 //   matchTargetPick         logp[t] by gather, safe gather or one-hot sum
 //   matchIgnoreMask         t != ignore_index, as compare + select/multiply
 //   matchClassWeight        w[t] (or w along the class axis)
 //   matchTotalWeight        Σ kept w[t] / kept count, the mean's divisor
-//   matchReduction          none / sum over every element / mean
+//   matchReducedLoss        per element / summed / divided, up to a constant
+//   decideReduction         none / sum over every element / mean
 //   matchNllBackward        d nll / d logp: one-hot · (-grad · w / total)
 //   matchLogSoftmaxBackward g - exp(logp) · Σ_c g
 //
 // and the two entry points that combine them, matchCrossEntropy and
 // matchCrossEntropyGrad, whose results say which xent op computes a value.
-// The first six are declared here; the others work on the matchers'
-// intermediate structures: matchTotalWeight, which both chains use, is
-// declared in `detail` below, the others are local to their chain's file.
+// The first eight are declared here; the others work on the matchers'
+// intermediate structures: matchTotalWeight and the terms of a loss
+// (matchLossTerm, matchReducedLoss, decideReduction), which more than one
+// file uses, are declared in `detail` below, the others are local to their
+// chain's file.
 //
 // Normalization happens on the view: linear combinations are flattened
 // (x - (a + b) = x - a - b, log(a / b) = log a - log b, log(exp(e)) = e),
@@ -37,10 +41,13 @@
 //                      monomials, sums
 //   LogSoftmax.cpp     row max, log-sum-exp, log-softmax
 //   Forward.cpp        ignore mask, one-hot, target pick, class weight,
-//                      reduction, matchCrossEntropy
+//                      the terms of a loss and their reduction
+//   Composite.cpp      matchCrossEntropy: the nll term with the label
+//                      smoothing term and the z-loss beside it
 //   Operands.cpp       the raised op's operands and the mean's divisor,
 //                      shared by both chains
-//   Backward.cpp       log-softmax and nll backward, matchCrossEntropyGrad
+//   Backward.cpp       log-softmax, nll and smoothing backward, saved
+//                      log-probabilities, matchCrossEntropyGrad
 //
 // What more than one of these files needs is declared in `detail`.
 //
@@ -80,8 +87,24 @@ public:
     m.near = true;
     return m;
   }
+  /// A near miss the pass reports even without `report-failures`: the
+  /// chain is complete but raising it needs an assumption the IR does not
+  /// prove, and the reason says which option states it.
+  static Match notice(const Twine &reason) {
+    Match m = nearMiss(reason);
+    m.noticed = true;
+    return m;
+  }
+  /// Keeps the kind of another failed match (plain, near miss, notice).
+  template <typename U> static Match failureLike(const Match<U> &other) {
+    Match m = failure(other.getReason());
+    m.near = other.isNearMiss();
+    m.noticed = other.isNotice();
+    return m;
+  }
   explicit operator bool() const { return value.has_value(); }
   bool isNearMiss() const { return near; }
+  bool isNotice() const { return noticed; }
   T &operator*() { return *value; }
   T *operator->() { return &*value; }
   const std::string &getReason() const { return reason; }
@@ -91,6 +114,7 @@ private:
   std::optional<T> value;
   std::string reason;
   bool near = false;
+  bool noticed = false;
 };
 
 //===----------------------------------------------------------------------===//
@@ -134,6 +158,8 @@ struct TargetPick {
   Node *classWeight = nullptr;
   /// The pick is `coeff · logp[t]` (-1 for `lse - x[t]`).
   double coeff = 1.0;
+  /// No pick: Σ_c logp_c (optionally · w_c), the label smoothing term.
+  bool everyClass = false;
 };
 
 struct IgnoreMask {
@@ -166,6 +192,9 @@ struct Monomial {
 Match<RowMax> matchRowMax(ViewAnalysis &va, Node *node);
 Match<LogSumExp> matchLogSumExp(ViewAnalysis &va, Node *logArgument);
 Match<LogSoftmax> matchLogSoftmax(ViewAnalysis &va, Node *node);
+/// Matches `log Σ_c exp(x - m) + m`, the log-sum-exp as a value (a
+/// frontend's logsumexp).
+Match<LogSumExp> matchLogSumExpValue(ViewAnalysis &va, Node *node);
 /// Fails plainly when `node` has no tanh factor, and as a near miss when it
 /// is a tanh scaled otherwise than a softcap.
 Match<Softcap> matchSoftcap(ViewAnalysis &va, Node *node);
@@ -194,13 +223,29 @@ struct RaisedOp {
   /// Set when the chain caps the logits as `softcap · tanh(x / softcap)`
   /// (`logits` is then the uncapped x).
   std::optional<double> softcap;
+  /// ε of `(1 - ε) · nll + ε / C · Σ_c -w_c · logp_c`.
+  double labelSmoothing = 0;
+  /// z of the z-loss `z · lse²` added per kept element.
+  double zLossScale = 0;
 };
 
-/// Matches `root` as the forward loss: reduce(mask(-w[t] · logp[t])).
-Match<RaisedOp> matchCrossEntropy(ViewAnalysis &va, Value root);
+/// What the matchers may assume beyond what the IR proves.
+struct MatchOptions {
+  /// A tensor the log-softmax backward exponentiates, which nothing in the
+  /// function computes, holds normalized log-probabilities.
+  bool assumeNormalizedLogProbs = false;
+};
+
+/// Matches `root` as the forward loss: reduce(mask(-w[t] · logp[t])), with
+/// the label smoothing term and the z-loss added when the chain has them
+/// (Composite.cpp).
+Match<RaisedOp> matchCrossEntropy(ViewAnalysis &va, Value root,
+                                  const MatchOptions &options);
 /// Matches `root` as the gradient with respect to the logits:
-/// G - exp(logp) · Σ_c G with G the nll backward.
-Match<RaisedOp> matchCrossEntropyGrad(ViewAnalysis &va, Value root);
+/// G - exp(logp) · Σ_c G with G the nll backward (plus the smoothing
+/// term's backward).
+Match<RaisedOp> matchCrossEntropyGrad(ViewAnalysis &va, Value root,
+                                      const MatchOptions &options);
 
 namespace detail {
 
@@ -232,6 +277,11 @@ Node *stripIndexCasts(Node *n);
 std::optional<double> getConstant(Node *n);
 bool isConstant(Node *n, double value);
 bool approxEqual(double a, double b);
+/// `v` rounded to 6 significant digits when that moves it by less than two
+/// f32 roundings: a constant a frontend wrote as a decimal (ε, z) and the
+/// chain rounded to f32 and combined (1 - ε, ε / C) comes back as the
+/// decimal; any other value stays.
+double roundToDecimal(double v);
 bool isSupportedFloat(Type t);
 std::string formatNumber(double v);
 std::string typeToString(Type type);
@@ -310,6 +360,13 @@ Node *matchOneHot(ViewAnalysis &va, const Mask &mask, Axis axis);
 /// What the forward and backward matchers collect before the operands and
 /// attributes are resolved.
 struct Pieces {
+  /// What the per-element factor is: the target pick (the nll), the sum of
+  /// the log-probabilities over every class (the label smoothing term), or
+  /// the square of a log-sum-exp (the z-loss).
+  enum class Term { Pick, Smoothing, ZLoss };
+  Term term = Term::Pick;
+  /// The log-softmax the pick reads; for the z-loss, the log-sum-exp
+  /// (`logSoftmax.lse`, with its input and axis).
   LogSoftmax logSoftmax;
   Node *index = nullptr;            // the class index used by the pick
   Node *probabilities = nullptr;    // or the probability targets
@@ -359,6 +416,51 @@ bool alignsWithLogits(ViewAnalysis &va, const Operands &ops,
 /// written as the element count minus the count of ignored elements.
 Match<bool> matchTotalWeight(ViewAnalysis &va, Node *den, const Pieces &p,
                              const Operands &ops);
+
+//===----------------------------------------------------------------------===//
+// Terms of a loss (Forward.cpp)
+//===----------------------------------------------------------------------===//
+
+/// One term of a loss: a per-element factor (`pieces`), summed over
+/// `summed` (empty for a per-element value), times the factors of `outer`.
+struct LossTerm {
+  Pieces pieces;
+  Monomial outer;
+  SmallVector<Axis, 4> summed;
+  bool reduced = false;
+};
+
+/// Matches `coeff · node` as one term of a loss (`reduced`: a total, else a
+/// per-element value). Fails as a near miss when a total is masked.
+Match<LossTerm> matchLossTerm(ViewAnalysis &va, Node *node, double coeff,
+                              bool reduced);
+
+/// How a term is reduced, up to a constant: `factor · x` per element,
+/// `factor · Σ x` over every element, or `factor · Σ x / divisor`.
+struct ReducedLoss {
+  enum class Kind { PerElement, Summed, Divided };
+  Kind kind = Kind::PerElement;
+  double factor = 1;
+  Node *divisor = nullptr;
+};
+
+/// The shape of a term's reduction: per element shaped like the logits
+/// without the class axis (`rootDims`), or a total over every element axis
+/// of `ops` (a 0-d `rootType`, or one of unit dimensions), optionally
+/// divided by one value. The factor is relative to the canonical sign of
+/// each term (-1 for the pick, which is -logp[t]).
+Match<ReducedLoss> matchReducedLoss(ViewAnalysis &va, const LossTerm &term,
+                                    ArrayRef<Axis> rootDims,
+                                    RankedTensorType rootType,
+                                    const Operands &ops);
+
+/// The reduction of a loss reduced as `r` and scaled by `r.factor / scale`
+/// being PyTorch's: `none` and `sum` with factor 1, `mean` dividing by the
+/// kept weight (`p`'s divisor) with factor 1, or by the constant element
+/// count with factor 1 / N.
+Match<Reduction> decideReduction(ViewAnalysis &va, const ReducedLoss &r,
+                                 double scale, const Pieces &p,
+                                 const Operands &ops);
 
 } // namespace detail
 

@@ -82,6 +82,15 @@ bool recognize::detail::approxEqual(double a, double b) {
   return std::abs(a - b) <= 1e-6 * std::max(std::abs(a), std::abs(b));
 }
 
+double recognize::detail::roundToDecimal(double v) {
+  if (v == 0 || !std::isfinite(v))
+    return v;
+  double scale = std::pow(10.0, 5 - std::floor(std::log10(std::abs(v))));
+  double rounded = std::round(v * scale) / scale;
+  // Only within two f32 roundings: another value is what the chain computes.
+  return std::abs(rounded - v) <= 0x1p-22 * std::abs(v) ? rounded : v;
+}
+
 bool recognize::detail::isSupportedFloat(Type t) {
   return t.isF32() || t.isF16() || t.isBF16();
 }

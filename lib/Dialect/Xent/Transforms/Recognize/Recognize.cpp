@@ -177,7 +177,10 @@ struct RecognizeState {
 
   std::unique_ptr<ViewAnalysis> analysis;
   DenseMap<Operation *, bool> liveness;
+  MatchOptions options;
   bool lastNearMiss = false;
+  /// The reason of the last failed match that is reported in any case.
+  std::optional<std::string> notice;
 };
 } // namespace
 
@@ -249,7 +252,10 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
           : rewriter.getI64IntegerAttr(
                 raised.ignoreIndex.value_or(kNoIgnoreIndex));
   auto reduction = ReductionAttr::get(ctx, raised.reduction);
-  FloatAttr zero = rewriter.getF32FloatAttr(0.0f);
+  FloatAttr labelSmoothing =
+      rewriter.getF32FloatAttr(static_cast<float>(raised.labelSmoothing));
+  FloatAttr zLossScale =
+      rewriter.getF32FloatAttr(static_cast<float>(raised.zLossScale));
   FloatAttr softcap =
       raised.softcap
           ? rewriter.getF32FloatAttr(static_cast<float>(*raised.softcap))
@@ -275,13 +281,15 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
   }
   Operation *op;
   if (isGrad)
-    op = CrossEntropyGradOp::create(
-        rewriter, loc, root.getType(), gradOutput, raised.logits, raised.target,
-        raised.weight, reduction, ignoreIndex, zero, zero, softcap, axis);
+    op = CrossEntropyGradOp::create(rewriter, loc, root.getType(), gradOutput,
+                                    raised.logits, raised.target, raised.weight,
+                                    reduction, ignoreIndex, labelSmoothing,
+                                    zLossScale, softcap, axis);
   else
-    op = CrossEntropyOp::create(
-        rewriter, loc, resultType, Type(), raised.logits, raised.target,
-        raised.weight, reduction, ignoreIndex, zero, zero, softcap, axis);
+    op = CrossEntropyOp::create(rewriter, loc, resultType, Type(),
+                                raised.logits, raised.target, raised.weight,
+                                reduction, ignoreIndex, labelSmoothing,
+                                zLossScale, softcap, axis);
   buildRegion(rewriter, op, *slice, root);
 
   // Never leave an op that does not verify: the matchers check every type,
@@ -326,7 +334,8 @@ namespace {
 /// xent.cross_entropy, or its gradient with respect to the logits (nll
 /// backward, then log-softmax backward) to xent.cross_entropy_grad.
 struct RaiseChain : public RewritePattern {
-  using Matcher = Match<RaisedOp> (*)(ViewAnalysis &, Value);
+  using Matcher = Match<RaisedOp> (*)(ViewAnalysis &, Value,
+                                      const MatchOptions &);
   RaiseChain(MLIRContext *ctx, RecognizeState &state, Matcher match,
              bool isGrad, PatternBenefit benefit)
       : RewritePattern(MatchAnyOpTypeTag(), benefit, ctx), state(state),
@@ -338,10 +347,12 @@ struct RaiseChain : public RewritePattern {
     for (Value result : op->getResults()) {
       if (!isCandidate(result))
         continue;
-      Match<RaisedOp> m = match(state.view(), result);
+      Match<RaisedOp> m = match(state.view(), result, state.options);
       if (!m) {
         reason = m.getReason();
         state.lastNearMiss |= m.isNearMiss();
+        if (m.isNotice())
+          state.notice = m.getReason();
         continue;
       }
       return raise(rewriter, state, result, *m, isGrad);
@@ -374,7 +385,8 @@ struct XentRecognizePass
   using Base::Base;
 
   void runOnOperation() override {
-    recognizeCrossEntropy(getOperation(), reportFailures);
+    recognizeCrossEntropy(getOperation(), reportFailures,
+                          assumeNormalizedLogProbs);
   }
 };
 } // namespace
@@ -406,7 +418,8 @@ static bool isReturned(Operation *op) {
   return false;
 }
 
-void mlir::xent::recognizeCrossEntropy(Operation *root, bool reportFailures) {
+void mlir::xent::recognizeCrossEntropy(Operation *root, bool reportFailures,
+                                       bool assumeNormalizedLogProbs) {
   MLIRContext *ctx = root->getContext();
   // Candidates in reverse program order, so that the outermost value of a
   // chain (the mean, not the sum it divides) is matched first. Regions of
@@ -421,6 +434,7 @@ void mlir::xent::recognizeCrossEntropy(Operation *root, bool reportFailures) {
   });
 
   RecognizeState state;
+  state.options.assumeNormalizedLogProbs = assumeNormalizedLogProbs;
   RaiseChain forward(ctx, state, matchCrossEntropy,
                      /*isGrad=*/false, /*benefit=*/2);
   RaiseChain backward(ctx, state, matchCrossEntropyGrad,
@@ -435,6 +449,7 @@ void mlir::xent::recognizeCrossEntropy(Operation *root, bool reportFailures) {
       continue;
     rewriter.setInsertionPoint(op);
     state.lastNearMiss = false;
+    state.notice.reset();
     if (succeeded(forward.matchAndRewrite(op, rewriter)))
       continue;
     std::string forwardReason = listener.lastReason;
@@ -444,6 +459,10 @@ void mlir::xent::recognizeCrossEntropy(Operation *root, bool reportFailures) {
     // left whole: no piece of it is raised on its own.
     if (state.lastNearMiss)
       blockSlice(op, blocked);
+    if (state.notice) {
+      op->emitRemark() << "not raised: " << *state.notice;
+      continue;
+    }
     if (reportFailures && isReturned(op)) {
       InFlightDiagnostic diag = op->emitRemark()
                                 << "not raised: not a cross-entropy ("

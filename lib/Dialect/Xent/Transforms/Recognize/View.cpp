@@ -201,6 +201,15 @@ Node *ViewAnalysis::makeGather(Node *source, Axis axis, Node *index) {
   return node;
 }
 
+Node *ViewAnalysis::makeReduce(ReduceKind kind, Node *body,
+                               ArrayRef<Axis> axes) {
+  Node *node = newNode(NodeKind::Reduce, body->type);
+  node->reduce = kind;
+  node->operands = {body};
+  node->axes.assign(axes.begin(), axes.end());
+  return node;
+}
+
 View ViewAnalysis::leaf(Value value) {
   View view;
   Node *node = newNode(NodeKind::Leaf, getElementType(value));

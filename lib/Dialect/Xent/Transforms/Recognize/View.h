@@ -187,6 +187,7 @@ public:
   Node *makeElementwise(ElementwiseKind op, Type type,
                         ArrayRef<Node *> operands);
   Node *makeGather(Node *source, Axis axis, Node *index);
+  Node *makeReduce(ReduceKind kind, Node *body, ArrayRef<Axis> axes);
 
 private:
   struct LinalgInfo;

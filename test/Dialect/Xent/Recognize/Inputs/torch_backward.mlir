@@ -894,10 +894,10 @@ module {
   //   (grad_output tensor<f32>, logp tensor<8x10xf32>, target tensor<8xi64>, total_weight
   //       tensor<f32>) -> (grad_logits tensor<8x10xf32>)
   //   IR: saved log-probabilities and total_weight as arguments
-  //   why near_miss: no logits: the chain starts from the saved log-probabilities and an externally
-  //       computed total_weight (raising it needs cross-function information; note
-  //       log_softmax(logp) == logp, so cross_entropy_grad(g, logp, t) would be exact if
-  //       total_weight is the kept count)
+  //   why near_miss: no logits: the chain starts from the saved log-probabilities, which nothing in
+  //       the function proves normalized, and divides by an externally computed total_weight, which
+  //       the op's region cannot read (even with assume-normalized-log-probs; see saved_logp.mlir
+  //       for the forms it raises)
   func.func @torch_bwd_saved_mean(%arg0: tensor<f32>, %arg1: tensor<8x10xf32>, %arg2: tensor<8xi64>, %arg3: tensor<f32>) -> tensor<8x10xf32> attributes {llvm.emit_c_interface} {
     %c-100 = arith.constant -100 : index
     %cst = arith.constant 0.000000e+00 : f32
