@@ -173,9 +173,8 @@ mlir::xent::getLossAttributes(LinearCrossEntropyOpInterface op,
 // The canonical decomposition
 //===----------------------------------------------------------------------===//
 
-/// Collapses the leading dimensions of `v` into one when `rows` (the number
-/// of row dimensions) is 2.
-static Value collapseRows(OpBuilder &b, Location loc, Value v, int64_t rows) {
+Value mlir::xent::collapseRows(OpBuilder &b, Location loc, Value v,
+                               int64_t rows) {
   if (rows != 2)
     return v;
   int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
@@ -185,11 +184,8 @@ static Value collapseRows(OpBuilder &b, Location loc, Value v, int64_t rows) {
   return tensor::CollapseShapeOp::create(b, loc, v, groups);
 }
 
-/// Gives `v` (rows collapsed to one dimension) the type `type`: expands the
-/// rows back to the sizes of `hidden`'s leading dimensions, rounds to the
-/// element type and casts to the static sizes the type states.
-static Value restoreRows(OpBuilder &b, Location loc, Value v, Value hidden,
-                         Type type) {
+Value mlir::xent::restoreRows(OpBuilder &b, Location loc, Value v,
+                              Value hidden, Type type) {
   auto resultType = cast<RankedTensorType>(type);
   v = convertFloatTensor(b, loc, v, resultType.getElementType());
   auto vType = cast<RankedTensorType>(v.getType());
@@ -215,9 +211,36 @@ static Value restoreRows(OpBuilder &b, Location loc, Value v, Value hidden,
   return v;
 }
 
-/// The type of a value of the flattened problem: `shape` with f32 elements.
-static RankedTensorType getF32Type(OpBuilder &b, ArrayRef<int64_t> shape) {
-  return RankedTensorType::get(shape, b.getF32Type());
+Operation *mlir::xent::buildLinearLoss(OpBuilder &b, Location loc,
+                                       LinearCrossEntropyOpInterface op,
+                                       Reduction reduction, Value gradOutput,
+                                       Value logits, Value target,
+                                       Value classWeight) {
+  auto logitsType = cast<RankedTensorType>(logits.getType());
+  auto lossType = RankedTensorType::get(
+      reduction == Reduction::none ? ArrayRef<int64_t>{logitsType.getDimSize(0)}
+                                   : ArrayRef<int64_t>{},
+      b.getF32Type());
+  SmallVector<Value> operands;
+  if (op.computesGradient())
+    operands.push_back(gradOutput);
+  operands.append({logits, target});
+  if (classWeight)
+    operands.push_back(classWeight);
+  SmallVector<Type> types;
+  if (op.computesLoss()) {
+    types.push_back(lossType);
+    if (op.getZLoss())
+      types.push_back(lossType);
+  }
+  if (op.computesGradient())
+    types.push_back(logitsType);
+  SmallVector<NamedAttribute> attrs = getLossAttributes(op, reduction);
+  if (!op.computesGradient())
+    return CrossEntropyOp::create(b, loc, types, operands, attrs);
+  if (!op.computesLoss())
+    return CrossEntropyGradOp::create(b, loc, types, operands, attrs);
+  return CrossEntropyAndGradOp::create(b, loc, types, operands, attrs);
 }
 
 SmallVector<Value> mlir::xent::buildCanonicalLinearDecomposition(
@@ -241,33 +264,8 @@ SmallVector<Value> mlir::xent::buildCanonicalLinearDecomposition(
     gradOutput = collapseRows(b, loc, gradOutput, rowDims);
 
   Value logits = buildProjection(b, loc, rows, weight, bias);
-  auto logitsType = cast<RankedTensorType>(logits.getType());
-  RankedTensorType lossType =
-      getF32Type(b, perRow ? ArrayRef<int64_t>{logitsType.getDimSize(0)}
-                           : ArrayRef<int64_t>{});
-
-  SmallVector<Value> ceOperands;
-  if (gradOutput)
-    ceOperands.push_back(gradOutput);
-  ceOperands.append({logits, rowTarget});
-  if (classWeight)
-    ceOperands.push_back(classWeight);
-  SmallVector<Type> ceTypes;
-  if (op.computesLoss()) {
-    ceTypes.push_back(lossType);
-    if (op.getZLoss())
-      ceTypes.push_back(lossType);
-  }
-  if (op.computesGradient())
-    ceTypes.push_back(logitsType);
-  SmallVector<NamedAttribute> attrs = getLossAttributes(op, op.getReduction());
-  Operation *ce;
-  if (!op.computesGradient())
-    ce = CrossEntropyOp::create(b, loc, ceTypes, ceOperands, attrs);
-  else if (!op.computesLoss())
-    ce = CrossEntropyGradOp::create(b, loc, ceTypes, ceOperands, attrs);
-  else
-    ce = CrossEntropyAndGradOp::create(b, loc, ceTypes, ceOperands, attrs);
+  Operation *ce = buildLinearLoss(b, loc, op, op.getReduction(), gradOutput,
+                                  logits, rowTarget, classWeight);
 
   SmallVector<Value> results;
   unsigned ceResult = 0;

@@ -73,6 +73,25 @@ Value convertFloatTensor(OpBuilder &b, Location loc, Value v, Type elementType);
 SmallVector<NamedAttribute> getLossAttributes(LinearCrossEntropyOpInterface op,
                                               Reduction reduction);
 
+/// `v` with its two leading dimensions collapsed into one when `rows` (the
+/// number of row dimensions of the op's hidden) is 2; `v` itself otherwise.
+Value collapseRows(OpBuilder &b, Location loc, Value v, int64_t rows);
+
+/// Gives `v`, a value of the collapsed rows, the result type `type`: rounded
+/// to its element type, the rows expanded back to `hidden`'s leading sizes
+/// when `type` has one dimension more, cast to the sizes `type` states.
+Value restoreRows(OpBuilder &b, Location loc, Value v, Value hidden,
+                  Type type);
+
+/// Creates the op of the cross-entropy family that computes `op`'s loss
+/// (and z-loss when `op` has one) and/or `dlogits`, on the f32 `logits` of
+/// `[M, V]` rows, with `reduction`; its results are f32, its `dlogits` typed
+/// like `logits`.
+Operation *buildLinearLoss(OpBuilder &b, Location loc,
+                           LinearCrossEntropyOpInterface op,
+                           Reduction reduction, Value gradOutput,
+                           Value logits, Value target, Value classWeight);
+
 } // namespace mlir::xent
 
 #endif // XENT_DIALECT_XENT_IR_XENTDECOMPOSITION_H
