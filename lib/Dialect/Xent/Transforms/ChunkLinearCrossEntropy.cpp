@@ -347,9 +347,8 @@ struct XentChunkLinearCrossEntropyPass
 
   void runOnOperation() override {
     if (rows <= 0) {
-      getOperation()->emitError("xent-chunk-linear-cross-entropy: rows must "
-                                "be positive, got ")
-          << rows;
+      getOperation()->emitError("rows must be positive, got ")
+          << static_cast<int64_t>(rows);
       return signalPassFailure();
     }
     SmallVector<LinearCrossEntropyOpInterface> ops;
