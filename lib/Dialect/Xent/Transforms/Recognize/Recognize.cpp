@@ -458,4 +458,5 @@ void mlir::xent::recognizeCrossEntropy(Operation *root, bool reportFailures) {
       diag.attachNote() << "seen as " << expr;
     }
   }
+  raiseProjections(root);
 }
