@@ -60,16 +60,17 @@ Value mlir::xent::convertFloatTensor(OpBuilder &b, Location loc, Value v,
     sizes.push_back(getSize(b, loc, v, d));
   Value init = tensor::EmptyOp::create(b, loc, sizes, elementType);
   AffineMap id = b.getMultiDimIdentityMap(type.getRank());
-  bool widen = from.getIntOrFloatBitWidth() < elementType.getIntOrFloatBitWidth();
+  bool widen =
+      from.getIntOrFloatBitWidth() < elementType.getIntOrFloatBitWidth();
   auto generic = linalg::GenericOp::create(
       b, loc, init.getType(), v, init, ArrayRef<AffineMap>{id, id},
       SmallVector<utils::IteratorType>(type.getRank(),
                                        utils::IteratorType::parallel),
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value x = widen ? Value(arith::ExtFOp::create(nb, nloc, elementType,
-                                                      args[0]))
-                        : Value(arith::TruncFOp::create(nb, nloc, elementType,
-                                                        args[0]));
+        Value x =
+            widen ? Value(arith::ExtFOp::create(nb, nloc, elementType, args[0]))
+                  : Value(arith::TruncFOp::create(nb, nloc, elementType,
+                                                  args[0]));
         linalg::YieldOp::create(nb, nloc, x);
       });
   return generic.getResult(0);
@@ -90,8 +91,8 @@ static Value buildMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
 
 /// The map over (m, n, k) that reads dimensions `i` and `j`.
 static AffineMap getMap(MLIRContext *ctx, unsigned i, unsigned j) {
-  return AffineMap::get(3, 0, {getAffineDimExpr(i, ctx), getAffineDimExpr(j, ctx)},
-                        ctx);
+  return AffineMap::get(
+      3, 0, {getAffineDimExpr(i, ctx), getAffineDimExpr(j, ctx)}, ctx);
 }
 
 Value mlir::xent::buildProjection(OpBuilder &b, Location loc, Value hidden,
@@ -124,16 +125,16 @@ Value mlir::xent::buildProjection(OpBuilder &b, Location loc, Value hidden,
                      getMap(ctx, 1, 2));
 }
 
-Value mlir::xent::buildHiddenGradient(OpBuilder &b, Location loc,
-                                      Value dlogits, Value weight, Value acc) {
+Value mlir::xent::buildHiddenGradient(OpBuilder &b, Location loc, Value dlogits,
+                                      Value weight, Value acc) {
   // acc[m, n] += dlogits[m, k] · weight[k, n]
   MLIRContext *ctx = b.getContext();
   return buildMatmul(b, loc, dlogits, weight, acc, getMap(ctx, 0, 2),
                      getMap(ctx, 2, 1));
 }
 
-Value mlir::xent::buildWeightGradient(OpBuilder &b, Location loc,
-                                      Value dlogits, Value hidden, Value acc) {
+Value mlir::xent::buildWeightGradient(OpBuilder &b, Location loc, Value dlogits,
+                                      Value hidden, Value acc) {
   // acc[m, n] += dlogits[k, m] · hidden[k, n]
   MLIRContext *ctx = b.getContext();
   return buildMatmul(b, loc, dlogits, hidden, acc, getMap(ctx, 2, 0),
@@ -156,16 +157,18 @@ mlir::xent::getLossAttributes(LinearCrossEntropyOpInterface op,
                               Reduction reduction) {
   Builder b(op.getContext());
   SmallVector<NamedAttribute> attrs = {
-      b.getNamedAttr("reduction", ReductionAttr::get(b.getContext(), reduction)),
-      b.getNamedAttr("label_smoothing",
-                     b.getF32FloatAttr(op.getLabelSmoothing().convertToFloat())),
+      b.getNamedAttr("reduction",
+                     ReductionAttr::get(b.getContext(), reduction)),
+      b.getNamedAttr(
+          "label_smoothing",
+          b.getF32FloatAttr(op.getLabelSmoothing().convertToFloat())),
       b.getNamedAttr("z_loss_scale",
                      b.getF32FloatAttr(op.getZLossScale().convertToFloat()))};
   if (IntegerAttr ignoreIndex = op.getIgnoreIndexAttr())
     attrs.push_back(b.getNamedAttr("ignore_index", ignoreIndex));
   if (std::optional<APFloat> softcap = op.getSoftcap())
-    attrs.push_back(
-        b.getNamedAttr("softcap", b.getF32FloatAttr(softcap->convertToFloat())));
+    attrs.push_back(b.getNamedAttr(
+        "softcap", b.getF32FloatAttr(softcap->convertToFloat())));
   return attrs;
 }
 
@@ -184,8 +187,8 @@ Value mlir::xent::collapseRows(OpBuilder &b, Location loc, Value v,
   return tensor::CollapseShapeOp::create(b, loc, v, groups);
 }
 
-Value mlir::xent::restoreRows(OpBuilder &b, Location loc, Value v,
-                              Value hidden, Type type) {
+Value mlir::xent::restoreRows(OpBuilder &b, Location loc, Value v, Value hidden,
+                              Type type) {
   auto resultType = cast<RankedTensorType>(type);
   v = convertFloatTensor(b, loc, v, resultType.getElementType());
   auto vType = cast<RankedTensorType>(v.getType());
@@ -288,8 +291,8 @@ SmallVector<Value> mlir::xent::buildCanonicalLinearDecomposition(
       restoreRows(b, loc, dRows, hidden, op.getDHidden().getType()));
   Value dWeight = buildWeightGradient(
       b, loc, dlogits, rows,
-      buildZeroTensor(b, loc,
-                      {getSize(b, loc, weight, 0), getSize(b, loc, weight, 1)}));
+      buildZeroTensor(
+          b, loc, {getSize(b, loc, weight, 0), getSize(b, loc, weight, 1)}));
   results.push_back(
       restoreRows(b, loc, dWeight, hidden, op.getDWeight().getType()));
   if (Value dBiasResult = op.getDBias()) {
@@ -312,7 +315,6 @@ mlir::xent::decomposeLinear(OpBuilder &b, LinearCrossEntropyOpInterface op) {
   for (Operation &inner : body.without_terminator())
     b.clone(inner, mapping);
   auto yield = cast<YieldOp>(body.getTerminator());
-  return llvm::map_to_vector(yield.getValues(), [&](Value v) {
-    return mapping.lookupOrDefault(v);
-  });
+  return llvm::map_to_vector(
+      yield.getValues(), [&](Value v) { return mapping.lookupOrDefault(v); });
 }

@@ -446,9 +446,9 @@ static LogicalResult verifyLinearGradient(LinearCrossEntropyOpInterface op,
   if (type.getElementType() != operandType.getElementType() ||
       !areShapesCompatible(type.getShape(), operandType.getShape()) ||
       !sizesAgree)
-    return op.emitOpError() << name << " type " << type
-                            << " must match the type " << operandType
-                            << " of its operand";
+    return op.emitOpError()
+           << name << " type " << type << " must match the type " << operandType
+           << " of its operand";
   return success();
 }
 
@@ -467,8 +467,8 @@ LogicalResult mlir::xent::detail::verifyLinearCrossEntropyOp(
   Type elt = hiddenType.getElementType();
   if (weightType.getElementType() != elt)
     return op.emitOpError("weight element type ")
-           << weightType.getElementType()
-           << " must be the hidden element type " << elt;
+           << weightType.getElementType() << " must be the hidden element type "
+           << elt;
 
   LinearShapes shapes{SmallVector<int64_t>(hiddenType.getShape().drop_back()),
                       hiddenType.getDimSize(rank - 1),
@@ -487,8 +487,8 @@ LogicalResult mlir::xent::detail::verifyLinearCrossEntropyOp(
              << biasType.getRank();
     if (biasType.getElementType() != elt)
       return op.emitOpError("bias element type ")
-             << biasType.getElementType()
-             << " must be the hidden element type " << elt;
+             << biasType.getElementType() << " must be the hidden element type "
+             << elt;
     if (!LinearShapes::unify(shapes.classes, biasType.getDimSize(0)))
       return op.emitOpError("bias has ")
              << biasType.getDimSize(0) << " elements but weight has "
@@ -526,15 +526,15 @@ LogicalResult mlir::xent::detail::verifyLinearCrossEntropyOp(
   }
   if (!op.computesGradient())
     return success();
-  if (failed(verifyLinearReduced(op, "grad_output", op.getGradOutput(),
-                                 shapes)))
+  if (failed(
+          verifyLinearReduced(op, "grad_output", op.getGradOutput(), shapes)))
     return failure();
 
   auto dHidden = cast<RankedTensorType>(op.getDHidden().getType());
-  bool hiddenAgrees = dHidden.getRank() == rank &&
-                      shapes.unifyRows(dHidden.getShape().drop_back()) &&
-                      LinearShapes::unify(shapes.features,
-                                          dHidden.getShape().back());
+  bool hiddenAgrees =
+      dHidden.getRank() == rank &&
+      shapes.unifyRows(dHidden.getShape().drop_back()) &&
+      LinearShapes::unify(shapes.features, dHidden.getShape().back());
   if (failed(verifyLinearGradient(op, "d_hidden", op.getDHidden(),
                                   op.getHidden(), hiddenAgrees)))
     return failure();
@@ -567,11 +567,9 @@ LogicalResult mlir::xent::detail::verifyLinearCrossEntropyOp(
 /// Parses `(loss [, z_loss], d_hidden, d_weight [, d_bias])`: with a bias the
 /// last type is d_bias, and one type more than the required ones is the
 /// z-loss.
-static ParseResult
-parseJointResultTypes(OpAsmParser &parser,
-                      std::optional<OpAsmParser::UnresolvedOperand> bias,
-                      Type &loss, Type &zLoss, Type &dHidden, Type &dWeight,
-                      Type &dBias) {
+static ParseResult parseJointResultTypes(
+    OpAsmParser &parser, std::optional<OpAsmParser::UnresolvedOperand> bias,
+    Type &loss, Type &zLoss, Type &dHidden, Type &dWeight, Type &dBias) {
   SMLoc loc = parser.getCurrentLocation();
   SmallVector<Type> types;
   if (parser.parseLParen() || parser.parseTypeList(types) ||

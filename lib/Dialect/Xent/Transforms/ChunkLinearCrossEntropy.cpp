@@ -43,9 +43,9 @@ namespace {
 /// The global normalizers of a `mean`: what the loss and the gradient divide
 /// by, what the z-loss divides by, and the class weights the chunks see.
 struct MeanNormalizers {
-  Value divisor;      // f32: W, or K when class weights meet a z-loss
-  Value keptCount;    // f32: K
-  Value classWeight;  // the class weights for the chunks (null: unweighted)
+  Value divisor;     // f32: W, or K when class weights meet a z-loss
+  Value keptCount;   // f32: K
+  Value classWeight; // the class weights for the chunks (null: unweighted)
 };
 
 /// Builds the loop of one op.
@@ -79,8 +79,8 @@ private:
     return v;
   }
   Value scalarTensor(Value v) {
-    return tensor::FromElementsOp::create(b, loc, RankedTensorType::get({}, f32),
-                                          v);
+    return tensor::FromElementsOp::create(b, loc,
+                                          RankedTensorType::get({}, f32), v);
   }
 
   MeanNormalizers emitMeanNormalizers();
@@ -167,8 +167,8 @@ MeanNormalizers ChunkEmitter::emitMeanNormalizers() {
           {utils::IteratorType::parallel},
           [&](OpBuilder &nb, Location nloc, ValueRange args) {
             linalg::YieldOp::create(
-                nb, nloc, ValueRange{arith::MulFOp::create(nb, nloc, args[0],
-                                                           scale)});
+                nb, nloc,
+                ValueRange{arith::MulFOp::create(nb, nloc, args[0], scale)});
           })
           .getResult(0);
   return mean;
@@ -219,9 +219,9 @@ SmallVector<Value> ChunkEmitter::emit() {
                classes = size(weight, 0);
   SmallVector<Value> inits;
   auto addLossInit = [&]() {
-    inits.push_back(perRow ? tensor::EmptyOp::create(b, loc, {numRows}, f32)
-                                 .getResult()
-                           : constF32(0));
+    inits.push_back(
+        perRow ? tensor::EmptyOp::create(b, loc, {numRows}, f32).getResult()
+               : constF32(0));
   };
   if (op.computesLoss()) {
     addLossInit();
@@ -256,10 +256,9 @@ SmallVector<Value> ChunkEmitter::emit() {
             ArrayRef<OpFoldResult>{chunk}, ArrayRef<OpFoldResult>{one});
         Value g = gradOutput;
         if (g && perRow)
-          g = tensor::ExtractSliceOp::create(b, loc, gradOutput,
-                                             ArrayRef<OpFoldResult>{iv},
-                                             ArrayRef<OpFoldResult>{chunk},
-                                             ArrayRef<OpFoldResult>{one});
+          g = tensor::ExtractSliceOp::create(
+              b, loc, gradOutput, ArrayRef<OpFoldResult>{iv},
+              ArrayRef<OpFoldResult>{chunk}, ArrayRef<OpFoldResult>{one});
         Value logits = buildProjection(b, loc, h, weight, bias);
         Operation *ce = buildLinearLoss(b, loc, op, chunkReduction, g, logits,
                                         t, mean.classWeight);
@@ -284,9 +283,9 @@ SmallVector<Value> ChunkEmitter::emit() {
         }
         if (op.computesGradient()) {
           Value dlogits = ce->getResult(result);
-          Value dRows = buildHiddenGradient(
-              b, loc, dlogits, weight,
-              buildZeroTensor(b, loc, {chunk, features}));
+          Value dRows =
+              buildHiddenGradient(b, loc, dlogits, weight,
+                                  buildZeroTensor(b, loc, {chunk, features}));
           dRows = convertFloatTensor(b, loc, dRows, hiddenElt);
           yields.push_back(tensor::InsertSliceOp::create(
               b, loc, dRows, state[slot++], ArrayRef<OpFoldResult>{iv, zero},

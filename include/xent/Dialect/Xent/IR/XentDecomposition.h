@@ -80,8 +80,7 @@ Value collapseRows(OpBuilder &b, Location loc, Value v, int64_t rows);
 /// Gives `v`, a value of the collapsed rows, the result type `type`: rounded
 /// to its element type, the rows expanded back to `hidden`'s leading sizes
 /// when `type` has one dimension more, cast to the sizes `type` states.
-Value restoreRows(OpBuilder &b, Location loc, Value v, Value hidden,
-                  Type type);
+Value restoreRows(OpBuilder &b, Location loc, Value v, Value hidden, Type type);
 
 /// Creates the op of the cross-entropy family that computes `op`'s loss
 /// (and z-loss when `op` has one) and/or `dlogits`, on the f32 `logits` of
@@ -89,8 +88,8 @@ Value restoreRows(OpBuilder &b, Location loc, Value v, Value hidden,
 /// like `logits`.
 Operation *buildLinearLoss(OpBuilder &b, Location loc,
                            LinearCrossEntropyOpInterface op,
-                           Reduction reduction, Value gradOutput,
-                           Value logits, Value target, Value classWeight);
+                           Reduction reduction, Value gradOutput, Value logits,
+                           Value target, Value classWeight);
 
 } // namespace mlir::xent
 

@@ -76,10 +76,8 @@ FailureOr<SmallVector<Value>> decompose(OpBuilder &b,
 /// (XentLinearDecomposition.cpp) on `operands`, one value per operand of
 /// `op`: the projection as `linalg.matmul`, the loss as an op of the
 /// cross-entropy family. Returns one value per result.
-SmallVector<Value>
-buildCanonicalLinearDecomposition(OpBuilder &b,
-                                  LinearCrossEntropyOpInterface op,
-                                  ValueRange operands);
+SmallVector<Value> buildCanonicalLinearDecomposition(
+    OpBuilder &b, LinearCrossEntropyOpInterface op, ValueRange operands);
 
 /// `decompose` for the linear family: the region's body when it has one, the
 /// canonical decomposition otherwise.

@@ -42,9 +42,8 @@ struct Projection {
 
 /// The map over (m, n, k) that reads dimensions `i` and `j`.
 static AffineMap getMap(MLIRContext *ctx, unsigned i, unsigned j) {
-  return AffineMap::get(3, 0,
-                        {getAffineDimExpr(i, ctx), getAffineDimExpr(j, ctx)},
-                        ctx);
+  return AffineMap::get(
+      3, 0, {getAffineDimExpr(i, ctx), getAffineDimExpr(j, ctx)}, ctx);
 }
 
 /// The `[V]` bias that `v` broadcasts over the rows of a `[M, V]` tensor
@@ -196,8 +195,8 @@ static FailureOr<Projection> matchLogits(CrossEntropyOp ce,
 
 /// The ops between `leaves` and `root`, in program order, or failure when
 /// the computation reads another block argument or has side effects.
-static FailureOr<SmallVector<Operation *>> collectProjectionSlice(
-    Value root, ArrayRef<Value> leaves) {
+static FailureOr<SmallVector<Operation *>>
+collectProjectionSlice(Value root, ArrayRef<Value> leaves) {
   DenseSet<Value> stop(leaves.begin(), leaves.end());
   SetVector<Operation *> ops;
   SmallVector<Value> worklist = {root};
@@ -221,7 +220,8 @@ static FailureOr<SmallVector<Operation *>> collectProjectionSlice(
   }
   SmallVector<Operation *> order = ops.takeVector();
   Block *block = root.getDefiningOp()->getBlock();
-  if (!llvm::all_of(order, [&](Operation *op) { return op->getBlock() == block; }))
+  if (!llvm::all_of(order,
+                    [&](Operation *op) { return op->getBlock() == block; }))
     return failure();
   llvm::sort(order,
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
