@@ -505,6 +505,13 @@ mlir::xent::convertXentToGPU(Operation *root,
                              const ConvertXentToGPUOptions &options) {
   if (failed(checkOptions(root, options)))
     return failure();
+  // The linear family's GEMMs have no device lowering here.
+  WalkResult linear = root->walk([](LinearCrossEntropyOpInterface op) {
+    op.emitOpError("has no GPU lowering: its projection needs a device GEMM");
+    return WalkResult::interrupt();
+  });
+  if (linear.wasInterrupted())
+    return failure();
   // Every xent op is lowered; what the patterns build (host code, the kernel
   // module and the kernels' bodies) is legal. The conversion visits the ops
   // in program order, so kernels are named and placed in the order of their

@@ -58,3 +58,26 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+// The linear family implements the interface too: its canonical
+// decomposition is the projection and an op of the cross-entropy family.
+
+// CHECK-LABEL: func @linear
+// CHECK-SAME: (%[[H:.*]]: tensor<4x8xf32>, %[[W:.*]]: tensor<10x8xf32>, %[[T:.*]]: tensor<4xi64>)
+// CHECK:        %[[LOGITS:.*]] = linalg.matmul indexing_maps = {{.*}} ins(%[[H]], %[[W]] : tensor<4x8xf32>, tensor<10x8xf32>)
+// CHECK:        %[[L:.*]] = xent.cross_entropy mean %[[LOGITS]], %[[T]] : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+// CHECK:        return %[[L]] : tensor<f32>
+func.func @linear(%h: tensor<4x8xf32>, %w: tensor<10x8xf32>, %t: tensor<4xi64>) -> tensor<f32> {
+  %l = xent.linear_cross_entropy mean %h, %w, %t : (tensor<4x8xf32>, tensor<10x8xf32>, tensor<4xi64>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %ops = transform.structured.match ops{["xent.linear_cross_entropy"]} in %root : (!transform.any_op) -> !transform.any_op
+    %d = transform.structured.decompose_interface %ops : (!transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+}

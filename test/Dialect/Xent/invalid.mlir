@@ -299,7 +299,7 @@ func.func @region_uses_outer_value(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
 // -----
 
 func.func @yield_outside(%x: tensor<f32>) {
-  // expected-error @+1 {{'xent.yield' op expects parent op to be one of 'xent.cross_entropy, xent.cross_entropy_grad, xent.cross_entropy_and_grad'}}
+  // expected-error @+1 {{'xent.yield' op expects parent op to be one of 'xent.cross_entropy, xent.cross_entropy_grad, xent.cross_entropy_and_grad, xent.linear_cross_entropy, xent.linear_cross_entropy_grad, xent.linear_cross_entropy_and_grad'}}
   xent.yield %x : tensor<f32>
 }
 

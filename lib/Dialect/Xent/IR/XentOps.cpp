@@ -127,6 +127,27 @@ static std::string formatFloat(const APFloat &value) {
   return std::string(s);
 }
 
+/// Checks the attributes that every op of the dialect shares.
+static LogicalResult verifyLossAttributes(OpState op, const APFloat &smoothing,
+                                          const APFloat &zLossScale,
+                                          std::optional<APFloat> softcap) {
+  float eps = smoothing.convertToFloat();
+  if (!(eps >= 0.0f && eps <= 1.0f))
+    return op.emitOpError("label_smoothing must be in [0, 1], got ")
+           << formatFloat(smoothing);
+  float zScale = zLossScale.convertToFloat();
+  if (!(zScale >= 0.0f) || !std::isfinite(zScale))
+    return op.emitOpError("z_loss_scale must be finite and non-negative, got ")
+           << formatFloat(zLossScale);
+  if (softcap) {
+    float c = softcap->convertToFloat();
+    if (!(c > 0.0f) || !std::isfinite(c))
+      return op.emitOpError("softcap must be finite and positive, got ")
+             << formatFloat(*softcap);
+  }
+  return success();
+}
+
 /// Two shapes are compatible when they have the same rank and every pair of
 /// static dimensions agrees.
 static bool areShapesCompatible(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
@@ -210,20 +231,9 @@ static LogicalResult verifyOperands(CrossEntropyOpInterface op) {
   if (numClasses == 0)
     return op.emitOpError("logits must have at least one class");
 
-  float smoothing = op.getLabelSmoothing().convertToFloat();
-  if (!(smoothing >= 0.0f && smoothing <= 1.0f))
-    return op.emitOpError("label_smoothing must be in [0, 1], got ")
-           << formatFloat(op.getLabelSmoothing());
-  float zScale = op.getZLossScale().convertToFloat();
-  if (!(zScale >= 0.0f) || !std::isfinite(zScale))
-    return op.emitOpError("z_loss_scale must be finite and non-negative, got ")
-           << formatFloat(op.getZLossScale());
-  if (auto cap = op.getSoftcap()) {
-    float c = cap->convertToFloat();
-    if (!(c > 0.0f) || !std::isfinite(c))
-      return op.emitOpError("softcap must be finite and positive, got ")
-             << formatFloat(*cap);
-  }
+  if (failed(verifyLossAttributes(op, op.getLabelSmoothing(),
+                                  op.getZLossScale(), op.getSoftcap())))
+    return failure();
 
   RankedTensorType targetType = op.getTarget().getType();
   SmallVector<int64_t> elementShape = dropAxis(logitsType.getShape(), axis);
@@ -358,6 +368,245 @@ LogicalResult mlir::xent::detail::verifyCrossEntropyOp(
   if (op.computesGradient() && failed(verifyGradient(op)))
     return failure();
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Verification of the linear family (LinearCrossEntropyOpInterface)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The sizes that the operands and results of a linear op describe: the rows
+/// (the hidden's leading dimensions), the features H and the classes V. Each
+/// value is checked against what earlier ones fixed, so two dynamic-looking
+/// sizes that disagree with each other are caught.
+struct LinearShapes {
+  SmallVector<int64_t> rows;
+  int64_t features;
+  int64_t classes;
+
+  /// Merges `size` into `known`; false when both are static and differ.
+  static bool unify(int64_t &known, int64_t size) {
+    if (ShapedType::isDynamic(known))
+      known = size;
+    return ShapedType::isDynamic(size) || known == size;
+  }
+  bool unifyRows(ArrayRef<int64_t> shape) {
+    if (shape.size() != rows.size())
+      return false;
+    bool ok = true;
+    for (auto [known, size] : llvm::zip(rows, shape))
+      ok &= unify(known, size);
+    return ok;
+  }
+};
+} // namespace
+
+/// Checks the results that a loss op has: `loss` and `z_loss`.
+static LogicalResult verifyLinearLoss(LinearCrossEntropyOpInterface op) {
+  Type hiddenElt = op.getHidden().getType().getElementType();
+  for (auto [name, result] : {std::pair<StringRef, Value>{"loss", op.getLoss()},
+                              {"z_loss", op.getZLoss()}}) {
+    if (!result)
+      continue;
+    auto type = cast<RankedTensorType>(result.getType());
+    if (!type.getElementType().isF32() && type.getElementType() != hiddenElt)
+      return op.emitOpError()
+             << name << " element type " << type.getElementType()
+             << " must be f32 or the hidden element type " << hiddenElt;
+  }
+  return success();
+}
+
+/// Checks that `value` (a loss, z_loss or grad_output) is rank 0 under `mean`
+/// and `sum`, shaped like the rows under `none`.
+static LogicalResult verifyLinearReduced(LinearCrossEntropyOpInterface op,
+                                         StringRef name, Value value,
+                                         LinearShapes &shapes) {
+  if (!value)
+    return success();
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
+  bool perRow = op.getReduction() == Reduction::none;
+  if (perRow ? shapes.unifyRows(shape) : shape.empty())
+    return success();
+  return op.emitOpError() << name << " shape " << formatShape(shape)
+                          << " must be "
+                          << formatShape(perRow ? ArrayRef(shapes.rows)
+                                                : ArrayRef<int64_t>{})
+                          << " for reduction '"
+                          << stringifyReduction(op.getReduction()) << "'";
+}
+
+/// Checks that the gradient `value` named `name` has the type of `operand`
+/// and the sizes that the other values fix.
+static LogicalResult verifyLinearGradient(LinearCrossEntropyOpInterface op,
+                                          StringRef name, Value value,
+                                          Value operand, bool sizesAgree) {
+  auto type = cast<RankedTensorType>(value.getType());
+  auto operandType = cast<RankedTensorType>(operand.getType());
+  if (type.getElementType() != operandType.getElementType() ||
+      !areShapesCompatible(type.getShape(), operandType.getShape()) ||
+      !sizesAgree)
+    return op.emitOpError()
+           << name << " type " << type << " must match the type " << operandType
+           << " of its operand";
+  return success();
+}
+
+LogicalResult mlir::xent::detail::verifyLinearCrossEntropyOp(
+    LinearCrossEntropyOpInterface op) {
+  RankedTensorType hiddenType = op.getHidden().getType();
+  int64_t rank = hiddenType.getRank();
+  if (rank != 2 && rank != 3)
+    return op.emitOpError(
+               "hidden must have rank 2 ([N, H]) or 3 ([B, T, H]), got rank ")
+           << rank;
+  RankedTensorType weightType = op.getWeight().getType();
+  if (weightType.getRank() != 2)
+    return op.emitOpError("weight must have rank 2 ([V, H]), got rank ")
+           << weightType.getRank();
+  Type elt = hiddenType.getElementType();
+  if (weightType.getElementType() != elt)
+    return op.emitOpError("weight element type ")
+           << weightType.getElementType() << " must be the hidden element type "
+           << elt;
+
+  LinearShapes shapes{SmallVector<int64_t>(hiddenType.getShape().drop_back()),
+                      hiddenType.getDimSize(rank - 1),
+                      weightType.getDimSize(0)};
+  if (!LinearShapes::unify(shapes.features, weightType.getDimSize(1)))
+    return op.emitOpError("weight has ")
+           << weightType.getDimSize(1) << " features but hidden has "
+           << hiddenType.getDimSize(rank - 1);
+  if (shapes.classes == 0)
+    return op.emitOpError("weight must have at least one class");
+
+  if (Value bias = op.getBias()) {
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    if (biasType.getRank() != 1)
+      return op.emitOpError("bias must have rank 1, got rank ")
+             << biasType.getRank();
+    if (biasType.getElementType() != elt)
+      return op.emitOpError("bias element type ")
+             << biasType.getElementType() << " must be the hidden element type "
+             << elt;
+    if (!LinearShapes::unify(shapes.classes, biasType.getDimSize(0)))
+      return op.emitOpError("bias has ")
+             << biasType.getDimSize(0) << " elements but weight has "
+             << weightType.getDimSize(0) << " classes";
+  }
+
+  if (failed(verifyLossAttributes(op, op.getLabelSmoothing(),
+                                  op.getZLossScale(), op.getSoftcap())))
+    return failure();
+
+  ArrayRef<int64_t> targetShape = op.getTarget().getType().getShape();
+  if (!shapes.unifyRows(targetShape))
+    return op.emitOpError("target shape ")
+           << formatShape(targetShape)
+           << " must be the hidden shape without its last dimension "
+           << formatShape(hiddenType.getShape().drop_back());
+
+  if (Value classWeight = op.getClassWeight()) {
+    auto type = cast<RankedTensorType>(classWeight.getType());
+    if (type.getRank() != 1)
+      return op.emitOpError("class_weight must have rank 1, got rank ")
+             << type.getRank();
+    int64_t classes = shapes.classes;
+    if (!LinearShapes::unify(shapes.classes, type.getDimSize(0)))
+      return op.emitOpError("class_weight has ")
+             << type.getDimSize(0) << " elements but the projection has "
+             << classes << " classes";
+  }
+
+  if (op.computesLoss()) {
+    if (failed(verifyLinearLoss(op)) ||
+        failed(verifyLinearReduced(op, "loss", op.getLoss(), shapes)) ||
+        failed(verifyLinearReduced(op, "z_loss", op.getZLoss(), shapes)))
+      return failure();
+  }
+  if (!op.computesGradient())
+    return success();
+  if (failed(
+          verifyLinearReduced(op, "grad_output", op.getGradOutput(), shapes)))
+    return failure();
+
+  auto dHidden = cast<RankedTensorType>(op.getDHidden().getType());
+  bool hiddenAgrees =
+      dHidden.getRank() == rank &&
+      shapes.unifyRows(dHidden.getShape().drop_back()) &&
+      LinearShapes::unify(shapes.features, dHidden.getShape().back());
+  if (failed(verifyLinearGradient(op, "d_hidden", op.getDHidden(),
+                                  op.getHidden(), hiddenAgrees)))
+    return failure();
+  auto dWeight = cast<RankedTensorType>(op.getDWeight().getType());
+  bool weightAgrees =
+      dWeight.getRank() == 2 &&
+      LinearShapes::unify(shapes.classes, dWeight.getDimSize(0)) &&
+      LinearShapes::unify(shapes.features, dWeight.getDimSize(1));
+  if (failed(verifyLinearGradient(op, "d_weight", op.getDWeight(),
+                                  op.getWeight(), weightAgrees)))
+    return failure();
+  if (static_cast<bool>(op.getBias()) != static_cast<bool>(op.getDBias()))
+    return op.emitOpError(op.getBias() ? "has a bias but no d_bias result"
+                                       : "has a d_bias result but no bias");
+  if (Value dBias = op.getDBias()) {
+    auto type = cast<RankedTensorType>(dBias.getType());
+    bool biasAgrees = type.getRank() == 1 &&
+                      LinearShapes::unify(shapes.classes, type.getDimSize(0));
+    if (failed(verifyLinearGradient(op, "d_bias", dBias, op.getBias(),
+                                    biasAgrees)))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Custom directive of xent.linear_cross_entropy_and_grad
+//===----------------------------------------------------------------------===//
+
+/// Parses `(loss [, z_loss], d_hidden, d_weight [, d_bias])`: with a bias the
+/// last type is d_bias, and one type more than the required ones is the
+/// z-loss.
+static ParseResult parseJointResultTypes(
+    OpAsmParser &parser, std::optional<OpAsmParser::UnresolvedOperand> bias,
+    Type &loss, Type &zLoss, Type &dHidden, Type &dWeight, Type &dBias) {
+  SMLoc loc = parser.getCurrentLocation();
+  SmallVector<Type> types;
+  if (parser.parseLParen() || parser.parseTypeList(types) ||
+      parser.parseRParen())
+    return failure();
+  size_t required = bias ? 4 : 3;
+  if (types.size() != required && types.size() != required + 1)
+    return parser.emitError(loc, "expected ")
+           << required << " or " << required + 1
+           << " result types (loss, optional z_loss, d_hidden, d_weight"
+           << (bias ? ", d_bias" : "") << "), got " << types.size();
+  ArrayRef<Type> rest(types);
+  loss = rest.front();
+  rest = rest.drop_front();
+  if (types.size() == required + 1) {
+    zLoss = rest.front();
+    rest = rest.drop_front();
+  }
+  dHidden = rest[0];
+  dWeight = rest[1];
+  if (bias)
+    dBias = rest[2];
+  return success();
+}
+
+static void printJointResultTypes(OpAsmPrinter &printer, Operation *, Value,
+                                  Type loss, Type zLoss, Type dHidden,
+                                  Type dWeight, Type dBias) {
+  SmallVector<Type> types = {loss};
+  if (zLoss)
+    types.push_back(zLoss);
+  types.append({dHidden, dWeight});
+  if (dBias)
+    types.push_back(dBias);
+  printer << "(";
+  llvm::interleaveComma(types, printer);
+  printer << ")";
 }
 
 #define GET_OP_CLASSES

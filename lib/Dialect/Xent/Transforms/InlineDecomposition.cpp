@@ -31,6 +31,18 @@ static LogicalResult inlineDecomposition(RewriterBase &rewriter,
   return success();
 }
 
+/// The same for an op of the linear family, whose canonical decomposition
+/// holds an op of the cross-entropy family.
+static LogicalResult inlineDecomposition(RewriterBase &rewriter,
+                                         LinearCrossEntropyOpInterface op) {
+  rewriter.setInsertionPoint(op);
+  FailureOr<SmallVector<Value>> results = decomposeLinear(rewriter, op);
+  if (failed(results))
+    return failure();
+  rewriter.replaceOp(op, *results);
+  return success();
+}
+
 namespace {
 struct InlineDecomposition
     : public OpInterfaceRewritePattern<CrossEntropyOpInterface> {
@@ -43,16 +55,34 @@ struct InlineDecomposition
   }
 };
 
+struct InlineLinearDecomposition
+    : public OpInterfaceRewritePattern<LinearCrossEntropyOpInterface> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+  LogicalResult matchAndRewrite(LinearCrossEntropyOpInterface op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(inlineDecomposition(rewriter, op)))
+      return rewriter.notifyMatchFailure(op, "no decomposition");
+    return success();
+  }
+};
+
 struct XentInlineDecompositionPass
     : public xent::impl::XentInlineDecompositionBase<
           XentInlineDecompositionPass> {
   void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    // The linear ops first: their decompositions hold cross-entropy ops.
+    SmallVector<LinearCrossEntropyOpInterface> linearOps;
+    getOperation()->walk(
+        [&](LinearCrossEntropyOpInterface op) { linearOps.push_back(op); });
+    for (LinearCrossEntropyOpInterface op : linearOps)
+      if (failed(inlineDecomposition(rewriter, op)))
+        return signalPassFailure();
     // Post-order: an op nested in another's region is inlined before its
     // parent, whose region is cloned with the already inlined body.
     SmallVector<CrossEntropyOpInterface> ops;
     getOperation()->walk(
         [&](CrossEntropyOpInterface op) { ops.push_back(op); });
-    IRRewriter rewriter(&getContext());
     for (CrossEntropyOpInterface op : ops)
       if (failed(inlineDecomposition(rewriter, op)))
         return signalPassFailure();
@@ -62,5 +92,6 @@ struct XentInlineDecompositionPass
 
 void mlir::xent::populateXentInlineDecompositionPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<InlineDecomposition>(patterns.getContext());
+  patterns.add<InlineDecomposition, InlineLinearDecomposition>(
+      patterns.getContext());
 }

@@ -28,7 +28,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-__all__ = ["cross_entropy", "cross_entropy_grad", "REDUCTIONS"]
+__all__ = ["cross_entropy", "cross_entropy_grad", "linear_cross_entropy",
+           "linear_cross_entropy_grad", "REDUCTIONS"]
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -244,3 +245,48 @@ def cross_entropy_grad(grad_output, logits, target, weight=None, ignore_index: i
             d = d * (1.0 - th * th)
         d = np.where(p.kept[..., None], d, 0.0)
     return np.ascontiguousarray(np.moveaxis(d, -1, p.axis))
+
+
+def _project(hidden, weight, bias):
+    """Rows ``[N, H]`` of ``hidden`` and their logits ``[N, V]`` in float64."""
+    h = np.asarray(hidden, dtype=np.float64)
+    rows = h.reshape(-1, h.shape[-1])
+    logits = rows @ np.asarray(weight, dtype=np.float64).T
+    if bias is not None:
+        logits = logits + np.asarray(bias, dtype=np.float64)
+    return rows, logits
+
+
+def linear_cross_entropy(hidden, weight, target, bias=None, class_weight=None,
+                         **kwargs) -> Tuple[np.ndarray, np.ndarray]:
+    """Return ``(loss, z_loss)`` of ``cross_entropy(hidden @ weight.T + bias)``.
+
+    ``hidden`` is ``[N, H]`` or ``[B, T, H]``, ``weight`` ``[V, H]``,
+    ``target`` class indices shaped like ``hidden`` without its last axis;
+    ``kwargs`` are :func:`cross_entropy`'s attributes (no ``axis``: the
+    classes are last).  Per-row results (``none``) are shaped like ``target``.
+    """
+    t = np.asarray(target)
+    _, logits = _project(hidden, weight, bias)
+    loss, z = cross_entropy(logits, t.reshape(-1), weight=class_weight, **kwargs)
+    if kwargs.get("reduction", "mean") == "none":
+        loss, z = loss.reshape(t.shape), z.reshape(t.shape)
+    return loss, z
+
+
+def linear_cross_entropy_grad(grad_output, hidden, weight, target, bias=None,
+                              class_weight=None, **kwargs):
+    """Return ``(d_hidden, d_weight, d_bias)`` of ``sum(loss * grad_output)``
+    for :func:`linear_cross_entropy` in float64 (``d_bias`` is None without a
+    bias)."""
+    h = np.asarray(hidden, dtype=np.float64)
+    t = np.asarray(target)
+    rows, logits = _project(hidden, weight, bias)
+    g = np.asarray(grad_output, dtype=np.float64)
+    if kwargs.get("reduction", "mean") == "none":
+        g = g.reshape(-1)
+    dlogits = cross_entropy_grad(g, logits, t.reshape(-1), weight=class_weight, **kwargs)
+    d_hidden = (dlogits @ np.asarray(weight, dtype=np.float64)).reshape(h.shape)
+    d_weight = dlogits.T @ rows
+    d_bias = dlogits.sum(axis=0) if bias is not None else None
+    return d_hidden, d_weight, d_bias

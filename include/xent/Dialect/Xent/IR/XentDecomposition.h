@@ -39,6 +39,58 @@ Value buildCrossEntropyGrad(OpBuilder &b, Location loc,
 /// region already has a body.
 void materializeDecomposition(CrossEntropyOpInterface op);
 
+//===----------------------------------------------------------------------===//
+// The linear family (XentLinearDecomposition.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Emits `hidden · weightᵀ + bias` for `hidden` `[M, H]`, `weight` `[V, H]`
+/// and `bias` `[V]` (null without a bias) as a `linalg.matmul` accumulating
+/// into f32; returns the f32 logits `[M, V]`.
+Value buildProjection(OpBuilder &b, Location loc, Value hidden, Value weight,
+                      Value bias);
+
+/// Emits `acc + dlogits · weight` (`[M, V]` · `[V, H]`, f32 `acc` `[M, H]`).
+Value buildHiddenGradient(OpBuilder &b, Location loc, Value dlogits,
+                          Value weight, Value acc);
+
+/// Emits `acc + dlogitsᵀ · hidden` (`[M, V]`ᵀ · `[M, H]`, f32 `acc`
+/// `[V, H]`).
+Value buildWeightGradient(OpBuilder &b, Location loc, Value dlogits,
+                          Value hidden, Value acc);
+
+/// Emits `acc + Σ_rows dlogits` (f32 `acc` `[V]`).
+Value buildBiasGradient(OpBuilder &b, Location loc, Value dlogits, Value acc);
+
+/// An f32 tensor of `sizes` filled with zeros.
+Value buildZeroTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes);
+
+/// `v` with its float elements converted to `elementType` (`v` itself when
+/// they already are).
+Value convertFloatTensor(OpBuilder &b, Location loc, Value v, Type elementType);
+
+/// The attributes of an op of the cross-entropy family computing the loss of
+/// `op`'s logits, with `reduction`.
+SmallVector<NamedAttribute> getLossAttributes(LinearCrossEntropyOpInterface op,
+                                              Reduction reduction);
+
+/// `v` with its two leading dimensions collapsed into one when `rows` (the
+/// number of row dimensions of the op's hidden) is 2; `v` itself otherwise.
+Value collapseRows(OpBuilder &b, Location loc, Value v, int64_t rows);
+
+/// Gives `v`, a value of the collapsed rows, the result type `type`: rounded
+/// to its element type, the rows expanded back to `hidden`'s leading sizes
+/// when `type` has one dimension more, cast to the sizes `type` states.
+Value restoreRows(OpBuilder &b, Location loc, Value v, Value hidden, Type type);
+
+/// Creates the op of the cross-entropy family that computes `op`'s loss
+/// (and z-loss when `op` has one) and/or `dlogits`, on the f32 `logits` of
+/// `[M, V]` rows, with `reduction`; its results are f32, its `dlogits` typed
+/// like `logits`.
+Operation *buildLinearLoss(OpBuilder &b, Location loc,
+                           LinearCrossEntropyOpInterface op,
+                           Reduction reduction, Value gradOutput, Value logits,
+                           Value target, Value classWeight);
+
 } // namespace mlir::xent
 
 #endif // XENT_DIALECT_XENT_IR_XENTDECOMPOSITION_H

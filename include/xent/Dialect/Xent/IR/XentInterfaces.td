@@ -132,4 +132,120 @@ def Xent_CrossEntropyOpInterface : OpInterface<"CrossEntropyOpInterface"> {
   }];
 }
 
+def Xent_LinearCrossEntropyOpInterface
+    : OpInterface<"LinearCrossEntropyOpInterface"> {
+  let cppNamespace = "::mlir::xent";
+  let description = [{
+    The family of ops that compute a cross-entropy loss on the output of a
+    linear projection, without a logits operand:
+    `xent.linear_cross_entropy`, `xent.linear_cross_entropy_grad` and
+    `xent.linear_cross_entropy_and_grad`. They share their operands
+    (`grad_output` when the op computes gradients, `hidden`, the projection
+    `weight`, an optional `bias`, `target`, optional `class_weight`), the
+    loss's attributes, and a decomposition region. The logits are
+    `hidden · weightᵀ + bias`, computed in f32 with the classes last.
+    Accessors of values an op does not have return null.
+
+    This is not a `CrossEntropyOpInterface`: code that needs logits (the GPU
+    kernels, the forward-backward fusion) never sees these ops; they become
+    ops of that family through their decomposition or
+    `xent-chunk-linear-cross-entropy`.
+  }];
+
+  let methods = [
+    InterfaceMethod<"The hidden states, `[N, H]` or `[B, T, H]`.",
+      "::mlir::TypedValue<::mlir::RankedTensorType>", "getHidden", (ins), [{
+        return $_op.getHidden();
+      }]>,
+    InterfaceMethod<"The projection weight, `[V, H]`.",
+      "::mlir::TypedValue<::mlir::RankedTensorType>", "getWeight", (ins), [{
+        return $_op.getWeight();
+      }]>,
+    InterfaceMethod<"The projection bias `[V]`, or null.",
+      "::mlir::Value", "getBias", (ins), [{ return $_op.getBias(); }]>,
+    InterfaceMethod<"Class indices shaped like `hidden` without its last "
+                    "dimension.",
+      "::mlir::TypedValue<::mlir::RankedTensorType>", "getTarget", (ins), [{
+        return $_op.getTarget();
+      }]>,
+    InterfaceMethod<"The class weights `[V]`, or null when unweighted.",
+      "::mlir::Value", "getClassWeight", (ins), [{
+        return $_op.getClassWeight();
+      }]>,
+    InterfaceMethod<"The gradient of the loss, or null when the op computes "
+                    "no gradient.",
+      "::mlir::Value", "getGradOutput", (ins), [{
+        return $_op.getGradOutput();
+      }]>,
+    InterfaceMethod<"The loss result, or null when the op computes no loss.",
+      "::mlir::Value", "getLoss", (ins), [{ return $_op.getLoss(); }]>,
+    InterfaceMethod<"The z-loss result, or null.",
+      "::mlir::Value", "getZLoss", (ins), [{ return $_op.getZLoss(); }]>,
+    InterfaceMethod<"The gradient with respect to `hidden`, or null.",
+      "::mlir::Value", "getDHidden", (ins), [{ return $_op.getDHidden(); }]>,
+    InterfaceMethod<"The gradient with respect to `weight`, or null.",
+      "::mlir::Value", "getDWeight", (ins), [{ return $_op.getDWeight(); }]>,
+    InterfaceMethod<"The gradient with respect to `bias`, or null.",
+      "::mlir::Value", "getDBias", (ins), [{ return $_op.getDBias(); }]>,
+
+    InterfaceMethod<"How the per-row loss is reduced.",
+      "::mlir::xent::Reduction", "getReduction", (ins), [{
+        return $_op.getReduction();
+      }]>,
+    InterfaceMethod<"The `ignore_index` attribute, or null (PyTorch's -100).",
+      "::mlir::IntegerAttr", "getIgnoreIndexAttr", (ins), [{
+        return $_op.getIgnoreIndexAttr();
+      }]>,
+    InterfaceMethod<"The label smoothing ε.",
+      "::llvm::APFloat", "getLabelSmoothing", (ins), [{
+        return $_op.getLabelSmoothing();
+      }]>,
+    InterfaceMethod<"The z-loss scale.",
+      "::llvm::APFloat", "getZLossScale", (ins), [{
+        return $_op.getZLossScale();
+      }]>,
+    InterfaceMethod<"The softcap, when the logits are capped.",
+      "::std::optional<::llvm::APFloat>", "getSoftcap", (ins), [{
+        return $_op.getSoftcap();
+      }]>,
+    InterfaceMethod<"The decomposition region (may be empty).",
+      "::mlir::Region &", "getDecomposition", (ins), [{
+        return $_op.getDecomposition();
+      }]>,
+
+    InterfaceMethod<[{
+        Emits the canonical decomposition of the op at the insertion point of
+        `b`, on `operands` (one value per operand of the op, in order): the
+        projection as `linalg.matmul` and the loss as an op of the
+        cross-entropy family. Returns one value per result of the op.
+      }],
+      "::llvm::SmallVector<::mlir::Value>", "buildDecomposition",
+      (ins "::mlir::OpBuilder &":$b, "::mlir::ValueRange":$operands), [{}],
+      [{
+        return ::mlir::xent::buildCanonicalLinearDecomposition(
+            b, ::mlir::cast<::mlir::xent::LinearCrossEntropyOpInterface>(
+                   $_op.getOperation()), operands);
+      }]>,
+  ];
+
+  let extraSharedClassDeclaration = [{
+    /// The target value that marks an ignored row (PyTorch's -100 when the
+    /// attribute is absent).
+    int64_t getIgnoreIndexValue() {
+      if (auto a = $_op.getIgnoreIndexAttr())
+        return a.getInt();
+      return -100;
+    }
+    /// True when the op computes the loss (and maybe the z-loss).
+    bool computesLoss() { return static_cast<bool>($_op.getLoss()); }
+    /// True when the op computes the gradients (and so takes `grad_output`).
+    bool computesGradient() { return static_cast<bool>($_op.getDHidden()); }
+  }];
+
+  let verify = [{
+    return ::mlir::xent::detail::verifyLinearCrossEntropyOp(
+        ::mlir::cast<::mlir::xent::LinearCrossEntropyOpInterface>($_op));
+  }];
+}
+
 #endif // XENT_DIALECT_XENT_IR_XENTINTERFACES_TD

@@ -28,6 +28,7 @@
 
 namespace mlir::xent {
 class CrossEntropyOpInterface;
+class LinearCrossEntropyOpInterface;
 
 /// Everything that decides what a cross-entropy op computes, in one place:
 /// the decomposition builder and the kernel builders read this rather than
@@ -71,9 +72,23 @@ SmallVector<Value> buildCanonicalDecomposition(OpBuilder &b,
 FailureOr<SmallVector<Value>> decompose(OpBuilder &b,
                                         CrossEntropyOpInterface op);
 
+/// Emits the canonical decomposition of a linear cross-entropy op
+/// (XentLinearDecomposition.cpp) on `operands`, one value per operand of
+/// `op`: the projection as `linalg.matmul`, the loss as an op of the
+/// cross-entropy family. Returns one value per result.
+SmallVector<Value> buildCanonicalLinearDecomposition(
+    OpBuilder &b, LinearCrossEntropyOpInterface op, ValueRange operands);
+
+/// `decompose` for the linear family: the region's body when it has one, the
+/// canonical decomposition otherwise.
+FailureOr<SmallVector<Value>> decomposeLinear(OpBuilder &b,
+                                              LinearCrossEntropyOpInterface op);
+
 namespace detail {
 /// The verifier of every op of the family (CrossEntropyOpInterface).
 LogicalResult verifyCrossEntropyOp(CrossEntropyOpInterface op);
+/// The verifier of the linear family (LinearCrossEntropyOpInterface).
+LogicalResult verifyLinearCrossEntropyOp(LinearCrossEntropyOpInterface op);
 /// Checks the decomposition region, when present: one block whose arguments
 /// mirror the operands, ending in a `xent.yield` of the result types.
 LogicalResult verifyDecompositionRegion(Operation *op);

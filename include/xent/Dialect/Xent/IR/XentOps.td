@@ -17,14 +17,17 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 def Xent_FloatTensor : RankedTensorOf<[F16, BF16, F32]>;
 def Xent_TargetTensor : RankedTensorOf<[I32, I64, F16, BF16, F32]>;
 
-// Attributes shared by the three ops.
-defvar xentCommonAttrs = (ins
+// The loss's attributes, shared by every op of the dialect.
+defvar xentLossAttrs = (ins
     Xent_ReductionAttr:$reduction,
     OptionalAttr<I64Attr>:$ignore_index,
     DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing,
     DefaultValuedAttr<F32Attr, "0.0f">:$z_loss_scale,
-    OptionalAttr<F32Attr>:$softcap,
-    OptionalAttr<I64Attr>:$axis);
+    OptionalAttr<F32Attr>:$softcap);
+
+// Attributes shared by the three cross-entropy ops: the loss's and the class
+// axis of their logits.
+defvar xentCommonAttrs = !con(xentLossAttrs, (ins OptionalAttr<I64Attr>:$axis));
 
 // A member of the cross-entropy family: its accessors, configuration,
 // verifier and decomposition builder come from CrossEntropyOpInterface; its
@@ -256,11 +259,14 @@ def Xent_LaunchOp : Xent_Op<"launch", [
   }];
   let hasVerifier = 1;
 }
+include "xent/Dialect/Xent/IR/XentLinearOps.td"
 
 def Xent_YieldOp : Xent_Op<"yield", [
     Pure, ReturnLike, Terminator,
     ParentOneOf<["CrossEntropyOp", "CrossEntropyGradOp",
-                 "CrossEntropyAndGradOp"]>]> {
+                 "CrossEntropyAndGradOp", "LinearCrossEntropyOp",
+                 "LinearCrossEntropyGradOp",
+                 "LinearCrossEntropyAndGradOp"]>]> {
   let summary = "terminates the decomposition region of a xent op";
   let description = [{
     Returns the values computed by a `decomposition` region; their types

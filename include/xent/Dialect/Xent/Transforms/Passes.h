@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 
@@ -34,6 +35,11 @@ void recognizeCrossEntropy(Operation *root, bool reportFailures = false,
 
 /// What xent-fuse-forward-backward does, on the ops nested in `root`.
 void fuseForwardBackward(Operation *root);
+
+/// What xent-chunk-linear-cross-entropy does to one op: replaces it by a loop
+/// over chunks of `rows` rows (positive).
+void chunkLinearCrossEntropy(RewriterBase &rewriter,
+                             LinearCrossEntropyOpInterface op, int64_t rows);
 
 /// The pattern of xent-inline-decomposition: an op of the family becomes its
 /// decomposition region's body, or the canonical decomposition.

@@ -99,6 +99,60 @@ def XentFuseForwardBackward : Pass<"xent-fuse-forward-backward"> {
   }];
 }
 
+def XentChunkLinearCrossEntropy : Pass<"xent-chunk-linear-cross-entropy"> {
+  let summary = "Compute linear cross-entropy ops chunk by chunk of rows";
+  let description = [{
+    Replaces each op of the linear family (`xent.linear_cross_entropy`,
+    `xent.linear_cross_entropy_grad`, `xent.linear_cross_entropy_and_grad`)
+    by an `scf.for` over chunks of `rows` rows of `hidden` (the last chunk
+    may be shorter), so that only one chunk's logits exist at a time:
+    `rows × V` f32 values instead of `N × V`. The body of each iteration is
+    the projection of the chunk (`linalg.matmul` against the transposed
+    weight, left to the host compiler's GEMM path), the op of the
+    cross-entropy family on the chunk's logits
+    (`xent.cross_entropy_and_grad` for the joint op), and for the gradient
+    forms the matmuls `dlogits · weight` (the chunk's rows of `d_hidden`)
+    and `dlogitsᵀ · hidden` and the reduction `Σ dlogits`, which accumulate
+    `d_weight` and `d_bias` in f32 across chunks; they are rounded to the
+    weight's type once, after the loop.
+
+    Each chunk's loss is a `sum` (or per-row `none`) loss. A `mean` divides
+    by a global quantity computed from `target` and `class_weight` before
+    the loop: the kept weight sum W (the count K of kept rows without class
+    weights) for the loss and the gradient scale, and K for the z-loss. With
+    both class weights and a z-loss, whose mean divides the cross-entropy
+    part by W but the z-loss part by K, the chunks see the class weights
+    scaled by K / W and everything divides by K. `grad_output` is scaled
+    before the loop, so the chunks' gradients need no further scaling.
+
+    The pass is target-independent: its output is ops of the cross-entropy
+    family, linalg, tensor, arith and scf on tensors, and
+    `xent-cpu-pipeline` runs it.
+
+    Example: `--xent-chunk-linear-cross-entropy=rows=1024` on
+
+    ```mlir
+    %l, %dh, %dw = xent.linear_cross_entropy_and_grad mean %one, %h, %w, %t
+        : (tensor<f32>, tensor<8192x2048xbf16>, tensor<128256x2048xbf16>,
+           tensor<8192xi64>)
+        -> (tensor<f32>, tensor<8192x2048xbf16>, tensor<128256x2048xbf16>)
+    ```
+
+    gives a loop of 8 iterations, each with `1024 × 128256` f32 logits.
+  }];
+  let options = [
+    Option<"rows", "rows", "int64_t", /*default=*/"4096",
+           "Rows of hidden per chunk (positive)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::xent::XentDialect",
+  ];
+}
+
 def XentRecognize : Pass<"xent-recognize"> {
   let summary = "Raise cross-entropy chains written with upstream ops to xent ops";
   let description = [{

@@ -464,6 +464,11 @@ Match<Reduction> decideReduction(ViewAnalysis &va, const ReducedLoss &r,
 
 } // namespace detail
 
+/// Raises each `xent.cross_entropy` under `root` whose logits are a
+/// projection `hidden · weightᵀ (+ bias)` with no other user to
+/// `xent.linear_cross_entropy` (Projection.cpp).
+void raiseProjections(Operation *root);
+
 } // namespace mlir::xent::recognize
 
 #endif // XENT_LIB_DIALECT_XENT_TRANSFORMS_RECOGNIZE_MATCHERS_H
