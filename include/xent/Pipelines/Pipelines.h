@@ -67,9 +67,9 @@ struct XentGPUPipelineOptions
 /// Appends the GPU pipeline: convert-xent-to-gpu (with
 /// `allow-decomposition=false`: an op that would take the decomposition is
 /// an error, for nothing here lowers linalg to the device; on host tensors
-/// it would be host loops over device memory), bufferization of the host code, then upstream's
-/// gpu-lower-to-nvvm-pipeline (kernels to NVVM and a binary, host to LLVM
-/// calling the mgpu* runtime ABI).
+/// it would be host loops over device memory), bufferization of the host code,
+/// then upstream's gpu-lower-to-nvvm-pipeline (kernels to NVVM and a binary,
+/// host to LLVM calling the mgpu* runtime ABI).
 LogicalResult buildXentGPUPipeline(OpPassManager &pm,
                                    const XentGPUPipelineOptions &options);
 

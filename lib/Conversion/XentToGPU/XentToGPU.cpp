@@ -622,8 +622,8 @@ struct CrossEntropyLowering
                                 PatternRewriter &rewriter) const override {
     LoweringChoice choice = chooseLowering(op, options);
     if (!choice.kernel)
-      return rewriter.notifyMatchFailure(op, "takes no kernel: " +
-                                                 choice.reason);
+      return rewriter.notifyMatchFailure(op,
+                                         "takes no kernel: " + choice.reason);
     auto module = op->getParentOfType<ModuleOp>();
     gpu::GPUModuleOp kernels = getOrCreateKernelModule(rewriter, module);
     rewriter.setInsertionPoint(op);
