@@ -17,6 +17,15 @@
 // LOWERED-NOT: xent.
 // LOWERED: llvm.func @_mlir_ciface_loss(
 // LOWERED-NOT: xent.
+//
+// or, with --gpu-mode, by convert-xent-to-gpu, which reports each op's path:
+// the fused kernels (auto), or the decomposition (inline).
+// GPU-AUTO: remark: [Passed] kernel | Category:convert-xent-to-gpu | Function=loss | Kernels="xent_prologue_0, xent_loss_0", Reason="mode=auto, and the kernels take this op"
+// GPU-AUTO: xent.launch
+// GPU-AUTO: gpu.module @xent_kernels
+// GPU-INLINE: remark: [Missed] decomposition | Category:convert-xent-to-gpu | Function=loss | Reason=mode=inline
+// GPU-INLINE-NOT: xent.
+// GPU-INLINE-NOT: gpu.module
 
 #map = affine_map<(d0, d1) -> (d0, d1)>
 #map1 = affine_map<(d0, d1) -> (d0)>

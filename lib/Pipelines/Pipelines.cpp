@@ -63,6 +63,10 @@ mlir::xent::XentGPUPipelineOptions::getConversionOptions() const {
   conversion.threads = threads;
   conversion.vectorWidth = vectorWidth;
   conversion.residentRows = residentRows;
+  conversion.mode = mode;
+  // Nothing in the pipeline lowers linalg to the device: neither on host
+  // tensors (that would be host loops over device memory) nor in kernels.
+  conversion.allowDecomposition = false;
   return conversion;
 }
 

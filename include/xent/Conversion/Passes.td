@@ -49,6 +49,29 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     the kernel allows it (not a joint op on the resident path). The host code
     expects every buffer to be device memory.
 
+    `mode` picks the lowering of each op, like a composite that is promoted
+    where a kernel exists and inlined elsewhere: `auto` (the default) takes
+    the kernel where it can take the op and the decomposition (the op's
+    region, or the canonical one: linalg/tensor/arith/math on tensors, as
+    `xent-inline-decomposition` inlines it) elsewhere; `kernel` takes the
+    kernel for every op, and an op it cannot take is an error that says
+    why; `inline` takes the decomposition for every op. The kernels take
+    every verified configuration in host code; they cannot be launched from
+    device code (an op inside `gpu.module`, `gpu.func` or `gpu.launch`) nor
+    generated without an enclosing `builtin.module`. The decomposition of an
+    op in host code computes on host tensors, and one in device code is
+    linalg in a kernel: a pipeline that lowers only the kernels to the
+    device sets `allow-decomposition=false` to make an op that would take
+    the decomposition an error (as `xent-gpu-pipeline` does), instead of
+    host loops over device memory.
+
+    Each op reports the path it took and why as an optimization remark of
+    category `convert-xent-to-gpu`: `passed` (name `kernel`, with the names
+    of the kernels it launches) or `missed` (name `decomposition`), with the
+    reason (the mode, or why the kernels cannot take the op). They are off
+    unless the remark engine is on, e.g.
+    `xent-opt --remarks-filter=convert-xent-to-gpu --remark-format=emitRemark`.
+
     The rewrite is `populateXentToGPUConversionPatterns`
     (`xent/Conversion/XentToGPU/XentToGPU.h`), which other drivers can use
     with the same options; the pass applies it as a partial conversion in
@@ -73,6 +96,16 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     Option<"residentRows", "resident-rows", "bool", /*default=*/"true",
            "Gradient kernels keep each row on chip (sm_90+: a cluster of "
            "blocks per row), reading the logits once">,
+    Option<"mode", "mode", "::mlir::xent::LoweringMode",
+           /*default=*/"::mlir::xent::LoweringMode::Auto",
+           "Per op, the kernel or the decomposition: auto (the kernel where "
+           "it can take the op), kernel (always; an error where it cannot) "
+           "or inline (always the decomposition)",
+           "::mlir::xent::getLoweringModeValues()">,
+    Option<"allowDecomposition", "allow-decomposition", "bool",
+           /*default=*/"true",
+           "Ops may take the decomposition (false: an op that would is an "
+           "error, for pipelines that lower only the kernels to the device)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -24,7 +24,8 @@ LogicalResult buildXentCPUPipeline(OpPassManager &pm);
 
 /// Options of `xent-gpu-pipeline`: those of convert-xent-to-gpu, under the
 /// same names and with the same defaults (`chip` also names the chip the
-/// kernels are compiled for), and those of the kernels' binary.
+/// kernels are compiled for; but for `allow-decomposition`, which the
+/// pipeline turns off), and those of the kernels' binary.
 struct XentGPUPipelineOptions
     : public PassPipelineOptions<XentGPUPipelineOptions> {
   // convert-xent-to-gpu (Passes.td describes them).
@@ -42,6 +43,12 @@ struct XentGPUPipelineOptions
       *this, "resident-rows",
       llvm::cl::desc("Gradient kernels keep each row on chip (sm_90+)"),
       llvm::cl::init(ConvertXentToGPUOptions().residentRows)};
+  PassOptions::Option<LoweringMode> mode{
+      *this, "mode",
+      llvm::cl::desc("Per op, the kernel or the decomposition; the pipeline "
+                     "lowers no decomposition (allow-decomposition=false), "
+                     "so an op that would take one is an error"),
+      llvm::cl::init(ConvertXentToGPUOptions().mode), getLoweringModeValues()};
 
   // The kernels' binary.
   PassOptions::Option<std::string> features{*this, "features",
@@ -57,9 +64,12 @@ struct XentGPUPipelineOptions
   ConvertXentToGPUOptions getConversionOptions() const;
 };
 
-/// Appends the GPU pipeline: convert-xent-to-gpu, bufferization of the host
-/// code, then upstream's gpu-lower-to-nvvm-pipeline (kernels to NVVM and a
-/// binary, host to LLVM calling the mgpu* runtime ABI).
+/// Appends the GPU pipeline: convert-xent-to-gpu (with
+/// `allow-decomposition=false`: an op that would take the decomposition is
+/// an error, for nothing here lowers linalg to the device; on host tensors
+/// it would be host loops over device memory), bufferization of the host code,
+/// then upstream's gpu-lower-to-nvvm-pipeline (kernels to NVVM and a binary,
+/// host to LLVM calling the mgpu* runtime ABI).
 LogicalResult buildXentGPUPipeline(OpPassManager &pm,
                                    const XentGPUPipelineOptions &options);
 

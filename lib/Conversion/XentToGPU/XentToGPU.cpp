@@ -36,9 +36,15 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Remarks.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 
 namespace mlir::xent {
 #define GEN_PASS_DEF_CONVERTXENTTOGPU
@@ -157,6 +163,9 @@ public:
   /// scratch buffers released.
   void launchConversions();
 
+  /// The kernels built so far, in launch order.
+  ArrayRef<std::string> getKernelNames() const { return kernelNames; }
+
 private:
   /// The arguments the prologue and the row kernel share: target, weight,
   /// the kept weight / count and the f32 accumulators.
@@ -202,7 +211,8 @@ private:
   gpu::GPUFuncOp buildKernel(StringRef prefix, BuildFn build) {
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToEnd(&kernels.getBodyRegion().front());
-    return build(rewriter, getUniqueName(kernels, prefix));
+    kernelNames.push_back(getUniqueName(kernels, prefix));
+    return build(rewriter, kernelNames.back());
   }
 
   RewriterBase &rewriter;
@@ -221,6 +231,7 @@ private:
   Value lossAcc, zLossAcc;
   /// The prologue's kept weight and count (KernelSpec::needsStats).
   Value stats;
+  SmallVector<std::string> kernelNames;
 };
 
 } // namespace
@@ -442,12 +453,168 @@ static LogicalResult checkOptions(Operation *module,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Kernel or decomposition
+//===----------------------------------------------------------------------===//
+
+static constexpr llvm::StringLiteral kAutoMode = "auto";
+static constexpr llvm::StringLiteral kKernelMode = "kernel";
+static constexpr llvm::StringLiteral kInlineMode = "inline";
+
+llvm::cl::ValuesClass mlir::xent::getLoweringModeValues() {
+  return llvm::cl::values(
+      clEnumValN(LoweringMode::Auto, kAutoMode,
+                 "the kernel where it can take the op, the decomposition "
+                 "elsewhere"),
+      clEnumValN(LoweringMode::Kernel, kKernelMode,
+                 "the kernel for every op (an error where it cannot take one)"),
+      clEnumValN(LoweringMode::Inline, kInlineMode,
+                 "the decomposition for every op"));
+}
+
+std::optional<LoweringMode> mlir::xent::parseLoweringMode(StringRef spelling) {
+  return llvm::StringSwitch<std::optional<LoweringMode>>(spelling)
+      .Case(kAutoMode, LoweringMode::Auto)
+      .Case(kKernelMode, LoweringMode::Kernel)
+      .Case(kInlineMode, LoweringMode::Inline)
+      .Default(std::nullopt);
+}
+
+/// The ops the conversion lowers: xent ops with a decomposition.
+static bool isLowered(Operation *op) {
+  return isa<XentDialect>(op->getDialect()) &&
+         isa<linalg::AggregatedOpInterface>(op);
+}
+
+/// The innermost op around `op` whose body is device code, or null.
+static Operation *getDeviceCodeParent(Operation *op) {
+  for (Operation *parent = op->getParentOp(); parent;
+       parent = parent->getParentOp())
+    if (isa<gpu::GPUModuleOp, gpu::GPUFuncOp, gpu::LaunchOp>(parent))
+      return parent;
+  return nullptr;
+}
+
+std::optional<std::string> mlir::xent::getKernelUnsupportedReason(
+    Operation *op, const ConvertXentToGPUOptions & /*options*/) {
+  if (isa<LinearCrossEntropyOpInterface>(op))
+    return std::string("there is no kernel for its projection (a device GEMM); "
+                       "its decomposition is a matmul and a cross-entropy op");
+  if (!isa<CrossEntropyOpInterface>(op))
+    return ("there is no kernel for '" + op->getName().getStringRef() + "'")
+        .str();
+  if (Operation *device = getDeviceCodeParent(op))
+    return ("it is in device code (inside '" +
+            device->getName().getStringRef() +
+            "'), which cannot launch the kernels")
+        .str();
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!module)
+    return std::string("it is not inside a builtin.module, which the kernels "
+                       "are generated into");
+  Operation *kernels = module.lookupSymbol(kKernelModuleName);
+  if (kernels && !isa<gpu::GPUModuleOp>(kernels))
+    return ("the module's symbol @" + kKernelModuleName +
+            ", which the kernels go into, is not a gpu.module")
+        .str();
+  return std::nullopt;
+}
+
+namespace {
+/// The lowering of one op under a mode, and why.
+struct LoweringChoice {
+  /// The kernels take the op; otherwise its decomposition does, unless
+  /// `ruledOut`.
+  bool kernel = false;
+  /// mode=kernel on an op the kernels cannot take.
+  bool ruledOut = false;
+  /// The mode, and why the kernels cannot take the op where they do not.
+  std::string reason;
+};
+} // namespace
+
+static LoweringChoice chooseLowering(Operation *op,
+                                     const ConvertXentToGPUOptions &options) {
+  if (options.mode == LoweringMode::Inline)
+    return {/*kernel=*/false, /*ruledOut=*/false, "mode=inline"};
+  std::optional<std::string> unsupported =
+      getKernelUnsupportedReason(op, options);
+  if (options.mode == LoweringMode::Kernel) {
+    if (unsupported)
+      return {/*kernel=*/false, /*ruledOut=*/true, *unsupported};
+    return {/*kernel=*/true, /*ruledOut=*/false, "mode=kernel"};
+  }
+  if (unsupported)
+    return {/*kernel=*/false, /*ruledOut=*/false,
+            "mode=auto, and " + *unsupported};
+  return {/*kernel=*/true, /*ruledOut=*/false,
+          "mode=auto, and the kernels take this op"};
+}
+
+/// `op` would take the decomposition, which `allow-decomposition=false`
+/// rules out.
+static bool isRuledOutDecomposition(const ConvertXentToGPUOptions &options,
+                                    const LoweringChoice &choice) {
+  return !choice.kernel && !choice.ruledOut && !options.allowDecomposition;
+}
+
+/// Diagnoses the ops that the options rule out, before anything is
+/// rewritten: mode=kernel where the kernels cannot take an op, and a
+/// decomposition without allow-decomposition.
+static LogicalResult checkLowerings(Operation *root,
+                                    const ConvertXentToGPUOptions &options) {
+  bool valid = true;
+  root->walk([&](Operation *op) {
+    if (!isLowered(op))
+      return;
+    LoweringChoice choice = chooseLowering(op, options);
+    if (choice.ruledOut) {
+      op->emitOpError("cannot take the kernel (mode=kernel): ")
+          << choice.reason
+          << "; use mode=auto or mode=inline to take its decomposition";
+      valid = false;
+      return;
+    }
+    if (!isRuledOutDecomposition(options, choice))
+      return;
+    valid = false;
+    InFlightDiagnostic diag =
+        op->emitOpError("would take the decomposition (")
+        << choice.reason
+        << "), but allow-decomposition=false (as in xent-gpu-pipeline, "
+           "which lowers only the kernels to the device): ";
+    if (getDeviceCodeParent(op)) {
+      diag << "lower it with convert-xent-to-gpu in a compiler that lowers "
+              "linalg in device code";
+      return;
+    }
+    diag << "its decomposition computes on host tensors; ";
+    if (options.mode == LoweringMode::Inline)
+      diag << "use mode=auto or mode=kernel, or ";
+    diag << "lower it with convert-xent-to-gpu{mode=inline} in a compiler "
+            "that lowers linalg to the device, or with xent-cpu-pipeline";
+  });
+  return success(valid);
+}
+
+static constexpr llvm::StringLiteral kRemarkCategory = "convert-xent-to-gpu";
+
+/// The remark's options for `op`: its name, the category, the function.
+static remark::RemarkOpts getRemarkOpts(Operation *op, StringRef name) {
+  StringRef function;
+  if (auto func = op->getParentOfType<FunctionOpInterface>())
+    function = func.getName();
+  return remark::RemarkOpts::name(name)
+      .category(kRemarkCategory)
+      .function(function);
+}
+
 namespace {
 
-/// Replaces a cross-entropy op (any CrossEntropyOpInterface) by an
-/// `xent.launch` of its kernels. A rewrite pattern rather than a conversion
-/// pattern: no type changes, and a result's materialization into a
-/// destination (one of its users) is folded into the launch.
+/// Replaces a cross-entropy op (any CrossEntropyOpInterface) that takes the
+/// kernel by an `xent.launch` of its kernels. A rewrite pattern rather than
+/// a conversion pattern: no type changes, and a result's materialization
+/// into a destination (one of its users) is folded into the launch.
 struct CrossEntropyLowering
     : public OpInterfaceRewritePattern<CrossEntropyOpInterface> {
   CrossEntropyLowering(MLIRContext *ctx, const ConvertXentToGPUOptions &options)
@@ -455,9 +622,11 @@ struct CrossEntropyLowering
 
   LogicalResult matchAndRewrite(CrossEntropyOpInterface op,
                                 PatternRewriter &rewriter) const override {
+    LoweringChoice choice = chooseLowering(op, options);
+    if (!choice.kernel)
+      return rewriter.notifyMatchFailure(op,
+                                         "takes no kernel: " + choice.reason);
     auto module = op->getParentOfType<ModuleOp>();
-    if (!module)
-      return rewriter.notifyMatchFailure(op, "not inside a module");
     gpu::GPUModuleOp kernels = getOrCreateKernelModule(rewriter, module);
     rewriter.setInsertionPoint(op);
     HostEmitter host(rewriter, op.getLoc(), op, kernels, options);
@@ -465,7 +634,44 @@ struct CrossEntropyLowering
     host.launchPrologue();
     host.launchRowKernel();
     host.launchConversions();
+    remark::passed(op.getLoc(), getRemarkOpts(op, "kernel"))
+        << "lowered to the fused kernels"
+        << remark::metric("Kernels", llvm::join(host.getKernelNames(), ", "))
+        << remark::reason("{0}", choice.reason);
     rewriter.replaceOp(op, launch.getResults());
+    return success();
+  }
+
+  ConvertXentToGPUOptions options;
+};
+
+/// Replaces a xent op that takes no kernel by its decomposition (the op's
+/// linalg::AggregatedOpInterface: its region, or the canonical one).
+struct DecompositionLowering
+    : public OpInterfaceRewritePattern<linalg::AggregatedOpInterface> {
+  DecompositionLowering(MLIRContext *ctx,
+                        const ConvertXentToGPUOptions &options)
+      : OpInterfaceRewritePattern(ctx), options(options) {}
+
+  LogicalResult matchAndRewrite(linalg::AggregatedOpInterface op,
+                                PatternRewriter &rewriter) const override {
+    if (!isLowered(op))
+      return rewriter.notifyMatchFailure(op, "not a xent op");
+    LoweringChoice choice = chooseLowering(op, options);
+    if (choice.kernel)
+      return rewriter.notifyMatchFailure(op, "takes the kernel");
+    if (choice.ruledOut)
+      return rewriter.notifyMatchFailure(op, "mode=kernel: " + choice.reason);
+    if (isRuledOutDecomposition(options, choice))
+      return rewriter.notifyMatchFailure(op, "allow-decomposition=false");
+    rewriter.setInsertionPoint(op);
+    FailureOr<SmallVector<Value>> results = op.decomposeOperation(rewriter);
+    if (failed(results))
+      return rewriter.notifyMatchFailure(op, "no decomposition");
+    remark::missed(op.getLoc(), getRemarkOpts(op, "decomposition"))
+        << "lowered to the decomposition"
+        << remark::reason("{0}", choice.reason);
+    rewriter.replaceOp(op, *results);
     return success();
   }
 
@@ -488,6 +694,8 @@ struct ConvertXentToGPUPass
     options.threads = threads;
     options.vectorWidth = vectorWidth;
     options.residentRows = residentRows;
+    options.mode = mode;
+    options.allowDecomposition = allowDecomposition;
     if (failed(convertXentToGPU(getOperation(), options)))
       signalPassFailure();
   }
@@ -497,25 +705,21 @@ struct ConvertXentToGPUPass
 
 void mlir::xent::populateXentToGPUConversionPatterns(
     RewritePatternSet &patterns, const ConvertXentToGPUOptions &options) {
-  patterns.add<CrossEntropyLowering>(patterns.getContext(), options);
+  patterns.add<CrossEntropyLowering, DecompositionLowering>(
+      patterns.getContext(), options);
 }
 
 LogicalResult
 mlir::xent::convertXentToGPU(Operation *root,
                              const ConvertXentToGPUOptions &options) {
-  if (failed(checkOptions(root, options)))
-    return failure();
-  // The linear family's GEMMs have no device lowering here.
-  WalkResult linear = root->walk([](LinearCrossEntropyOpInterface op) {
-    op.emitOpError("has no GPU lowering: its projection needs a device GEMM");
-    return WalkResult::interrupt();
-  });
-  if (linear.wasInterrupted())
+  if (failed(checkOptions(root, options)) ||
+      failed(checkLowerings(root, options)))
     return failure();
   // Every xent op is lowered; what the patterns build (host code, the kernel
-  // module and the kernels' bodies) is legal. The conversion visits the ops
-  // in program order, so kernels are named and placed in the order of their
-  // ops.
+  // module, the kernels' bodies and the decompositions) is legal, but for
+  // the xent ops a decomposition holds, which are lowered in turn. The
+  // conversion visits the ops in program order, so kernels are named and
+  // placed in the order of their ops.
   MLIRContext *ctx = root->getContext();
   ConversionTarget target(*ctx);
   target.addIllegalDialect<XentDialect>();

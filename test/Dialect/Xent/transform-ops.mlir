@@ -132,3 +132,59 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+// The mode attribute: the decomposition instead of the kernels.
+
+// CHECK-LABEL: func.func @lower_inline
+// CHECK-NOT:   xent.
+// CHECK:       linalg.generic
+// CHECK-NOT:   gpu.module
+module @payload {
+  func.func @lower_inline(%x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> tensor<f32> {
+    %l = xent.cross_entropy sum %x, %t : (tensor<?x?xbf16>, tensor<?xi64>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %m = transform.structured.match ops{["builtin.module"]} attributes{sym_name = "payload"} in %root : (!transform.any_op) -> !transform.any_op
+    %m1 = transform.xent.convert_to_gpu %m {mode = "inline"} : (!transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+}
+
+// -----
+
+// An op the mode rules out: the pass's diagnostic, and a definite failure.
+
+module @payload {
+  // expected-note @+1 {{to this op}}
+  func.func @ruled_out(%x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> tensor<f32> {
+    // expected-error @+1 {{would take the decomposition (mode=inline), but allow-decomposition=false}}
+    %l = xent.cross_entropy sum %x, %t : (tensor<?x?xbf16>, tensor<?xi64>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+    // expected-error @+1 {{could not apply transform.xent.convert_to_gpu}}
+    %f1 = transform.xent.convert_to_gpu %f {mode = "inline", allow_decomposition = false} : (!transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+}
+
+// -----
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %m = transform.structured.match ops{["builtin.module"]} in %root : (!transform.any_op) -> !transform.any_op
+    // expected-error @+1 {{'transform.xent.convert_to_gpu' op mode must be "auto", "kernel" or "inline", got "fast"}}
+    %m1 = transform.xent.convert_to_gpu %m {mode = "fast"} : (!transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+}

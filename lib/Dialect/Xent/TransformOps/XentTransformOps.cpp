@@ -79,6 +79,14 @@ DiagnosedSilenceableFailure transform::XentFuseForwardBackwardOp::apply(
   });
 }
 
+LogicalResult transform::XentConvertToGPUOp::verify() {
+  if (auto mode = getMode(); mode && !parseLoweringMode(*mode))
+    return emitOpError("mode must be \"auto\", \"kernel\" or \"inline\", "
+                       "got \"")
+           << *mode << "\"";
+  return success();
+}
+
 DiagnosedSilenceableFailure
 transform::XentConvertToGPUOp::apply(transform::TransformRewriter &rewriter,
                                      transform::TransformResults &results,
@@ -93,6 +101,10 @@ transform::XentConvertToGPUOp::apply(transform::TransformRewriter &rewriter,
     options.vectorWidth = *width;
   if (auto resident = getResidentRows())
     options.residentRows = *resident;
+  if (auto mode = getMode())
+    options.mode = *parseLoweringMode(*mode);
+  if (auto allow = getAllowDecomposition())
+    options.allowDecomposition = *allow;
   return rewriteEachTarget(*this, results, state, [&](Operation *target) {
     return convertXentToGPU(target, options);
   });

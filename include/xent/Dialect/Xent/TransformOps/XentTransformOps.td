@@ -76,12 +76,14 @@ def XentConvertToGPUOp : Xent_PayloadRewriteOp<"convert_to_gpu"> {
   let description = [{
     What `convert-xent-to-gpu` does, on the ops nested in each target (a
     module, or an op inside one): every xent op becomes launches of kernels
-    generated into the enclosing module's `@xent_kernels`. The attributes are
-    the pass's options; an absent one takes the pass's default. Options the
-    kernels cannot take are a definite failure with the pass's diagnostic.
+    generated into the enclosing module's `@xent_kernels`, or its
+    decomposition, as `mode` (`"auto"`, `"kernel"` or `"inline"`) says. The
+    attributes are the pass's options; an absent one takes the pass's
+    default. Options the kernels cannot take, and ops the mode rules out,
+    are a definite failure with the pass's diagnostic.
 
     ```mlir
-    %m2 = transform.xent.convert_to_gpu %m {threads = 256 : i64}
+    %m2 = transform.xent.convert_to_gpu %m {threads = 256 : i64, mode = "auto"}
         : (!transform.any_op) -> !transform.any_op
     ```
   }];
@@ -89,7 +91,10 @@ def XentConvertToGPUOp : Xent_PayloadRewriteOp<"convert_to_gpu"> {
                        OptionalAttr<StrAttr>:$chip,
                        OptionalAttr<I64Attr>:$threads,
                        OptionalAttr<I64Attr>:$vector_width,
-                       OptionalAttr<BoolAttr>:$resident_rows);
+                       OptionalAttr<BoolAttr>:$resident_rows,
+                       OptionalAttr<StrAttr>:$mode,
+                       OptionalAttr<BoolAttr>:$allow_decomposition);
+  let hasVerifier = 1;
 }
 
 #endif // XENT_DIALECT_XENT_TRANSFORMOPS_XENTTRANSFORMOPS_TD
