@@ -506,6 +506,17 @@ mlir::xent::convertXentToGPU(Operation *root,
                              const ConvertXentToGPUOptions &options) {
   if (failed(checkOptions(root, options)))
     return failure();
+  // The kernels do not compute the per-row outputs yet.
+  WalkResult unsupported = root->walk([](CrossEntropyOpInterface op) {
+    if (!op.computesRowOutputs())
+      return WalkResult::advance();
+    op.emitOpError("cannot be lowered to GPU kernels: the per-row outputs "
+                   "(lse, argmax, accuracy) are computed only by the "
+                   "decomposition (xent-inline-decomposition)");
+    return WalkResult::interrupt();
+  });
+  if (unsupported.wasInterrupted())
+    return failure();
   // Every xent op is lowered; what the patterns build (host code, the kernel
   // module and the kernels' bodies) is legal. The conversion visits the ops
   // in program order, so kernels are named and placed in the order of their
