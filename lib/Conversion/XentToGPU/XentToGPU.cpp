@@ -500,9 +500,13 @@ std::optional<std::string> mlir::xent::getKernelUnsupportedReason(
   if (isa<LinearCrossEntropyOpInterface>(op))
     return std::string("there is no kernel for its projection (a device GEMM); "
                        "its decomposition is a matmul and a cross-entropy op");
-  if (!isa<CrossEntropyOpInterface>(op))
+  auto family = dyn_cast<CrossEntropyOpInterface>(op);
+  if (!family)
     return ("there is no kernel for '" + op->getName().getStringRef() + "'")
         .str();
+  if (family.computesRowOutputs())
+    return std::string("the kernels do not compute the per-row outputs (lse, "
+                       "argmax, accuracy)");
   if (Operation *device = getDeviceCodeParent(op))
     return ("it is in device code (inside '" +
             device->getName().getStringRef() +

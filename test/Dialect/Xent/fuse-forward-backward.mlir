@@ -56,3 +56,18 @@ func.func @different_target(%x: tensor<4x9xf32>, %t: tensor<4xi64>, %u: tensor<4
   %d = xent.cross_entropy_grad sum %g, %x, %u : (tensor<f32>, tensor<4x9xf32>, tensor<4xi64>) -> tensor<4x9xf32>
   return %l, %d : tensor<f32>, tensor<4x9xf32>
 }
+
+// -----
+
+// The joint op carries the forward's per-row outputs (and their attributes)
+// between z_loss and dlogits.
+
+// CHECK-LABEL: func @fused_row_outputs
+// CHECK:   %[[L:.*]], %[[Z:.*]], %[[LSE:.*]], %[[AM:.*]], %[[ACC:.*]], %[[D:.*]] = xent.cross_entropy_and_grad sum %{{.*}}, %{{.*}}, %{{.*}} {return_accuracy, return_argmax, return_lse, z_loss_scale = 5.000000e-01 : f32} : (tensor<f32>, tensor<4x9xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xi32>, tensor<f32>, tensor<4x9xf32>)
+// CHECK-NOT: xent.cross_entropy
+// CHECK:   return %[[L]], %[[Z]], %[[LSE]], %[[AM]], %[[ACC]], %[[D]]
+func.func @fused_row_outputs(%x: tensor<4x9xf32>, %t: tensor<4xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xi32>, tensor<f32>, tensor<4x9xf32>) {
+  %l, %z, %lse, %am, %acc = xent.cross_entropy sum %x, %t {z_loss_scale = 0.5 : f32, return_lse, return_argmax, return_accuracy} : (tensor<4x9xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xi32>, tensor<f32>)
+  %d = xent.cross_entropy_grad sum %g, %x, %t {z_loss_scale = 0.5 : f32} : (tensor<f32>, tensor<4x9xf32>, tensor<4xi64>) -> tensor<4x9xf32>
+  return %l, %z, %lse, %am, %acc, %d : tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xi32>, tensor<f32>, tensor<4x9xf32>
+}

@@ -390,3 +390,100 @@ func.func @z_loss_against_loss(%x: tensor<1x?xf32>, %q: tensor<1x?xf32>) {
   %l, %z = xent.cross_entropy none %x, %q {axis = 0 : i64} : (tensor<1x?xf32>, tensor<1x?xf32>) -> (tensor<3xf32>, tensor<2xf32>)
   return
 }
+
+// -----
+
+func.func @row_outputs_count(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{expected 2 or 3 results after loss (optional z_loss, then one per selected output), got 1}}
+  %l, %lse = xent.cross_entropy mean %x, %t {return_lse, return_argmax} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @row_outputs_too_many(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{expected 1 or 2 results after loss (optional z_loss, then one per selected output), got 3}}
+  %l:4 = xent.cross_entropy mean %x, %t {return_lse} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @joint_row_outputs_count(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{expected 1 or 2 results after loss (optional z_loss, then one per selected output), got 0}}
+  %l, %d = xent.cross_entropy_and_grad mean %g, %x, %t {return_argmax} : (tensor<f32>, tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
+  return
+}
+
+// -----
+
+func.func @lse_shape(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{lse shape [] must be [4]}}
+  %l, %lse = xent.cross_entropy mean %x, %t {return_lse} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @lse_element_type(%x: tensor<4x10xbf16>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{lse element type 'f16' must be f32 or the logits' element type 'bf16'}}
+  %l, %lse = xent.cross_entropy mean %x, %t {return_lse} : (tensor<4x10xbf16>, tensor<4xi64>) -> (tensor<f32>, tensor<4xf16>)
+  return
+}
+
+// -----
+
+func.func @argmax_element_type(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{argmax element type 'f32' must be i32 or i64}}
+  %l, %a = xent.cross_entropy sum %x, %t {return_argmax} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @argmax_shape(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{argmax shape [5] must be [4]}}
+  %l, %a = xent.cross_entropy none %x, %t {return_argmax} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<4xf32>, tensor<5xi64>)
+  return
+}
+
+// -----
+
+// Per-row outputs fix dynamic sizes like the other results.
+func.func @argmax_against_lse(%x: tensor<?x10xf32>, %t: tensor<?xi64>) {
+  // expected-error @+1 {{argmax shape [3] must be [2]}}
+  %l, %lse, %a = xent.cross_entropy mean %x, %t {return_lse, return_argmax} : (tensor<?x10xf32>, tensor<?xi64>) -> (tensor<f32>, tensor<2xf32>, tensor<3xi64>)
+  return
+}
+
+// -----
+
+func.func @accuracy_shape(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{accuracy shape [] must be [4] for reduction 'none'}}
+  %l, %a = xent.cross_entropy none %x, %t {return_accuracy} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<4xf32>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @accuracy_element_type(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{accuracy element type 'i64' must be f32 or the logits' element type 'f32'}}
+  %l, %a = xent.cross_entropy sum %x, %t {return_accuracy} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<i64>)
+  return
+}
+
+// -----
+
+func.func @accuracy_probability_targets(%x: tensor<4x10xf32>, %q: tensor<4x10xf32>) {
+  // expected-error @+1 {{return_accuracy requires class-index targets}}
+  %l, %a = xent.cross_entropy mean %x, %q {return_accuracy} : (tensor<4x10xf32>, tensor<4x10xf32>) -> (tensor<f32>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @z_loss_integer(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{z_loss element type 'i64' must be f32 or the logits' element type 'f32'}}
+  %l, %z = xent.cross_entropy mean %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<i64>)
+  return
+}

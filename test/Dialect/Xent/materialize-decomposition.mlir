@@ -111,3 +111,63 @@ func.func @existing_region(%x: tensor<1x1xf32>, %t: tensor<1xi64>) -> tensor<f32
   }
   return %l : tensor<f32>
 }
+
+// -----
+
+// Per-row outputs: lse = m + log(s) from the loss's own row statistics; the
+// first largest class in one reduction over the logits (NaN counts as the
+// largest); accuracy counts kept elements whose target is that class, the
+// mean divides by the number of kept elements (unweighted). They follow the
+// loss in the yield, in the op's order.
+
+// CHECK-LABEL: func @row_outputs
+// CHECK: ^bb0(%[[X:.*]]: tensor<4x10xbf16>, %[[T:.*]]: tensor<4xi32>):
+// CHECK:   %[[MAX:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<4x10xbf16>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK:   %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[X]], %[[MAX]] : tensor<4x10xbf16>, tensor<4xf32>)
+// CHECK:   %[[LSE:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%[[MAX]], %[[SUM]] : tensor<4xf32>, tensor<4xf32>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK:     %[[LOG:.*]] = math.log
+// CHECK:     arith.addf %{{.*}}, %[[LOG]] : f32
+// CHECK:   %[[ARGMAX:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[X]] : tensor<4x10xbf16>) outs(%{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xi64>)
+// CHECK:   ^bb0(%[[IN:.*]]: bf16, %[[BEST:.*]]: f32, %[[IDX:.*]]: i64):
+// CHECK:     %[[V:.*]] = arith.extf %[[IN]] : bf16 to f32
+// CHECK:     %[[GT:.*]] = arith.cmpf ogt, %[[V]], %[[BEST]] : f32
+// CHECK:     %[[NAN:.*]] = arith.cmpf uno, %[[V]], %[[V]] : f32
+// CHECK:     %[[NUM:.*]] = arith.cmpf ord, %[[BEST]], %[[BEST]] : f32
+// CHECK:     %[[FIRSTNAN:.*]] = arith.andi %[[NAN]], %[[NUM]] : i1
+// CHECK:     %[[TAKE:.*]] = arith.ori %[[GT]], %[[FIRSTNAN]] : i1
+// CHECK:     %[[C:.*]] = linalg.index 1 : index
+// CHECK:     %[[CI:.*]] = arith.index_cast %[[C]] : index to i64
+// CHECK:     arith.select %[[TAKE]], %[[V]], %[[BEST]] : f32
+// CHECK:     arith.select %[[TAKE]], %[[CI]], %[[IDX]] : i64
+// CHECK:   %[[PRED:.*]] = linalg.generic {{.*}} ins(%[[ARGMAX]]#1 : tensor<4xi64>) outs(%{{.*}} : tensor<4xi32>)
+// CHECK:     arith.trunci %{{.*}} : i64 to i32
+// CHECK:   %[[ACC:.*]]:2 = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[T]], %[[ARGMAX]]#1 : tensor<4xi32>, tensor<4xi64>)
+// CHECK:     %[[KEPT:.*]] = arith.cmpi ne
+// CHECK:     %[[EQ:.*]] = arith.cmpi eq
+// CHECK:     arith.andi %[[KEPT]], %[[EQ]] : i1
+// CHECK:   %[[CORRECT:.*]] = tensor.extract %[[ACC]]#0[] : tensor<f32>
+// CHECK:   %[[COUNT:.*]] = tensor.extract %[[ACC]]#1[] : tensor<f32>
+// CHECK:   %[[RATIO:.*]] = arith.divf %[[CORRECT]], %[[COUNT]] : f32
+// CHECK:   %[[ACCT:.*]] = tensor.from_elements %[[RATIO]] : tensor<f32>
+// CHECK:   %[[LOSS:.*]] = tensor.from_elements %{{.*}} : tensor<f32>
+// CHECK:   xent.yield %[[LOSS]], %[[LSE]], %[[PRED]], %[[ACCT]] : tensor<f32>, tensor<4xf32>, tensor<4xi32>, tensor<f32>
+func.func @row_outputs(%x: tensor<4x10xbf16>, %t: tensor<4xi32>) -> (tensor<f32>, tensor<4xf32>, tensor<4xi32>, tensor<f32>) {
+  %l, %lse, %am, %acc = xent.cross_entropy mean %x, %t {return_lse, return_argmax, return_accuracy} : (tensor<4x10xbf16>, tensor<4xi32>) -> (tensor<f32>, tensor<4xf32>, tensor<4xi32>, tensor<f32>)
+  return %l, %lse, %am, %acc : tensor<f32>, tensor<4xf32>, tensor<4xi32>, tensor<f32>
+}
+
+// -----
+
+// `none` keeps the accuracy per element (1 or 0, in its type); argmax as i64
+// is the reduction's index itself; softcap applies before the argmax too.
+
+// CHECK-LABEL: func @row_outputs_none
+// CHECK:   %[[ARGMAX:.*]]:2 = linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%{{.*}} : tensor<6x3xbf16>)
+// CHECK:     math.tanh
+// CHECK:   %[[ACC:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%{{.*}}, %[[ARGMAX]]#1 : tensor<3xi64>, tensor<3xi64>) outs(%{{.*}} : tensor<3xbf16>)
+// CHECK:     arith.truncf %{{.*}} : f32 to bf16
+// CHECK:   xent.yield %{{.*}}, %{{.*}}, %[[ARGMAX]]#1, %[[ACC]] : tensor<3xf32>, tensor<3xf32>, tensor<3xi64>, tensor<3xbf16>
+func.func @row_outputs_none(%x: tensor<6x3xbf16>, %t: tensor<3xi64>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xi64>, tensor<3xbf16>) {
+  %l, %z, %am, %acc = xent.cross_entropy none %x, %t {axis = 0 : i64, softcap = 5.0 : f32, z_loss_scale = 0.5 : f32, return_argmax, return_accuracy} : (tensor<6x3xbf16>, tensor<3xi64>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xi64>, tensor<3xbf16>)
+  return %l, %z, %am, %acc : tensor<3xf32>, tensor<3xf32>, tensor<3xi64>, tensor<3xbf16>
+}

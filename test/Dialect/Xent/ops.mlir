@@ -79,3 +79,34 @@ func.func @joint(%g: tensor<f32>, %x: tensor<?x7xf16>, %t: tensor<?xi32>, %w: te
   %l2, %d2 = xent.cross_entropy_and_grad none %gn, %y, %p : (tensor<3xf32>, tensor<3x5xf32>, tensor<3x5xf32>) -> (tensor<3xf32>, tensor<3x5xf32>)
   return
 }
+
+// Per-row outputs: each `return_*` unit attribute selects one result after
+// the loss (and the z-loss when there is one more result).
+
+// CHECK-LABEL: func @row_outputs
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = xent.cross_entropy mean %{{.*}}, %{{.*}} {return_accuracy, return_argmax, return_lse} : (tensor<4x10xbf16>, tensor<4xi64>) -> (tensor<f32>, tensor<4xf32>, tensor<4xi64>, tensor<f32>)
+func.func @row_outputs(%x: tensor<4x10xbf16>, %t: tensor<4xi64>) -> (tensor<f32>, tensor<4xf32>, tensor<4xi64>, tensor<f32>) {
+  %l, %lse, %am, %acc = xent.cross_entropy mean %x, %t {return_lse, return_argmax, return_accuracy} : (tensor<4x10xbf16>, tensor<4xi64>) -> (tensor<f32>, tensor<4xf32>, tensor<4xi64>, tensor<f32>)
+  return %l, %lse, %am, %acc : tensor<f32>, tensor<4xf32>, tensor<4xi64>, tensor<f32>
+}
+
+// CHECK-LABEL: func @row_outputs_with_z_loss
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = xent.cross_entropy none %{{.*}}, %{{.*}} {return_argmax, z_loss_scale = 5.000000e-01 : f32} : (tensor<?x?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?xf32>, tensor<?xi32>)
+func.func @row_outputs_with_z_loss(%x: tensor<?x?xf32>, %t: tensor<?xi64>) -> (tensor<?xf32>, tensor<?xf32>, tensor<?xi32>) {
+  %l, %z, %am = xent.cross_entropy none %x, %t {z_loss_scale = 0.5 : f32, return_argmax} : (tensor<?x?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?xf32>, tensor<?xi32>)
+  return %l, %z, %am : tensor<?xf32>, tensor<?xf32>, tensor<?xi32>
+}
+
+// CHECK-LABEL: func @lse_probability_targets
+// CHECK: xent.cross_entropy sum %{{.*}}, %{{.*}} {axis = 2 : i64, return_lse, softcap = 3.000000e+01 : f32} : (tensor<2x3x8xf16>, tensor<2x3x8xf16>) -> (tensor<f32>, tensor<2x3xf16>)
+func.func @lse_probability_targets(%x: tensor<2x3x8xf16>, %q: tensor<2x3x8xf16>) -> (tensor<f32>, tensor<2x3xf16>) {
+  %l, %lse = xent.cross_entropy sum %x, %q {axis = 2 : i64, softcap = 30.0 : f32, return_lse} : (tensor<2x3x8xf16>, tensor<2x3x8xf16>) -> (tensor<f32>, tensor<2x3xf16>)
+  return %l, %lse : tensor<f32>, tensor<2x3xf16>
+}
+
+// CHECK-LABEL: func @joint_row_outputs
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = xent.cross_entropy_and_grad sum %{{.*}}, %{{.*}}, %{{.*}} {return_accuracy, return_lse, z_loss_scale = 5.000000e-01 : f32} : (tensor<f32>, tensor<4x10xf32>, tensor<4xi32>) -> (tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<f32>, tensor<4x10xf32>)
+func.func @joint_row_outputs(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<4xi32>) -> (tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<f32>, tensor<4x10xf32>) {
+  %l, %z, %lse, %acc, %d = xent.cross_entropy_and_grad sum %g, %x, %t {z_loss_scale = 0.5 : f32, return_lse, return_accuracy} : (tensor<f32>, tensor<4x10xf32>, tensor<4xi32>) -> (tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<f32>, tensor<4x10xf32>)
+  return %l, %z, %lse, %acc, %d : tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<f32>, tensor<4x10xf32>
+}

@@ -88,7 +88,8 @@ public:
         weight(weight), rank(config.logitsType.getRank()), axis(config.axis),
         f32(builder.getF32Type()) {}
 
-  SmallVector<Value> emitForward(TypeRange resultTypes);
+  SmallVector<Value> emitForward(TypeRange resultTypes,
+                                 const RowOutputTypes &rowOutputs);
   Value emitGradient(Value gradOutput);
 
 private:
@@ -587,7 +588,9 @@ ElementTerms DecompositionEmitter::emitProbabilityTerms(const RowStats &stats,
 // Forward
 //===----------------------------------------------------------------------===//
 
-SmallVector<Value> DecompositionEmitter::emitForward(TypeRange resultTypes) {
+SmallVector<Value>
+DecompositionEmitter::emitForward(TypeRange resultTypes,
+                                  const RowOutputTypes &rowOutputs) {
   bool wantZ = resultTypes.size() > 1;
   bool probs = config.probabilityTargets;
   bool smoothing = config.labelSmoothing != 0.0f;
@@ -603,6 +606,10 @@ SmallVector<Value> DecompositionEmitter::emitForward(TypeRange resultTypes) {
       probs ? emitProbabilityTerms(stats, reduce, lossElt, zElt)
             : emitClassIndexTerms(stats, reduce, /*withLoss=*/true, lossElt,
                                   zElt);
+  SmallVector<Value> rows =
+      rowOutputs ? buildRowOutputs(b, b.getLoc(), config, logits, target,
+                                   stats.max, stats.sumExp, rowOutputs)
+                 : SmallVector<Value>();
 
   if (!reduce) {
     SmallVector<Value> results = {castTo(terms.loss, resultTypes[0])};
@@ -615,6 +622,7 @@ SmallVector<Value> DecompositionEmitter::emitForward(TypeRange resultTypes) {
                 .getResult(0);
       results.push_back(castTo(z, resultTypes[1]));
     }
+    llvm::append_range(results, rows);
     return results;
   }
 
@@ -639,6 +647,7 @@ SmallVector<Value> DecompositionEmitter::emitForward(TypeRange resultTypes) {
   SmallVector<Value> results = {toTensor(loss, resultTypes[0])};
   if (wantZ)
     results.push_back(toTensor(z, resultTypes[1]));
+  llvm::append_range(results, rows);
   return results;
 }
 
@@ -798,9 +807,16 @@ Value DecompositionEmitter::emitGradient(Value gradOutput) {
 
 SmallVector<Value> mlir::xent::buildCrossEntropy(
     OpBuilder &b, Location loc, const CrossEntropyConfig &config, Value logits,
-    Value target, Value weight, TypeRange resultTypes) {
+    Value target, Value weight, TypeRange resultTypes,
+    const RowOutputTypes &rowOutputs) {
   DecompositionEmitter emitter(b, loc, config, logits, target, weight);
-  return emitter.emitForward(resultTypes);
+  return emitter.emitForward(resultTypes, rowOutputs);
+}
+
+RowOutputTypes RowOutputTypes::get(CrossEntropyOpInterface op) {
+  auto typeOf = [](Value v) { return v ? v.getType() : Type(); };
+  return {typeOf(op.getLse()), typeOf(op.getArgmax()),
+          typeOf(op.getAccuracy())};
 }
 
 Value mlir::xent::buildCrossEntropyGrad(OpBuilder &b, Location loc,
@@ -830,7 +846,7 @@ mlir::xent::buildCanonicalDecomposition(OpBuilder &b,
     if (Value z = op.getZLoss())
       lossTypes.push_back(z.getType());
     results = buildCrossEntropy(b, loc, config, logits, target, weight,
-                                lossTypes);
+                                lossTypes, RowOutputTypes::get(op));
   }
   if (op.computesGradient()) {
     Value dlogits = buildCrossEntropyGrad(b, loc, config, gradOutput, logits,

@@ -205,9 +205,22 @@ static SmallVector<int64_t> getKnownLogitsShape(CrossEntropyOpInterface op) {
       for (auto [size, known] : llvm::zip(shape, full))
         refine(size, known);
   };
+  // Per-row outputs have the element shape whatever the reduction.
+  auto refineRows = [&](Value v) {
+    if (!v)
+      return;
+    ArrayRef<int64_t> e = cast<RankedTensorType>(v.getType()).getShape();
+    if (e.size() + 1 == shape.size())
+      for (int64_t d = 0, k = 0; d < static_cast<int64_t>(shape.size()); ++d)
+        if (d != axis)
+          refine(shape[d], e[k++]);
+  };
   refineElements(op.getGradOutput());
   refineElements(op.getLoss());
   refineElements(op.getZLoss());
+  refineElements(op.getAccuracy());
+  refineRows(op.getLse());
+  refineRows(op.getArgmax());
   if (Value dlogits = op.getDlogits())
     refineAll(dlogits);
   return shape;
@@ -343,6 +356,97 @@ static LogicalResult verifyLossResults(CrossEntropyOpInterface op) {
   return success();
 }
 
+mlir::xent::detail::LossExtras
+mlir::xent::detail::getLossExtras(ValueRange extras, bool lse, bool argmax,
+                                  bool accuracy) {
+  mlir::xent::detail::LossExtras result;
+  unsigned selected = lse + argmax + accuracy;
+  unsigned next = 0;
+  auto take = [&](Value &slot, bool present) {
+    if (present && next < extras.size())
+      slot = extras[next++];
+  };
+  take(result.zLoss, extras.size() > selected);
+  take(result.lse, lse);
+  take(result.argmax, argmax);
+  take(result.accuracy, accuracy);
+  return result;
+}
+
+void mlir::xent::detail::getResultNames(CrossEntropyOpInterface op,
+                                        OpAsmSetValueNameFn setNameFn) {
+  for (auto [value, name] : {std::pair<Value, StringRef>{op.getLoss(), "loss"},
+                             {op.getZLoss(), "z_loss"},
+                             {op.getLse(), "lse"},
+                             {op.getArgmax(), "argmax"},
+                             {op.getAccuracy(), "accuracy"},
+                             {op.getDlogits(), "dlogits"}})
+    if (value)
+      setNameFn(value, name);
+}
+
+/// The number of results of `op` between `loss` and `dlogits`.
+static unsigned getNumExtraResults(CrossEntropyOpInterface op) {
+  return op->getNumResults() - 1 - (op.computesGradient() ? 1 : 0);
+}
+
+/// Checks the per-row outputs selected by the `return_*` attributes: their
+/// number, then each one's type.
+static LogicalResult verifyRowOutputs(CrossEntropyOpInterface op) {
+  Operation *operation = op.getOperation();
+  bool lse = operation->hasAttr("return_lse");
+  bool argmax = operation->hasAttr("return_argmax");
+  bool accuracy = operation->hasAttr("return_accuracy");
+  unsigned selected = lse + argmax + accuracy;
+  unsigned extras = getNumExtraResults(op);
+  if (extras != selected && extras != selected + 1)
+    return op.emitOpError("expected ")
+           << selected << " or " << selected + 1
+           << " results after loss (optional z_loss, then one per selected "
+              "output), got "
+           << extras;
+
+  Type logitsElt = op.getLogits().getType().getElementType();
+  SmallVector<int64_t> rows =
+      dropAxis(getKnownLogitsShape(op), op.getClassAxis());
+  auto checkShape = [&](StringRef name, Value v,
+                        ArrayRef<int64_t> expected) -> LogicalResult {
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
+    if (areShapesCompatible(shape, expected))
+      return success();
+    return op.emitOpError() << name << " shape " << formatShape(shape)
+                            << " must be " << formatShape(expected);
+  };
+  auto checkFloat = [&](StringRef name, Value v) -> LogicalResult {
+    Type elt = cast<RankedTensorType>(v.getType()).getElementType();
+    if (elt.isF32() || elt == logitsElt)
+      return success();
+    return op.emitOpError() << name << " element type " << elt
+                            << " must be f32 or the logits' element type "
+                            << logitsElt;
+  };
+  if (Value v = op.getLse())
+    if (failed(checkFloat("lse", v)) || failed(checkShape("lse", v, rows)))
+      return failure();
+  if (Value v = op.getArgmax()) {
+    Type elt = cast<RankedTensorType>(v.getType()).getElementType();
+    if (!elt.isInteger(32) && !elt.isInteger(64))
+      return op.emitOpError("argmax element type ")
+             << elt << " must be i32 or i64";
+    if (failed(checkShape("argmax", v, rows)))
+      return failure();
+  }
+  if (Value v = op.getAccuracy()) {
+    if (op.hasProbabilityTargets())
+      return op.emitOpError(
+          "return_accuracy requires class-index targets");
+    if (failed(checkFloat("accuracy", v)) ||
+        failed(verifyReducedShape(op, "accuracy", v, getReducedShape(op))))
+      return failure();
+  }
+  return success();
+}
+
 /// Checks `grad_output` against the reduction and `dlogits` against the
 /// logits.
 static LogicalResult verifyGradient(CrossEntropyOpInterface op) {
@@ -363,7 +467,8 @@ LogicalResult mlir::xent::detail::verifyCrossEntropyOp(
     CrossEntropyOpInterface op) {
   if (failed(verifyOperands(op)))
     return failure();
-  if (op.computesLoss() && failed(verifyLossResults(op)))
+  if (op.computesLoss() &&
+      (failed(verifyRowOutputs(op)) || failed(verifyLossResults(op))))
     return failure();
   if (op.computesGradient() && failed(verifyGradient(op)))
     return failure();

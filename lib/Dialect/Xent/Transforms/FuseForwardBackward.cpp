@@ -45,9 +45,9 @@ void mlir::xent::fuseForwardBackward(Operation *root) {
     if (!dominance.properlyDominates(grad.getGradOutput(), first))
       continue;
     rewriter.setInsertionPoint(first);
-    SmallVector<Type> types = {fwd.getLoss().getType()};
-    if (fwd.getZLoss())
-      types.push_back(fwd.getZLoss().getType());
+    // The forward's results (loss, z_loss, the per-row outputs its
+    // attributes select), then dlogits.
+    SmallVector<Type> types(fwd->getResultTypes());
     types.push_back(grad.getDlogits().getType());
     SmallVector<Value> operands = {grad.getGradOutput(), fwd.getLogits(),
                                    fwd.getTarget()};

@@ -23,6 +23,7 @@ from ..runtime.bf16 import BF16Array, round_to_bf16
 __all__ = ["OpConfig", "cross_entropy_function", "module", "make_inputs", "to_float64"]
 
 _FLOAT_DTYPES = ("f32", "f16", "bf16")
+ROW_OUTPUTS = ("lse", "argmax", "accuracy")
 
 
 @dataclass(frozen=True)
@@ -44,11 +45,15 @@ class OpConfig:
     with_z: bool = True               # second result of xent.cross_entropy
     with_grad: bool = True            # call xent.cross_entropy_grad too
     joint: bool = False               # one xent.cross_entropy_and_grad instead
+    row_outputs: Tuple[str, ...] = () # per-row outputs: lse, argmax, accuracy (in this order)
+    argmax_dtype: str = "i64"         # element type of argmax: i32 or i64
 
     def __post_init__(self):
         assert self.dtype in _FLOAT_DTYPES and self.loss_dtype in _FLOAT_DTYPES
         assert self.target in ("i32", "i64", "probs")
         assert self.reduction in ("mean", "sum", "none")
+        assert tuple(o for o in ROW_OUTPUTS if o in self.row_outputs) == tuple(self.row_outputs)
+        assert self.argmax_dtype in ("i32", "i64")
 
     @property
     def class_axis(self) -> int:
@@ -109,6 +114,7 @@ def _attributes(c: OpConfig) -> str:
         attrs.append(f"softcap = {_float_attr(c.softcap)}")
     if c.axis is not None:
         attrs.append(f"axis = {c.axis} : i64")
+    attrs += [f"return_{o}" for o in c.row_outputs]
     return " {" + ", ".join(attrs) + "}" if attrs else ""
 
 
@@ -136,13 +142,18 @@ def cross_entropy_function(name: str, c: OpConfig) -> Tuple[str, List[str]]:
 
     results, result_types, body = [], [], []
     fwd_results = [loss_t] + ([loss_t.replace(c.loss_dtype + ">", "f32>")] if c.with_z else [])
-    names = "%l, %z" if c.with_z else "%l"
+    row_types = {"lse": _tensor_type(c.element_shape, c.loss_dtype, c.dynamic),
+                 "argmax": _tensor_type(c.element_shape, c.argmax_dtype, c.dynamic),
+                 "accuracy": loss_t}
+    fwd_results += [row_types[o] for o in c.row_outputs]
+    fwd_names = ["%l"] + (["%z"] if c.with_z else []) + [f"%{o}" for o in c.row_outputs]
+    names = ", ".join(fwd_names)
     if c.joint:
         assert c.with_grad, "the joint op computes the gradient"
         body.append(f"  {names}, %d = xent.cross_entropy_and_grad {c.reduction} %g, %x, %t{weight}"
                     f"{attrs} : ({', '.join([g_t] + operand_types)}) -> "
                     f"({', '.join(fwd_results + [x_t])})")
-        results = ["%l"] + (["%z"] if c.with_z else []) + ["%d"]
+        results = fwd_names + ["%d"]
         result_types = fwd_results + [x_t]
         text = (f"func.func @{name}({', '.join(args)}) -> ({', '.join(result_types)}) "
                 f"attributes {{llvm.emit_c_interface}} {{\n" + "\n".join(body) + "\n"
@@ -150,7 +161,7 @@ def cross_entropy_function(name: str, c: OpConfig) -> Tuple[str, List[str]]:
         return text, result_types
     body.append(f"  {names} = xent.cross_entropy {c.reduction} %x, %t{weight}{attrs} : "
                 f"({', '.join(operand_types)}) -> ({', '.join(fwd_results)})")
-    results += ["%l"] + (["%z"] if c.with_z else [])
+    results += fwd_names
     result_types += fwd_results
     if c.with_grad:
         body.append(f"  %d = xent.cross_entropy_grad {c.reduction} %g, %x, %t{weight}{attrs} : "

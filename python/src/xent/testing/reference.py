@@ -29,7 +29,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 __all__ = ["cross_entropy", "cross_entropy_grad", "linear_cross_entropy",
-           "linear_cross_entropy_grad", "REDUCTIONS"]
+           "linear_cross_entropy_grad", "row_outputs", "REDUCTIONS"]
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -290,3 +290,44 @@ def linear_cross_entropy_grad(grad_output, hidden, weight, target, bias=None,
     d_weight = dlogits.T @ rows
     d_bias = dlogits.sum(axis=0) if bias is not None else None
     return d_hidden, d_weight, d_bias
+
+
+def row_outputs(logits, target, ignore_index: int = -100, reduction: str = "mean",
+                softcap: Optional[float] = None,
+                axis: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(lse, argmax, accuracy)``, the per-row outputs, in float64 (argmax int64).
+
+    ``lse`` and ``argmax`` are per element and computed on every row, ignored
+    or not: the log-sum-exp of the soft-capped logits (like torch.logsumexp)
+    and the first index of their maximum, a NaN counting as the maximum (like
+    torch.argmax). ``accuracy`` is 1 for a kept element whose class-index
+    target is its argmax, else 0, reduced like the loss: per element for
+    ``none``, the count for ``sum``, the count over the number of kept
+    elements for ``mean`` (unweighted; NaN when every target is ignored);
+    None for probability targets.
+    """
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    logits = np.asarray(logits, dtype=np.float64)
+    x = np.moveaxis(logits, _class_axis(logits.ndim, axis), -1)
+    if softcap is not None:
+        x = softcap * np.tanh(x / softcap)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        lse = _logsumexp(x)
+    # numpy's argmax, like torch's, returns the first maximum and the first NaN.
+    argmax = np.argmax(x, axis=-1) if x.shape[-1] else np.zeros(x.shape[:-1], np.int64)
+    argmax = argmax.astype(np.int64)
+    target = np.asarray(target)
+    if target.dtype.kind == "f":  # probability targets: no accuracy
+        return lse, argmax, None
+    t = target.astype(np.int64)
+    kept = t != ignore_index
+    correct = np.where(kept & (t == argmax), 1.0, 0.0)
+    if reduction == "none":
+        accuracy = correct
+    elif reduction == "sum":
+        accuracy = np.asarray(correct.sum())
+    else:
+        n = float(kept.sum())
+        accuracy = np.asarray(correct.sum() / n if n else np.nan)
+    return lse, argmax, accuracy

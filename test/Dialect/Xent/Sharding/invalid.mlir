@@ -36,3 +36,21 @@ func.func @replicated_weight(%x: tensor<8x64xf32>, %t: tensor<8xi64>, %w: tensor
   %l0 = shard.shard %l to %r : tensor<8xf32>
   return %l0 : tensor<8xf32>
 }
+
+// -----
+
+shard.grid @grid(shape = 2)
+
+// Per-row outputs on split logits are not partitioned (yet): a diagnostic.
+func.func @row_outputs(%x: tensor<8x64xf32>, %t: tensor<8xi64>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %x0 = shard.shard %x to %s : tensor<8x64xf32>
+  %x1 = shard.shard %x0 to %s annotate_for_users : tensor<8x64xf32>
+  %t0 = shard.shard %t to %s : tensor<8xi64>
+  %t1 = shard.shard %t0 to %s annotate_for_users : tensor<8xi64>
+  // expected-error @+1 {{'xent.cross_entropy' op cannot be partitioned: the per-row outputs (lse, argmax, accuracy) are not supported on split logits}}
+  %l, %lse = xent.cross_entropy none %x1, %t1 {return_lse} : (tensor<8x64xf32>, tensor<8xi64>) -> (tensor<8xf32>, tensor<8xf32>)
+  %l0 = shard.shard %l to %s : tensor<8xf32>
+  %lse0 = shard.shard %lse to %s : tensor<8xf32>
+  return %l0, %lse0 : tensor<8xf32>, tensor<8xf32>
+}

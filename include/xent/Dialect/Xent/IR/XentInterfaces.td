@@ -17,8 +17,9 @@ def Xent_CrossEntropyOpInterface : OpInterface<"CrossEntropyOpInterface"> {
     their operands (`grad_output` when the op computes a gradient, `logits`,
     `target`, an optional `weight`), their attributes, their semantics (one
     `CrossEntropyConfig`) and a decomposition region. An op computes the
-    loss (`loss`, optionally `z_loss`), the gradient (`dlogits`), or both;
-    accessors of the values an op does not have return null.
+    loss (`loss`, optionally `z_loss` and the per-row outputs `lse`,
+    `argmax`, `accuracy`), the gradient (`dlogits`), or both; accessors of
+    the values an op does not have return null.
 
     Passes that do not care which of the three they hold (verification,
     materializing and inlining the decomposition, the GPU lowering, the
@@ -47,6 +48,17 @@ def Xent_CrossEntropyOpInterface : OpInterface<"CrossEntropyOpInterface"> {
       "::mlir::Value", "getLoss", (ins), [{ return $_op.getLoss(); }]>,
     InterfaceMethod<"The z-loss result, or null.",
       "::mlir::Value", "getZLoss", (ins), [{ return $_op.getZLoss(); }]>,
+    InterfaceMethod<"The per-element log-sum-exp result (`return_lse`), or "
+                    "null.",
+      "::mlir::Value", "getLse", (ins), [{ return $_op.getLse(); }]>,
+    InterfaceMethod<"The per-element predicted class result "
+                    "(`return_argmax`), or null.",
+      "::mlir::Value", "getArgmax", (ins), [{ return $_op.getArgmax(); }]>,
+    InterfaceMethod<"The accuracy result (`return_accuracy`), reduced like "
+                    "the loss, or null.",
+      "::mlir::Value", "getAccuracy", (ins), [{
+        return $_op.getAccuracy();
+      }]>,
     InterfaceMethod<"The gradient with respect to the logits, or null when "
                     "the op computes no gradient.",
       "::mlir::Value", "getDlogits", (ins), [{ return $_op.getDlogits(); }]>,
@@ -115,6 +127,10 @@ def Xent_CrossEntropyOpInterface : OpInterface<"CrossEntropyOpInterface"> {
     }
     /// True when the op computes the loss (and maybe the z-loss).
     bool computesLoss() { return static_cast<bool>($_op.getLoss()); }
+    /// True when the op returns any of `lse`, `argmax`, `accuracy`.
+    bool computesRowOutputs() {
+      return $_op.getLse() || $_op.getArgmax() || $_op.getAccuracy();
+    }
     /// True when the op computes `dlogits` (and so takes `grad_output`).
     bool computesGradient() { return static_cast<bool>($_op.getDlogits()); }
     /// The semantic configuration of this op, shared with the builders of

@@ -85,6 +85,20 @@ FailureOr<SmallVector<Value>> decomposeLinear(OpBuilder &b,
                                               LinearCrossEntropyOpInterface op);
 
 namespace detail {
+/// The results of a loss-computing op after `loss`, by name; null when
+/// absent.
+struct LossExtras {
+  Value zLoss, lse, argmax, accuracy;
+};
+/// Splits `extras` (the results after `loss`, before `dlogits`): `z_loss`
+/// when there is one more than the selected per-row outputs, then the
+/// selected ones in order. Values that `extras` is too short for are null
+/// (the verifier reports the count).
+LossExtras getLossExtras(ValueRange extras, bool lse, bool argmax,
+                         bool accuracy);
+/// Names each result of `op` after its role (loss, z_loss, lse, argmax,
+/// accuracy, dlogits) in the printed IR.
+void getResultNames(CrossEntropyOpInterface op, OpAsmSetValueNameFn setNameFn);
 /// The verifier of every op of the family (CrossEntropyOpInterface).
 LogicalResult verifyCrossEntropyOp(CrossEntropyOpInterface op);
 /// The verifier of the linear family (LinearCrossEntropyOpInterface).

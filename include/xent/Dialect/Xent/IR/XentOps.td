@@ -11,6 +11,7 @@ include "xent/Dialect/Xent/IR/XentDialect.td"
 include "xent/Dialect/Xent/IR/XentAttrs.td"
 include "xent/Dialect/Xent/IR/XentInterfaces.td"
 include "mlir/Dialect/Linalg/IR/LinalgInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -29,6 +30,27 @@ defvar xentLossAttrs = (ins
 // axis of their logits.
 defvar xentCommonAttrs = !con(xentLossAttrs, (ins OptionalAttr<I64Attr>:$axis));
 
+// The per-row outputs a loss-computing op may return after `loss` and the
+// optional `z_loss`, each selected by its unit attribute (in this order).
+defvar xentRowOutputAttrs = (ins
+    UnitAttr:$return_lse,
+    UnitAttr:$return_argmax,
+    UnitAttr:$return_accuracy);
+
+// Accessors of the results after `loss` (`extra_results`: z_loss when
+// present, then the selected per-row outputs); null when absent.
+defvar xentLossExtrasAccessors = [{
+    ::mlir::xent::detail::LossExtras getLossExtras() {
+      return ::mlir::xent::detail::getLossExtras(
+          getExtraResults(), getReturnLse(), getReturnArgmax(),
+          getReturnAccuracy());
+    }
+    ::mlir::Value getZLoss() { return getLossExtras().zLoss; }
+    ::mlir::Value getLse() { return getLossExtras().lse; }
+    ::mlir::Value getArgmax() { return getLossExtras().argmax; }
+    ::mlir::Value getAccuracy() { return getLossExtras().accuracy; }
+}];
+
 // A member of the cross-entropy family: its accessors, configuration,
 // verifier and decomposition builder come from CrossEntropyOpInterface; its
 // decomposition is reachable as upstream's are, through
@@ -36,6 +58,8 @@ defvar xentCommonAttrs = !con(xentLossAttrs, (ins OptionalAttr<I64Attr>:$axis));
 class Xent_CrossEntropyOpBase<string mnemonic>
     : Xent_Op<mnemonic, [Pure, IsolatedFromAbove,
                          Xent_CrossEntropyOpInterface,
+                         DeclareOpInterfaceMethods<OpAsmOpInterface,
+                             ["getAsmResultNames"]>,
                          DeclareOpInterfaceMethods<AggregatedOpInterface,
                              ["decomposeOperation"]>]> {
   let regions = (region MaxSizedRegion<1>:$decomposition);
@@ -43,6 +67,12 @@ class Xent_CrossEntropyOpBase<string mnemonic>
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::verifyRegions() {
       return ::mlir::xent::detail::verifyDecompositionRegion(*this);
+    }
+    void $cppClass::getAsmResultNames(
+        ::mlir::OpAsmSetValueNameFn setNameFn) {
+      ::mlir::xent::detail::getResultNames(
+          ::mlir::cast<::mlir::xent::CrossEntropyOpInterface>(getOperation()),
+          setNameFn);
     }
     ::mlir::FailureOr<::llvm::SmallVector<::mlir::Value>>
     $cppClass::decomposeOperation(::mlir::OpBuilder &b) {
@@ -75,6 +105,25 @@ def Xent_CrossEntropyOp : Xent_CrossEntropyOpBase<"cross_entropy"> {
     the same way (`mean` divides it by the number of kept elements). Results
     may be f32 or the logits' element type; everything is accumulated in f32.
 
+    Per-row outputs follow, each present exactly when its unit attribute is
+    set, in this order:
+    * `return_lse` → `lse`, per element (shaped like the target of class
+      indices): the log-sum-exp over the classes of the logits after the
+      softcap, `m + log Σ_c exp(x_c - m)`, f32 or the logits' element type.
+    * `return_argmax` → `argmax`, per element, i32 or i64: the class of the
+      largest (soft-capped) logit, the first one on ties and the first NaN
+      if any, as `torch.argmax`.
+    * `return_accuracy` → `accuracy`, reduced like the loss (f32 or the
+      logits' element type): with `correct` = 1 for a kept element whose
+      target equals its `argmax`, else 0, it is `correct` per element for
+      `none`, `Σ correct` for `sum`, and `Σ correct / number of kept
+      elements` for `mean` (unweighted, Liger's token accuracy; NaN when
+      every target is ignored). Class-index targets only.
+    `lse` and `argmax` do not depend on the target: they are computed for
+    ignored elements too. The results after `loss` are thus `z_loss` when
+    there is one more result than selected outputs, then the selected ones;
+    without any of the three attributes the op is as before.
+
     Elements whose target equals `ignore_index` (default -100) contribute
     nothing, not even through non-finite logits; `mean` divides by the total
     weight of kept targets and is NaN when every target is ignored.
@@ -93,22 +142,42 @@ def Xent_CrossEntropyOp : Xent_CrossEntropyOpBase<"cross_entropy"> {
          z_loss_scale = 1.0e-04 : f32, softcap = 3.0e+01 : f32}
         : (tensor<?x32000xbf16>, tensor<?xi64>, tensor<32000xf32>)
         -> (tensor<f32>, tensor<f32>)
+    %loss, %lse, %pred, %acc = xent.cross_entropy mean %logits, %target
+        {return_lse, return_argmax, return_accuracy}
+        : (tensor<8x32000xbf16>, tensor<8xi64>)
+        -> (tensor<f32>, tensor<8xf32>, tensor<8xi64>, tensor<f32>)
     ```
   }];
 
   let arguments = !con((ins
     Xent_FloatTensor:$logits,
     Xent_TargetTensor:$target,
-    Optional<Xent_FloatTensor>:$weight), xentCommonAttrs);
+    Optional<Xent_FloatTensor>:$weight), xentCommonAttrs, xentRowOutputAttrs);
   let results = (outs Xent_FloatTensor:$loss,
-                      Optional<Xent_FloatTensor>:$z_loss);
+                      Variadic<AnyRankedTensor>:$extra_results);
+  let builders = [
+    // A loss and, unless `zLoss` is null, its z-loss; no per-row outputs.
+    OpBuilder<(ins "::mlir::Type":$loss, "::mlir::Type":$zLoss,
+      "::mlir::Value":$logits, "::mlir::Value":$target,
+      "::mlir::Value":$weight, "::mlir::xent::ReductionAttr":$reduction,
+      "::mlir::IntegerAttr":$ignore_index,
+      "::mlir::FloatAttr":$label_smoothing, "::mlir::FloatAttr":$z_loss_scale,
+      "::mlir::FloatAttr":$softcap, "::mlir::IntegerAttr":$axis), [{
+      ::llvm::SmallVector<::mlir::Type> extras;
+      if (zLoss)
+        extras.push_back(zLoss);
+      build($_builder, $_state, loss, extras, logits, target, weight,
+            reduction, ignore_index, label_smoothing, z_loss_scale, softcap,
+            axis, /*return_lse=*/nullptr, /*return_argmax=*/nullptr,
+            /*return_accuracy=*/nullptr);
+    }]>];
   let assemblyFormat = [{
     custom<Reduction>($reduction) $logits `,` $target (`weight` $weight^)?
     attr-dict `:` functional-type(operands, results)
     (`decomposition` $decomposition^)?
   }];
 
-  let extraClassDeclaration = [{
+  let extraClassDeclaration = xentLossExtrasAccessors # [{
     // Absent on the forward op; CrossEntropyOpInterface returns them null.
     ::mlir::Value getGradOutput() { return {}; }
     ::mlir::Value getDlogits() { return {}; }
@@ -153,6 +222,9 @@ def Xent_CrossEntropyGradOp : Xent_CrossEntropyOpBase<"cross_entropy_grad"> {
     // Absent on the gradient op; CrossEntropyOpInterface returns them null.
     ::mlir::Value getLoss() { return {}; }
     ::mlir::Value getZLoss() { return {}; }
+    ::mlir::Value getLse() { return {}; }
+    ::mlir::Value getArgmax() { return {}; }
+    ::mlir::Value getAccuracy() { return {}; }
   }];
 }
 
@@ -167,9 +239,14 @@ def Xent_CrossEntropyAndGradOp : Xent_CrossEntropyOpBase<"cross_entropy_and_grad
     each row of logits for the loss and again for the gradient, instead of
     two kernels and three reads.
 
+    The per-row outputs (`return_lse`, `return_argmax`,
+    `return_accuracy`) are those of `xent.cross_entropy`, between `z_loss`
+    and `dlogits`.
+
     The `decomposition` region's block arguments mirror the operands
     (`grad_output`, `logits`, `target`, optional `weight`) and it yields
-    `loss`, `z_loss` when present, and `dlogits`.
+    `loss`, `z_loss` when present, the selected per-row outputs, and
+    `dlogits`.
 
     Example:
 
@@ -184,15 +261,17 @@ def Xent_CrossEntropyAndGradOp : Xent_CrossEntropyOpBase<"cross_entropy_and_grad
     Xent_FloatTensor:$grad_output,
     Xent_FloatTensor:$logits,
     Xent_TargetTensor:$target,
-    Optional<Xent_FloatTensor>:$weight), xentCommonAttrs);
+    Optional<Xent_FloatTensor>:$weight), xentCommonAttrs, xentRowOutputAttrs);
   let results = (outs Xent_FloatTensor:$loss,
-                      Optional<Xent_FloatTensor>:$z_loss,
+                      Variadic<AnyRankedTensor>:$extra_results,
                       Xent_FloatTensor:$dlogits);
   let assemblyFormat = [{
     custom<Reduction>($reduction) $grad_output `,` $logits `,` $target
     (`weight` $weight^)? attr-dict `:` functional-type(operands, results)
     (`decomposition` $decomposition^)?
   }];
+
+  let extraClassDeclaration = xentLossExtrasAccessors;
 
 }
 

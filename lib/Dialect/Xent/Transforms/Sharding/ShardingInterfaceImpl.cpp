@@ -81,6 +81,12 @@ static SmallVector<AffineMap> getLossIndexingMaps(CrossEntropyOpInterface op) {
     maps.push_back(perElement);
     if (op.getZLoss())
       maps.push_back(perElement);
+    if (op.getLse())
+      maps.push_back(rows);
+    if (op.getArgmax())
+      maps.push_back(rows);
+    if (op.getAccuracy())
+      maps.push_back(perElement);
   }
   if (op.computesGradient())
     maps.push_back(full);
@@ -127,6 +133,10 @@ getLossSharding(CrossEntropyOpInterface op, FlatSymbolRefAttr gridName,
       loops, [](const SmallVector<GridAxis> &axes) { return !axes.empty(); });
   if (!anySplit)
     return result;
+  if (op.computesRowOutputs())
+    return op.emitOpError("cannot be partitioned: the per-row outputs (lse, "
+                          "argmax, accuracy) are not supported on split "
+                          "logits");
   shard::GridOp grid = shard::getGridOrNull(op, gridName, symbolTable);
   if (!grid)
     return op.emitOpError("cannot be partitioned: no shard.grid named ")
@@ -181,8 +191,13 @@ static StringRef getResultName(CrossEntropyOpInterface op, unsigned index) {
   if (op.computesLoss()) {
     if (index == 0)
       return "loss";
-    if (op.getZLoss() && index == 1)
-      return "z_loss";
+    for (auto [value, name] :
+         {std::pair<Value, StringRef>{op.getZLoss(), "z_loss"},
+          {op.getLse(), "lse"},
+          {op.getArgmax(), "argmax"},
+          {op.getAccuracy(), "accuracy"}})
+      if (value && value == op->getResult(index))
+        return name;
   }
   return "dlogits";
 }
