@@ -65,7 +65,8 @@ transform::XentRecognizeOp::apply(transform::TransformRewriter &rewriter,
                                   transform::TransformResults &results,
                                   transform::TransformState &state) {
   return rewriteEachTarget(*this, results, state, [&](Operation *target) {
-    recognizeCrossEntropy(target, getReportFailures());
+    recognizeCrossEntropy(target, getReportFailures(),
+                          getAssumeNormalizedLogProbs());
     return success();
   });
 }

@@ -53,14 +53,17 @@ def XentRecognizeOp : Xent_PayloadRewriteOp<"recognize"> {
     whole target, not a set of independent rewrites (a greedy driver could
     raise the sum inside a mean before the mean), hence an op rather than a
     pattern descriptor. With `report_failures`, each returned value that is
-    not raised gets a remark saying why.
+    not raised gets a remark saying why; `assume_normalized_log_probs` is the
+    pass's `assume-normalized-log-probs` (a backward on log-probabilities
+    that nothing in the IR computes is raised assuming they are normalized).
 
     ```mlir
     %f2 = transform.xent.recognize %f : (!transform.any_op) -> !transform.any_op
     ```
   }];
   let arguments = (ins TransformHandleTypeInterface:$target,
-                       UnitAttr:$report_failures);
+                       UnitAttr:$report_failures,
+                       UnitAttr:$assume_normalized_log_probs);
 }
 
 def XentFuseForwardBackwardOp : Xent_PayloadRewriteOp<"fuse_forward_backward"> {
