@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "xent/Dialect/Xent/IR/XentDecomposition.h"
+#include "xent/Dialect/Xent/IR/LossBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -40,6 +41,7 @@
 
 using namespace mlir;
 using namespace mlir::xent;
+using namespace mlir::xent::loss;
 
 namespace {
 
@@ -54,31 +56,7 @@ struct RowStats {
                      // Σ_c w_c·q'_c            (probability targets)
 };
 
-/// Which outputs of the element generic a caller needs.
-struct ElementTerms {
-  Value loss;   // f32 loss without the z-loss term
-  Value weight; // w_t on kept elements, else 0
-  Value kept;   // 1 on kept elements, else 0
-  Value zLoss;  // z·lse² on kept elements, else 0
-};
-
 /// Builds the decomposition of one op configuration.
-/// The loop of a generic over the per-element values (the logits' dims but
-/// the class axis): identity maps for its inputs, and for its outputs the
-/// identity, or the map to a scalar when the loop reduces every element.
-struct ElementLoop {
-  AffineMap inputMap, outputMap;
-  SmallVector<utils::IteratorType> iterators;
-};
-static ElementLoop getElementLoop(MLIRContext *ctx, int64_t elementRank,
-                                  bool reduce) {
-  AffineMap id = AffineMap::getMultiDimIdentityMap(elementRank, ctx);
-  return {id, reduce ? AffineMap::get(elementRank, 0, ctx) : id,
-          SmallVector<utils::IteratorType>(
-              elementRank, reduce ? utils::IteratorType::reduction
-                                  : utils::IteratorType::parallel)};
-}
-
 class DecompositionEmitter {
 public:
   DecompositionEmitter(OpBuilder &builder, Location loc,
@@ -94,35 +72,9 @@ public:
 
 private:
   //===--- Scalars (usable inside generic bodies through `nb`) -----------===//
-  static Value constF32(OpBuilder &nb, Location loc, double v) {
-    return arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(v));
+  Value emitLogit(OpBuilder &nb, Location loc, Value raw) const {
+    return buildLogit(nb, loc, config, raw);
   }
-  /// Widens a float scalar to f32.
-  static Value toF32(OpBuilder &nb, Location loc, Value v) {
-    if (v.getType().isF32())
-      return v;
-    return arith::ExtFOp::create(nb, loc, nb.getF32Type(), v);
-  }
-  /// Rounds an f32 scalar to `type`.
-  static Value fromF32(OpBuilder &nb, Location loc, Value v, Type type) {
-    if (type.isF32())
-      return v;
-    return arith::TruncFOp::create(nb, loc, type, v);
-  }
-  /// Ends an element generic: each f32 term is added to its accumulator
-  /// (`reduce`) or rounded to its output's element type (per element).
-  static void emitTermsYield(OpBuilder &nb, Location loc, ValueRange terms,
-                             ValueRange outs, bool reduce) {
-    SmallVector<Value> yields;
-    for (auto [term, acc] : llvm::zip(terms, outs))
-      yields.push_back(reduce ? Value(arith::AddFOp::create(nb, loc, acc, term))
-                              : fromF32(nb, loc, term, acc.getType()));
-    linalg::YieldOp::create(nb, loc, yields);
-  }
-  /// A logit as the computation sees it: widened to f32 and soft-capped.
-  Value emitLogit(OpBuilder &nb, Location loc, Value raw) const;
-  /// Derivative of the softcap at the capped value `x`: 1 - (x / cap)².
-  Value emitSoftcapSlope(OpBuilder &nb, Location loc, Value capped) const;
   /// The class index of a target as i64, the keep flag (target differs from
   /// ignore_index), the validity flag (0 <= t < C) and a safe index (t when
   /// valid, else 0) for reading `logits` and `weight`.
@@ -139,20 +91,16 @@ private:
   AffineMap fullMap() const {
     return AffineMap::getMultiDimIdentityMap(rank, logits.getContext());
   }
-  /// (d0 .. d(r-1)) -> all dims but the class axis.
-  AffineMap rowMap() const;
-  /// (d0 .. d(r-1)) -> (d_axis).
-  AffineMap classMap() const {
-    return AffineMap::get(rank, 0, getAffineDimExpr(axis, logits.getContext()),
-                          logits.getContext());
+  AffineMap rowMap() const {
+    return getRowMap(logits.getContext(), rank, axis);
   }
-  /// The sizes of the logits without the class axis.
-  SmallVector<OpFoldResult> elementSizes();
+  AffineMap classMap() const {
+    return getClassMap(logits.getContext(), rank, axis);
+  }
   /// C as an index value and as f32.
   Value numClassesIndex();
   Value numClassesF32();
   Value emptyElementTensor(Type elementType);
-  Value filledElementTensor(double value);
   Value filledScalarTensor(double value);
   /// Appends an output of a per-element generic and its map: a zero-filled
   /// f32 scalar when the generic reduces every element, else an empty
@@ -164,7 +112,9 @@ private:
                              : emptyElementTensor(elementType));
     maps.push_back(outMap);
   }
-  Value castTo(Value v, Type type);
+  Value castTo(Value v, Type type) {
+    return castTensor(b, b.getLoc(), v, type);
+  }
   Value extractScalar(Value rank0) {
     return tensor::ExtractOp::create(b, rank0, ValueRange{});
   }
@@ -197,25 +147,6 @@ private:
 //===----------------------------------------------------------------------===//
 // Scalar helpers
 //===----------------------------------------------------------------------===//
-
-Value DecompositionEmitter::emitLogit(OpBuilder &nb, Location loc,
-                                      Value raw) const {
-  Value x = toF32(nb, loc, raw);
-  if (!config.softcap)
-    return x;
-  Value cap = constF32(nb, loc, *config.softcap);
-  Value scaled = arith::DivFOp::create(nb, loc, x, cap);
-  Value t = math::TanhOp::create(nb, loc, scaled);
-  return arith::MulFOp::create(nb, loc, cap, t);
-}
-
-Value DecompositionEmitter::emitSoftcapSlope(OpBuilder &nb, Location loc,
-                                             Value capped) const {
-  Value cap = constF32(nb, loc, *config.softcap);
-  Value t = arith::DivFOp::create(nb, loc, capped, cap);
-  Value t2 = arith::MulFOp::create(nb, loc, t, t);
-  return arith::SubFOp::create(nb, loc, constF32(nb, loc, 1.0), t2);
-}
 
 DecompositionEmitter::TargetIndex
 DecompositionEmitter::emitTargetIndex(OpBuilder &nb, Location loc,
@@ -259,9 +190,7 @@ Value DecompositionEmitter::emitSmoothedProbability(OpBuilder &nb,
   Value eps = constF32(nb, loc, config.labelSmoothing);
   Value keep = constF32(nb, loc, 1.0 - config.labelSmoothing);
   Value c = tensor::DimOp::create(nb, loc, logits, axis);
-  Value cF = arith::UIToFPOp::create(
-      nb, loc, nb.getF32Type(),
-      arith::IndexCastUIOp::create(nb, loc, nb.getI64Type(), c));
+  Value cF = indexToF32(nb, loc, c);
   Value share = arith::DivFOp::create(nb, loc, eps, cF);
   return arith::AddFOp::create(
       nb, loc, arith::MulFOp::create(nb, loc, q, keep), share);
@@ -271,37 +200,17 @@ Value DecompositionEmitter::emitSmoothedProbability(OpBuilder &nb,
 // Shapes
 //===----------------------------------------------------------------------===//
 
-AffineMap DecompositionEmitter::rowMap() const {
-  SmallVector<AffineExpr> exprs;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != axis)
-      exprs.push_back(getAffineDimExpr(d, logits.getContext()));
-  return AffineMap::get(rank, 0, exprs, logits.getContext());
-}
-
-SmallVector<OpFoldResult> DecompositionEmitter::elementSizes() {
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, b.getLoc(), logits);
-  sizes.erase(sizes.begin() + axis);
-  return sizes;
-}
-
 Value DecompositionEmitter::numClassesIndex() {
   return tensor::DimOp::create(b, logits, axis);
 }
 
 Value DecompositionEmitter::numClassesF32() {
-  Value c = arith::IndexCastUIOp::create(b, b.getI64Type(), numClassesIndex());
-  return arith::UIToFPOp::create(b, f32, c);
+  return indexToF32(b, b.getLoc(), numClassesIndex());
 }
 
 Value DecompositionEmitter::emptyElementTensor(Type elementType) {
-  return tensor::EmptyOp::create(b, elementSizes(), elementType);
-}
-
-Value DecompositionEmitter::filledElementTensor(double value) {
-  Value init = emptyElementTensor(f32);
-  Value v = constF32(b, b.getLoc(), value);
-  return linalg::FillOp::create(b, v, init).getResult(0);
+  return tensor::EmptyOp::create(b, getRowSizes(b, b.getLoc(), logits, axis),
+                                 elementType);
 }
 
 Value DecompositionEmitter::filledScalarTensor(double value) {
@@ -310,31 +219,12 @@ Value DecompositionEmitter::filledScalarTensor(double value) {
   return linalg::FillOp::create(b, v, init).getResult(0);
 }
 
-Value DecompositionEmitter::castTo(Value v, Type type) {
-  if (v.getType() == type)
-    return v;
-  return tensor::CastOp::create(b, type, v);
-}
-
 //===----------------------------------------------------------------------===//
 // Row statistics
 //===----------------------------------------------------------------------===//
 
 Value DecompositionEmitter::emitRowMax() {
-  SmallVector<utils::IteratorType> iterators(rank,
-                                             utils::IteratorType::parallel);
-  iterators[axis] = utils::IteratorType::reduction;
-  Value init =
-      filledElementTensor(-std::numeric_limits<double>::infinity());
-  auto generic = linalg::GenericOp::create(
-      b, init.getType(), ValueRange{logits}, ValueRange{init},
-      ArrayRef<AffineMap>{fullMap(), rowMap()}, iterators,
-      [&](OpBuilder &nb, Location loc, ValueRange args) {
-        Value x = emitLogit(nb, loc, args[0]);
-        Value m = arith::MaximumFOp::create(nb, loc, x, args[1]);
-        linalg::YieldOp::create(nb, loc, m);
-      });
-  return generic.getResult(0);
+  return buildRowMax(b, b.getLoc(), config, logits);
 }
 
 void DecompositionEmitter::emitRowSums(RowStats &stats, bool withExtras,
@@ -360,7 +250,7 @@ void DecompositionEmitter::emitRowSums(RowStats &stats, bool withExtras,
   unsigned numOutputs = 1 + (withExtras ? (withGap ? 2 : 1) : 0);
   SmallVector<Value> outputs;
   for (unsigned i = 0; i < numOutputs; ++i) {
-    outputs.push_back(filledElementTensor(0.0));
+    outputs.push_back(buildFilledRows(b, b.getLoc(), logits, axis, 0.0));
     maps.push_back(rowMap());
   }
   SmallVector<Type> types(numOutputs, outputs[0].getType());
@@ -428,26 +318,16 @@ ElementTerms DecompositionEmitter::emitClassIndexTerms(const RowStats &stats,
   SmallVector<AffineMap> maps(inputs.size(), id);
   unsigned numInputs = inputs.size();
 
-  // Outputs: [loss, zLoss] when withLoss, then [weight, kept] when reducing.
   SmallVector<Value> outputs;
-  auto addOutput = [&](Type elementType) {
-    addElementOutput(outputs, maps, outMap, reduce, elementType);
-  };
-  if (withLoss) {
-    addOutput(reduce ? f32 : lossType);
-    if (zLoss)
-      addOutput(reduce ? f32 : zType);
-  }
-  if (reduce) {
-    addOutput(f32);
-    addOutput(f32);
-  }
+  forEachElementOutput(withLoss, zLoss, reduce, lossType, zType,
+                       [&](Type elementType) {
+                         addElementOutput(outputs, maps, outMap, reduce,
+                                          elementType);
+                       });
   SmallVector<Type> types = llvm::map_to_vector(
       outputs, [](Value v) { return v.getType(); });
 
   Value numClasses = withLoss && smoothing ? numClassesF32() : Value();
-  float eps = config.labelSmoothing;
-  float zScale = config.zLossScale;
 
   auto generic = linalg::GenericOp::create(
       b, types, inputs, outputs, maps, iterators,
@@ -466,60 +346,22 @@ ElementTerms DecompositionEmitter::emitClassIndexTerms(const RowStats &stats,
           indices.insert(indices.begin() + axis, t.index);
           Value xt = emitLogit(
               nb, loc, tensor::ExtractOp::create(nb, loc, logits, indices));
-          // nll = lse - x_t = (m - x_t) + log(s)
-          Value nll = arith::AddFOp::create(
-              nb, loc, arith::SubFOp::create(nb, loc, m, xt), logS);
-          Value loss = arith::MulFOp::create(
-              nb, loc, arith::MulFOp::create(nb, loc, constF32(nb, loc, 1.0 - eps), wt),
-              nll);
-          if (smoothing) {
-            // Σ_c w_c (lse - x_c) = Σ_c w_c (m - x_c) + log(s) Σ_c w_c
-            Value smooth = arith::AddFOp::create(
-                nb, loc, args[3], arith::MulFOp::create(nb, loc, logS, args[4]));
-            Value share =
-                arith::DivFOp::create(nb, loc, constF32(nb, loc, eps), numClasses);
-            loss = arith::AddFOp::create(
-                nb, loc, loss, arith::MulFOp::create(nb, loc, share, smooth));
-          }
-          // An out-of-range class index gives NaN rather than reading out of
-          // bounds.
-          Value nan = constF32(nb, loc, std::numeric_limits<double>::quiet_NaN());
-          loss = arith::SelectOp::create(nb, loc, t.valid, loss, nan);
-          Value z;
-          if (zLoss) {
-            Value lse = arith::AddFOp::create(nb, loc, m, logS);
-            z = arith::MulFOp::create(
-                nb, loc, constF32(nb, loc, zScale),
-                arith::MulFOp::create(nb, loc, lse, lse));
-            z = arith::SelectOp::create(nb, loc, t.kept, z, zero);
-          }
-          loss = arith::SelectOp::create(nb, loc, t.kept, loss, zero);
-          if (!reduce && zLoss)
-            loss = arith::AddFOp::create(nb, loc, loss, z);
-          terms.push_back(loss);
-          if (zLoss)
-            terms.push_back(z);
+          Value loss = buildClassIndexLoss(
+              nb, loc, config, m, xt, logS, wt, t.valid,
+              smoothing ? args[3] : Value(), smoothing ? args[4] : Value(),
+              numClasses);
+          appendLossTerms(nb, loc, config, reduce, m, logS, loss, t.kept,
+                          zero, terms);
         }
         if (reduce) {
           terms.push_back(arith::SelectOp::create(nb, loc, t.kept, wt, zero));
           terms.push_back(arith::SelectOp::create(
               nb, loc, t.kept, constF32(nb, loc, 1.0), zero));
         }
-        emitTermsYield(nb, loc, terms, args.drop_front(numInputs), reduce);
+        buildTermsYield(nb, loc, terms, args.drop_front(numInputs), reduce);
       });
 
-  ElementTerms result;
-  unsigned r = 0;
-  if (withLoss) {
-    result.loss = generic.getResult(r++);
-    if (zLoss)
-      result.zLoss = generic.getResult(r++);
-  }
-  if (reduce) {
-    result.weight = generic.getResult(r++);
-    result.kept = generic.getResult(r++);
-  }
-  return result;
+  return getElementTerms(generic, withLoss, zLoss, reduce);
 }
 
 ElementTerms DecompositionEmitter::emitProbabilityTerms(const RowStats &stats,
@@ -545,7 +387,6 @@ ElementTerms DecompositionEmitter::emitProbabilityTerms(const RowStats &stats,
     addOutput(f32); // element count
   SmallVector<Type> types = llvm::map_to_vector(
       outputs, [](Value v) { return v.getType(); });
-  float zScale = config.zLossScale;
 
   auto generic = linalg::GenericOp::create(
       b, types, inputs, outputs, maps, iterators,
@@ -556,20 +397,11 @@ ElementTerms DecompositionEmitter::emitProbabilityTerms(const RowStats &stats,
         Value loss = arith::AddFOp::create(
             nb, loc, gap, arith::MulFOp::create(nb, loc, logS, mass));
         SmallVector<Value> terms;
-        Value z;
-        if (zLoss) {
-          Value lse = arith::AddFOp::create(nb, loc, m, logS);
-          z = arith::MulFOp::create(nb, loc, constF32(nb, loc, zScale),
-                                    arith::MulFOp::create(nb, loc, lse, lse));
-          if (!reduce)
-            loss = arith::AddFOp::create(nb, loc, loss, z);
-        }
-        terms.push_back(loss);
-        if (zLoss)
-          terms.push_back(z);
+        appendLossTerms(nb, loc, config, reduce, m, logS, loss,
+                        /*kept=*/Value(), /*zero=*/Value(), terms);
         if (reduce)
           terms.push_back(constF32(nb, loc, 1.0));
-        emitTermsYield(nb, loc, terms, args.drop_front(numInputs), reduce);
+        buildTermsYield(nb, loc, terms, args.drop_front(numInputs), reduce);
       });
 
   ElementTerms result;
@@ -639,14 +471,10 @@ DecompositionEmitter::emitForward(TypeRange resultTypes,
   }
   if (terms.zLoss)
     loss = arith::AddFOp::create(b, loss, z);
-  auto toTensor = [&](Value scalar, Type type) -> Value {
-    Type elt = cast<RankedTensorType>(type).getElementType();
-    Value v = fromF32(b, b.getLoc(), scalar, elt);
-    return tensor::FromElementsOp::create(b, type, ValueRange{v});
-  };
-  SmallVector<Value> results = {toTensor(loss, resultTypes[0])};
+  SmallVector<Value> results = {
+      buildScalarTensor(b, b.getLoc(), loss, resultTypes[0])};
   if (wantZ)
-    results.push_back(toTensor(z, resultTypes[1]));
+    results.push_back(buildScalarTensor(b, b.getLoc(), z, resultTypes[1]));
   llvm::append_range(results, rows);
   return results;
 }
@@ -658,7 +486,6 @@ DecompositionEmitter::emitForward(TypeRange resultTypes,
 Value DecompositionEmitter::emitGradient(Value gradOutput) {
   bool probs = config.probabilityTargets;
   bool smoothing = config.labelSmoothing != 0.0f;
-  bool zLoss = config.zLossScale != 0.0f;
   Reduction reduction = config.reduction;
 
   RowStats stats;
@@ -676,14 +503,7 @@ Value DecompositionEmitter::emitGradient(Value gradOutput) {
       Value weightTotal, count;
       if (probs) {
         // Mean over elements: the product of the non-class sizes.
-        Value n = constF32(b, b.getLoc(), 1.0);
-        for (OpFoldResult size : elementSizes()) {
-          Value s = getValueOrCreateConstantIndexOp(b, b.getLoc(), size);
-          Value sF = arith::UIToFPOp::create(
-              b, f32, arith::IndexCastUIOp::create(b, b.getI64Type(), s));
-          n = arith::MulFOp::create(b, n, sF);
-        }
-        weightTotal = count = n;
+        weightTotal = count = buildRowCount(b, b.getLoc(), logits, axis);
       } else {
         ElementTerms totals = emitClassIndexTerms(
             stats, /*reduce=*/true, /*withLoss=*/false, f32, f32);
@@ -723,8 +543,6 @@ Value DecompositionEmitter::emitGradient(Value gradOutput) {
   maps.push_back(fullMap());
 
   Value numClasses = numClassesF32();
-  float eps = config.labelSmoothing;
-  float zScale = config.zLossScale;
 
   auto generic = linalg::GenericOp::create(
       b, init.getType(), inputs, ValueRange{init}, maps, iterators,
@@ -734,10 +552,7 @@ Value DecompositionEmitter::emitGradient(Value gradOutput) {
         Value x = emitLogit(nb, loc, args[0]);
         Value m = args[2], s = args[3];
         // p = exp(x - m) / s
-        Value p = arith::DivFOp::create(
-            nb, loc,
-            math::ExpOp::create(nb, loc, arith::SubFOp::create(nb, loc, x, m)),
-            s);
+        Value p = buildProbability(nb, loc, x, m, s);
         Value wc = weightArg >= 0 ? toF32(nb, loc, args[weightArg]) : cst(1.0);
         Value g = lossScale, gz = zScaleFactor;
         if (gradArg >= 0)
@@ -746,11 +561,8 @@ Value DecompositionEmitter::emitGradient(Value gradOutput) {
         Value coef;
         Value kept, valid;
         if (probs) {
-          // Σ_k w_k q'_k (p_c - δ_kc) = p_c Σ_k w_k q'_k - w_c q'_c
           Value q = emitSmoothedProbability(nb, loc, args[1]);
-          coef = arith::SubFOp::create(
-              nb, loc, arith::MulFOp::create(nb, loc, p, args[massArg]),
-              arith::MulFOp::create(nb, loc, wc, q));
+          coef = buildProbabilityCoefficient(nb, loc, p, args[massArg], wc, q);
         } else {
           TargetIndex t = emitTargetIndex(nb, loc, args[1]);
           kept = t.kept;
@@ -761,42 +573,12 @@ Value DecompositionEmitter::emitGradient(Value gradOutput) {
           Value onehot = arith::SelectOp::create(nb, loc, isTarget, cst(1.0),
                                                  zero);
           Value wt = emitClassWeight(nb, loc, t.index);
-          // (1-ε) w_t (p_c - δ_tc)
-          coef = arith::MulFOp::create(
-              nb, loc, arith::MulFOp::create(nb, loc, cst(1.0 - eps), wt),
-              arith::SubFOp::create(nb, loc, p, onehot));
-          if (smoothing) {
-            // ε/C (Σ_k w_k p_c - w_c); Σ_k w_k = C without weights.
-            Value mass = massArg >= 0 ? args[massArg] : numClasses;
-            Value share =
-                arith::DivFOp::create(nb, loc, cst(eps), numClasses);
-            Value term = arith::SubFOp::create(
-                nb, loc, arith::MulFOp::create(nb, loc, mass, p), wc);
-            coef = arith::AddFOp::create(
-                nb, loc, coef, arith::MulFOp::create(nb, loc, share, term));
-          }
+          Value mass = massArg >= 0 ? args[massArg] : numClasses;
+          coef = buildClassIndexCoefficient(nb, loc, config, p, onehot, wt, wc,
+                                            mass, numClasses);
         }
-        Value grad = arith::MulFOp::create(nb, loc, g, coef);
-        if (zLoss) {
-          // d(z·lse²)/dx_c = 2 z lse p_c
-          Value lse = arith::AddFOp::create(nb, loc, m,
-                                            math::LogOp::create(nb, loc, s));
-          Value dz = arith::MulFOp::create(
-              nb, loc, arith::MulFOp::create(nb, loc, cst(2.0 * zScale), lse),
-              p);
-          grad = arith::AddFOp::create(
-              nb, loc, grad, arith::MulFOp::create(nb, loc, gz, dz));
-        }
-        if (config.softcap)
-          grad = arith::MulFOp::create(nb, loc, grad,
-                                       emitSoftcapSlope(nb, loc, x));
-        if (kept) {
-          Value nan = cst(std::numeric_limits<double>::quiet_NaN());
-          grad = arith::SelectOp::create(nb, loc, valid, grad, nan);
-          grad = arith::SelectOp::create(nb, loc, kept, grad, zero);
-        }
-        linalg::YieldOp::create(
-            nb, loc, fromF32(nb, loc, grad, args[numInputs].getType()));
+        buildGradientYield(nb, loc, config, coef, g, gz, x, m, s, p, kept,
+                           valid, zero, args[numInputs].getType());
       });
   return generic.getResult(0);
 }

@@ -27,6 +27,8 @@
 
 #include "ShardedLoss.h"
 
+#include "xent/Dialect/Xent/IR/LossBuilder.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -39,6 +41,7 @@
 
 using namespace mlir;
 using namespace mlir::xent;
+using namespace mlir::xent::loss;
 
 namespace {
 
@@ -51,11 +54,6 @@ struct RowStats {
   Value targetWeight; // w_t
   Value weightedGap;  // Σ_c f_c (m - x_c), f_c = w_c or w_c q'_c
   Value weightSum;    // Σ_c f_c
-};
-
-/// Per-element (or locally reduced) terms of the loss.
-struct ElementTerms {
-  Value loss, zLoss, weight, kept;
 };
 
 /// Global totals of a reduced loss, f32 scalars.
@@ -72,21 +70,9 @@ public:
 
 private:
   //===--- Scalars ------------------------------------------------------===//
-  static Value constF32(OpBuilder &nb, Location loc, double v) {
-    return arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(v));
+  Value emitLogit(OpBuilder &nb, Location loc, Value raw) const {
+    return buildLogit(nb, loc, config, raw);
   }
-  static Value toF32(OpBuilder &nb, Location loc, Value v) {
-    if (v.getType().isF32())
-      return v;
-    return arith::ExtFOp::create(nb, loc, nb.getF32Type(), v);
-  }
-  static Value fromF32(OpBuilder &nb, Location loc, Value v, Type type) {
-    if (type.isF32())
-      return v;
-    return arith::TruncFOp::create(nb, loc, type, v);
-  }
-  Value emitLogit(OpBuilder &nb, Location loc, Value raw) const;
-  Value emitSoftcapSlope(OpBuilder &nb, Location loc, Value capped) const;
   /// A class-index target: kept (t != ignore_index), valid (0 <= t < C),
   /// `index` (t when valid, else 0, as index), and where this device holds
   /// that class: `owned` and the local index (0 when not owned).
@@ -106,19 +92,18 @@ private:
   AffineMap fullMap() const {
     return AffineMap::getMultiDimIdentityMap(rank, b.getContext());
   }
-  AffineMap rowMap() const;
+  AffineMap rowMap() const { return getRowMap(b.getContext(), rank, axis); }
   AffineMap classMap() const {
-    return AffineMap::get(rank, 0, getAffineDimExpr(axis, b.getContext()),
-                          b.getContext());
+    return getClassMap(b.getContext(), rank, axis);
   }
-  SmallVector<OpFoldResult> rowSizes();
+  SmallVector<OpFoldResult> rowSizes() {
+    return getRowSizes(b, b.getLoc(), logits, axis);
+  }
   Value emptyRows(Type elementType) {
     return tensor::EmptyOp::create(b, rowSizes(), elementType);
   }
   Value filledRows(double value) {
-    return linalg::FillOp::create(b, constF32(b, b.getLoc(), value),
-                                  emptyRows(f32))
-        .getResult(0);
+    return buildFilledRows(b, b.getLoc(), logits, axis, value);
   }
   Value filledScalar(double value) {
     Value init = tensor::EmptyOp::create(b, ArrayRef<int64_t>{}, f32);
@@ -129,9 +114,7 @@ private:
     return tensor::ExtractOp::create(b, rank0, ValueRange{});
   }
   Value castTo(Value v, Type type) {
-    if (v.getType() == type)
-      return v;
-    return tensor::CastOp::create(b, type, v);
+    return castTensor(b, b.getLoc(), v, type);
   }
 
   //===--- Communication ------------------------------------------------===//
@@ -211,24 +194,6 @@ ShardedLossEmitter::ShardedLossEmitter(OpBuilder &builder,
       b, f32, arith::IndexCastUIOp::create(b, b.getI64Type(), numClasses));
 }
 
-Value ShardedLossEmitter::emitLogit(OpBuilder &nb, Location loc,
-                                    Value raw) const {
-  Value x = toF32(nb, loc, raw);
-  if (!config.softcap)
-    return x;
-  Value cap = constF32(nb, loc, *config.softcap);
-  Value t = math::TanhOp::create(nb, loc, arith::DivFOp::create(nb, loc, x, cap));
-  return arith::MulFOp::create(nb, loc, cap, t);
-}
-
-Value ShardedLossEmitter::emitSoftcapSlope(OpBuilder &nb, Location loc,
-                                           Value capped) const {
-  Value t =
-      arith::DivFOp::create(nb, loc, capped, constF32(nb, loc, *config.softcap));
-  return arith::SubFOp::create(nb, loc, constF32(nb, loc, 1.0),
-                               arith::MulFOp::create(nb, loc, t, t));
-}
-
 ShardedLossEmitter::TargetIndex
 ShardedLossEmitter::emitTargetIndex(OpBuilder &nb, Location loc,
                                     Value t) const {
@@ -275,20 +240,6 @@ Value ShardedLossEmitter::emitSmoothedProbability(OpBuilder &nb, Location loc,
   Value keep = constF32(nb, loc, 1.0 - config.labelSmoothing);
   return arith::AddFOp::create(nb, loc, arith::MulFOp::create(nb, loc, q, keep),
                                share);
-}
-
-AffineMap ShardedLossEmitter::rowMap() const {
-  SmallVector<AffineExpr> exprs;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != axis)
-      exprs.push_back(getAffineDimExpr(d, b.getContext()));
-  return AffineMap::get(rank, 0, exprs, b.getContext());
-}
-
-SmallVector<OpFoldResult> ShardedLossEmitter::rowSizes() {
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, b.getLoc(), logits);
-  sizes.erase(sizes.begin() + axis);
-  return sizes;
 }
 
 //===----------------------------------------------------------------------===//
@@ -361,20 +312,7 @@ void ShardedLossEmitter::allReduceTotals(ArrayRef<Value *> scalars) {
 //===----------------------------------------------------------------------===//
 
 Value ShardedLossEmitter::emitRowMax() {
-  SmallVector<utils::IteratorType> iterators(rank,
-                                             utils::IteratorType::parallel);
-  iterators[axis] = utils::IteratorType::reduction;
-  Value init = filledRows(-std::numeric_limits<double>::infinity());
-  Value max =
-      linalg::GenericOp::create(
-          b, init.getType(), ValueRange{logits}, ValueRange{init},
-          ArrayRef<AffineMap>{fullMap(), rowMap()}, iterators,
-          [&](OpBuilder &nb, Location loc, ValueRange args) {
-            Value x = emitLogit(nb, loc, args[0]);
-            linalg::YieldOp::create(
-                nb, loc, Value(arith::MaximumFOp::create(nb, loc, x, args[1])));
-          })
-          .getResult(0);
+  Value max = buildRowMax(b, b.getLoc(), config, logits);
   return allReduce(max, sharding.classAxes, shard::ReductionKind::Max);
 }
 
@@ -488,10 +426,8 @@ void ShardedLossEmitter::emitTargetTerms(RowStats &stats, bool withLogit,
 ElementTerms ShardedLossEmitter::emitElementTerms(const RowStats &stats,
                                                   bool reduce, bool withLoss,
                                                   Type lossType, Type zType) {
-  MLIRContext *ctx = b.getContext();
-  int64_t rowRank = rank - 1;
-  AffineMap id = AffineMap::getMultiDimIdentityMap(rowRank, ctx);
-  AffineMap outMap = reduce ? AffineMap::get(rowRank, 0, ctx) : id;
+  auto [id, outMap, iterators] =
+      getElementLoop(b.getContext(), rank - 1, reduce);
   bool probs = config.probabilityTargets;
   bool smoothing = withLoss && !probs && config.labelSmoothing != 0.0f;
   bool zLoss = withLoss && config.zLossScale != 0.0f;
@@ -526,24 +462,12 @@ ElementTerms ShardedLossEmitter::emitElementTerms(const RowStats &stats,
     outputs.push_back(reduce ? filledScalar(0.0) : emptyRows(elementType));
     maps.push_back(outMap);
   };
-  if (withLoss) {
-    addOutput(reduce ? f32 : lossType);
-    if (zLoss)
-      addOutput(reduce ? f32 : zType);
-  }
-  if (reduce) {
-    addOutput(f32); // kept weight
-    addOutput(f32); // kept count
-  }
+  forEachElementOutput(withLoss, zLoss, reduce, lossType, zType, addOutput);
   SmallVector<Type> types =
       llvm::map_to_vector(outputs, [](Value v) { return v.getType(); });
-  float eps = config.labelSmoothing, zScale = config.zLossScale;
 
   auto generic = linalg::GenericOp::create(
-      b, types, inputs, outputs, maps,
-      SmallVector<utils::IteratorType>(rowRank,
-                                       reduce ? utils::IteratorType::reduction
-                                              : utils::IteratorType::parallel),
+      b, types, inputs, outputs, maps, iterators,
       [&](OpBuilder &nb, Location loc, ValueRange args) {
         auto cst = [&](double v) { return constF32(nb, loc, v); };
         Value zero = cst(0.0), one = cst(1.0);
@@ -566,41 +490,13 @@ ElementTerms ShardedLossEmitter::emitElementTerms(const RowStats &stats,
                 nb, loc, args[gapArg],
                 arith::MulFOp::create(nb, loc, logS, args[massArg]));
           } else {
-            // (1-ε) w_t ((m - x_t) + log s)
-            Value nll = arith::AddFOp::create(
-                nb, loc, arith::SubFOp::create(nb, loc, m, args[logitArg]),
-                logS);
-            loss = arith::MulFOp::create(
-                nb, loc, arith::MulFOp::create(nb, loc, cst(1.0 - eps), wt),
-                nll);
-            if (smoothing) {
-              Value mass = massArg >= 0 ? args[massArg] : numClassesF32;
-              Value smooth = arith::AddFOp::create(
-                  nb, loc, args[gapArg],
-                  arith::MulFOp::create(nb, loc, logS, mass));
-              Value share = arith::DivFOp::create(nb, loc, cst(eps),
-                                                  numClassesF32);
-              loss = arith::AddFOp::create(
-                  nb, loc, loss, arith::MulFOp::create(nb, loc, share, smooth));
-            }
-            Value nan = cst(std::numeric_limits<double>::quiet_NaN());
-            loss = arith::SelectOp::create(nb, loc, valid, loss, nan);
+            Value mass = massArg >= 0 ? args[massArg] : numClassesF32;
+            loss = buildClassIndexLoss(
+                nb, loc, config, m, args[logitArg], logS, wt, valid,
+                gapArg >= 0 ? args[gapArg] : Value(), mass, numClassesF32);
           }
-          Value z;
-          if (zLoss) {
-            Value lse = arith::AddFOp::create(nb, loc, m, logS);
-            z = arith::MulFOp::create(nb, loc, cst(zScale),
-                                      arith::MulFOp::create(nb, loc, lse, lse));
-            if (kept)
-              z = arith::SelectOp::create(nb, loc, kept, z, zero);
-          }
-          if (kept)
-            loss = arith::SelectOp::create(nb, loc, kept, loss, zero);
-          if (!reduce && zLoss)
-            loss = arith::AddFOp::create(nb, loc, loss, z);
-          terms.push_back(loss);
-          if (zLoss)
-            terms.push_back(z);
+          appendLossTerms(nb, loc, config, reduce, m, logS, loss, kept, zero,
+                          terms);
         }
         if (reduce) {
           terms.push_back(kept ? arith::SelectOp::create(nb, loc, kept, wt, zero)
@@ -608,26 +504,10 @@ ElementTerms ShardedLossEmitter::emitElementTerms(const RowStats &stats,
           terms.push_back(kept ? arith::SelectOp::create(nb, loc, kept, one, zero)
                                : one);
         }
-        SmallVector<Value> yields;
-        for (auto [term, acc] : llvm::zip(terms, args.drop_front(numInputs)))
-          yields.push_back(reduce
-                               ? Value(arith::AddFOp::create(nb, loc, acc, term))
-                               : fromF32(nb, loc, term, acc.getType()));
-        linalg::YieldOp::create(nb, loc, yields);
+        buildTermsYield(nb, loc, terms, args.drop_front(numInputs), reduce);
       });
 
-  ElementTerms result;
-  unsigned r = 0;
-  if (withLoss) {
-    result.loss = generic.getResult(r++);
-    if (zLoss)
-      result.zLoss = generic.getResult(r++);
-  }
-  if (reduce) {
-    result.weight = generic.getResult(r++);
-    result.kept = generic.getResult(r++);
-  }
-  return result;
+  return getElementTerms(generic, withLoss, zLoss, reduce);
 }
 
 SmallVector<Value> ShardedLossEmitter::emitForward(const RowStats &stats,
@@ -671,14 +551,10 @@ SmallVector<Value> ShardedLossEmitter::emitForward(const RowStats &stats,
   }
   if (terms.zLoss)
     loss = arith::AddFOp::create(b, loss, z);
-  auto toTensor = [&](Value scalar, Type type) -> Value {
-    Type elt = cast<RankedTensorType>(type).getElementType();
-    return tensor::FromElementsOp::create(
-        b, type, ValueRange{fromF32(b, b.getLoc(), scalar, elt)});
-  };
-  SmallVector<Value> results = {toTensor(loss, resultTypes[0])};
+  SmallVector<Value> results = {
+      buildScalarTensor(b, b.getLoc(), loss, resultTypes[0])};
   if (wantZ)
-    results.push_back(toTensor(z, resultTypes[1]));
+    results.push_back(buildScalarTensor(b, b.getLoc(), z, resultTypes[1]));
   return results;
 }
 
@@ -690,14 +566,7 @@ Totals ShardedLossEmitter::emitGradientTotals(const RowStats &stats) {
   Totals totals;
   if (config.probabilityTargets) {
     // Every element is kept with weight 1: the local element count.
-    Value n = constF32(b, b.getLoc(), 1.0);
-    for (OpFoldResult size : rowSizes()) {
-      Value s = getValueOrCreateConstantIndexOp(b, b.getLoc(), size);
-      n = arith::MulFOp::create(
-          b, n,
-          arith::UIToFPOp::create(
-              b, f32, arith::IndexCastUIOp::create(b, b.getI64Type(), s)));
-    }
+    Value n = buildRowCount(b, b.getLoc(), logits, axis);
     totals.weight = n;
     totals.kept = n;
   } else {
@@ -713,8 +582,6 @@ Totals ShardedLossEmitter::emitGradientTotals(const RowStats &stats) {
 Value ShardedLossEmitter::emitGradient(const RowStats &stats, Totals totals,
                                        Type resultType) {
   bool probs = config.probabilityTargets;
-  bool smoothing = config.labelSmoothing != 0.0f;
-  bool zLoss = config.zLossScale != 0.0f;
   Reduction reduction = config.reduction;
 
   Value lossScale, zScale; // f32 scalars, or null for per-element
@@ -751,7 +618,6 @@ Value ShardedLossEmitter::emitGradient(const RowStats &stats, Totals totals,
   Value init = tensor::EmptyOp::create(
       b, tensor::getMixedSizes(b, b.getLoc(), logits), logitsElt);
   maps.push_back(fullMap());
-  float eps = config.labelSmoothing, zs = config.zLossScale;
 
   auto generic = linalg::GenericOp::create(
       b, init.getType(), inputs, ValueRange{init}, maps,
@@ -761,10 +627,7 @@ Value ShardedLossEmitter::emitGradient(const RowStats &stats, Totals totals,
         Value zero = cst(0.0);
         Value x = emitLogit(nb, loc, args[0]);
         Value m = args[2], s = args[3];
-        Value p = arith::DivFOp::create(
-            nb, loc,
-            math::ExpOp::create(nb, loc, arith::SubFOp::create(nb, loc, x, m)),
-            s);
+        Value p = buildProbability(nb, loc, x, m, s);
         Value wc = weightArg >= 0 ? toF32(nb, loc, args[weightArg]) : cst(1.0);
         Value g = lossScale, gz = zScale;
         if (gradArg >= 0)
@@ -772,11 +635,8 @@ Value ShardedLossEmitter::emitGradient(const RowStats &stats, Totals totals,
 
         Value coef, kept, valid;
         if (probs) {
-          // p_c Σ_k w_k q'_k - w_c q'_c
           Value q = emitSmoothedProbability(nb, loc, args[1]);
-          coef = arith::SubFOp::create(
-              nb, loc, arith::MulFOp::create(nb, loc, p, args[massArg]),
-              arith::MulFOp::create(nb, loc, wc, q));
+          coef = buildProbabilityCoefficient(nb, loc, p, args[massArg], wc, q);
         } else {
           TargetIndex t = emitTargetIndex(nb, loc, args[1]);
           kept = t.kept;
@@ -789,41 +649,12 @@ Value ShardedLossEmitter::emitGradient(const RowStats &stats, Totals totals,
               arith::SelectOp::create(nb, loc, isTarget, cst(1.0), zero);
           Value wt =
               targetWeightArg >= 0 ? args[targetWeightArg] : cst(1.0);
-          // (1-ε) w_t (p_c - δ_tc)
-          coef = arith::MulFOp::create(
-              nb, loc, arith::MulFOp::create(nb, loc, cst(1.0 - eps), wt),
-              arith::SubFOp::create(nb, loc, p, onehot));
-          if (smoothing) {
-            // ε/C (Σ_k w_k p_c - w_c)
-            Value mass = massArg >= 0 ? args[massArg] : numClassesF32;
-            Value share = arith::DivFOp::create(nb, loc, cst(eps),
-                                                numClassesF32);
-            Value term = arith::SubFOp::create(
-                nb, loc, arith::MulFOp::create(nb, loc, mass, p), wc);
-            coef = arith::AddFOp::create(
-                nb, loc, coef, arith::MulFOp::create(nb, loc, share, term));
-          }
+          Value mass = massArg >= 0 ? args[massArg] : numClassesF32;
+          coef = buildClassIndexCoefficient(nb, loc, config, p, onehot, wt, wc,
+                                            mass, numClassesF32);
         }
-        Value grad = arith::MulFOp::create(nb, loc, g, coef);
-        if (zLoss) {
-          // d(z·lse²)/dx_c = 2 z lse p_c
-          Value lse = arith::AddFOp::create(nb, loc, m,
-                                            math::LogOp::create(nb, loc, s));
-          Value dz = arith::MulFOp::create(
-              nb, loc, arith::MulFOp::create(nb, loc, cst(2.0 * zs), lse), p);
-          grad = arith::AddFOp::create(nb, loc, grad,
-                                       arith::MulFOp::create(nb, loc, gz, dz));
-        }
-        if (config.softcap)
-          grad = arith::MulFOp::create(nb, loc, grad,
-                                       emitSoftcapSlope(nb, loc, x));
-        if (kept) {
-          Value nan = cst(std::numeric_limits<double>::quiet_NaN());
-          grad = arith::SelectOp::create(nb, loc, valid, grad, nan);
-          grad = arith::SelectOp::create(nb, loc, kept, grad, zero);
-        }
-        linalg::YieldOp::create(
-            nb, loc, fromF32(nb, loc, grad, args[numInputs].getType()));
+        buildGradientYield(nb, loc, config, coef, g, gz, x, m, s, p, kept,
+                           valid, zero, args[numInputs].getType());
       });
   return castTo(generic.getResult(0), resultType);
 }

@@ -1,0 +1,137 @@
+//===- LossBuilder.h - Shared pieces of the loss decompositions -*- C++ -*-===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Builders shared by the emitters of the cross-entropy math as linalg /
+// tensor / arith / math on tensors: the canonical decomposition
+// (XentDecomposition.cpp, RowOutputsDecomposition.cpp) and the partitioned
+// one (Transforms/Sharding/ShardedLoss.cpp). "Row" means the C logits of one
+// element; every scalar is f32. The scalar builders take the builder and
+// location of a linalg.generic body.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XENT_DIALECT_XENT_IR_LOSSBUILDER_H
+#define XENT_DIALECT_XENT_IR_LOSSBUILDER_H
+
+#include "xent/Dialect/Xent/IR/XentOps.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::xent::loss {
+
+//===----------------------------------------------------------------------===//
+// Scalars
+//===----------------------------------------------------------------------===//
+
+/// An f32 constant.
+Value constF32(OpBuilder &b, Location loc, double v);
+/// Widens a float scalar to f32.
+Value toF32(OpBuilder &b, Location loc, Value v);
+/// Rounds an f32 scalar to `type`.
+Value fromF32(OpBuilder &b, Location loc, Value v, Type type);
+/// An index scalar as f32.
+Value indexToF32(OpBuilder &b, Location loc, Value v);
+/// A logit as the computation sees it: widened to f32 and soft-capped.
+Value buildLogit(OpBuilder &b, Location loc, const CrossEntropyConfig &config,
+                 Value raw);
+/// Derivative of the softcap at the capped value `x`: 1 - (x / cap)².
+Value buildSoftcapSlope(OpBuilder &b, Location loc,
+                        const CrossEntropyConfig &config, Value capped);
+/// The softmax probability exp(x - m) / s.
+Value buildProbability(OpBuilder &b, Location loc, Value x, Value m, Value s);
+
+/// The class-index loss of one element, NaN when the target is out of range:
+/// (1-ε) w_t ((m - x_t) + log s), plus ε/C (gap + log(s) mass) with label
+/// smoothing.
+Value buildClassIndexLoss(OpBuilder &b, Location loc,
+                          const CrossEntropyConfig &config, Value m, Value xt,
+                          Value logS, Value wt, Value valid, Value gap,
+                          Value mass, Value numClasses);
+/// Appends the loss and z-loss terms of an element generic to `terms`: the
+/// z-loss z·lse², both zeroed where `kept` (when given) is false; per element
+/// the loss includes the z-loss.
+void appendLossTerms(OpBuilder &b, Location loc,
+                     const CrossEntropyConfig &config, bool reduce, Value m,
+                     Value logS, Value loss, Value kept, Value zero,
+                     SmallVectorImpl<Value> &terms);
+/// Ends an element generic: each f32 term is added to its accumulator
+/// (`reduce`) or rounded to its output's element type (per element).
+void buildTermsYield(OpBuilder &b, Location loc, ValueRange terms,
+                     ValueRange outs, bool reduce);
+
+/// The dlogits coefficient of a class for class-index targets:
+/// (1-ε) w_t (p_c - δ_tc), plus ε/C (mass p_c - w_c) with label smoothing.
+Value buildClassIndexCoefficient(OpBuilder &b, Location loc,
+                                 const CrossEntropyConfig &config, Value p,
+                                 Value onehot, Value wt, Value wc, Value mass,
+                                 Value numClasses);
+/// The dlogits coefficient for probability targets: p_c mass - w_c q'_c.
+Value buildProbabilityCoefficient(OpBuilder &b, Location loc, Value p,
+                                  Value mass, Value wc, Value q);
+/// Ends the dlogits generic: g·coef plus the z-loss term gz·2z·lse·p,
+/// through the softcap, NaN where not `valid` and `zero` where not `kept`
+/// (when given), rounded to `type`.
+void buildGradientYield(OpBuilder &b, Location loc,
+                        const CrossEntropyConfig &config, Value coef, Value g,
+                        Value gz, Value x, Value m, Value s, Value p,
+                        Value kept, Value valid, Value zero, Type type);
+
+//===----------------------------------------------------------------------===//
+// Shapes
+//===----------------------------------------------------------------------===//
+
+/// (d0 .. d(r-1)) -> all dims but the class axis.
+AffineMap getRowMap(MLIRContext *ctx, int64_t rank, int64_t axis);
+/// (d0 .. d(r-1)) -> (d_axis).
+AffineMap getClassMap(MLIRContext *ctx, int64_t rank, int64_t axis);
+/// The sizes of `logits` without the class axis.
+SmallVector<OpFoldResult> getRowSizes(OpBuilder &b, Location loc, Value logits,
+                                      int64_t axis);
+/// An f32 tensor of the row shape filled with `value`.
+Value buildFilledRows(OpBuilder &b, Location loc, Value logits, int64_t axis,
+                      double value);
+/// `v` cast to the tensor type `type` when it differs.
+Value castTensor(OpBuilder &b, Location loc, Value v, Type type);
+/// A tensor of `type` holding the f32 scalar `v` rounded to its element type.
+Value buildScalarTensor(OpBuilder &b, Location loc, Value v, Type type);
+/// The number of rows of `logits` as f32.
+Value buildRowCount(OpBuilder &b, Location loc, Value logits, int64_t axis);
+
+/// The loop of a generic over the per-element values (the logits' dims but
+/// the class axis): identity maps for its inputs, and for its outputs the
+/// identity, or the map to a scalar when the loop reduces every element.
+struct ElementLoop {
+  AffineMap inputMap, outputMap;
+  SmallVector<utils::IteratorType> iterators;
+};
+ElementLoop getElementLoop(MLIRContext *ctx, int64_t elementRank, bool reduce);
+
+/// The outputs of an element generic: [loss, zLoss] with the loss, then
+/// [weight, kept] when it reduces.
+struct ElementTerms {
+  Value loss;   // f32 loss without the z-loss term
+  Value zLoss;  // z·lse² on kept elements, else 0
+  Value weight; // w_t on kept elements, else 0
+  Value kept;   // 1 on kept elements, else 0
+};
+/// Calls `addOutput` with the element type of each output of an element
+/// generic, in the order of ElementTerms.
+void forEachElementOutput(bool withLoss, bool zLoss, bool reduce,
+                          Type lossType, Type zType,
+                          function_ref<void(Type)> addOutput);
+/// The results of an element generic whose outputs follow
+/// forEachElementOutput.
+ElementTerms getElementTerms(linalg::GenericOp generic, bool withLoss,
+                             bool zLoss, bool reduce);
+
+/// m = max_c x_c of the soft-capped logits, per row.
+Value buildRowMax(OpBuilder &b, Location loc, const CrossEntropyConfig &config,
+                  Value logits);
+
+} // namespace mlir::xent::loss
+
+#endif // XENT_DIALECT_XENT_IR_LOSSBUILDER_H

@@ -1,0 +1,296 @@
+//===- LossBuilder.cpp - Shared pieces of the loss decompositions ---------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xent/Dialect/Xent/IR/LossBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::xent;
+
+//===----------------------------------------------------------------------===//
+// Scalars
+//===----------------------------------------------------------------------===//
+
+Value loss::constF32(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+Value loss::toF32(OpBuilder &b, Location loc, Value v) {
+  if (v.getType().isF32())
+    return v;
+  return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+}
+
+Value loss::fromF32(OpBuilder &b, Location loc, Value v, Type type) {
+  if (type.isF32())
+    return v;
+  return arith::TruncFOp::create(b, loc, type, v);
+}
+
+Value loss::indexToF32(OpBuilder &b, Location loc, Value v) {
+  return arith::UIToFPOp::create(
+      b, loc, b.getF32Type(),
+      arith::IndexCastUIOp::create(b, loc, b.getI64Type(), v));
+}
+
+Value loss::buildLogit(OpBuilder &b, Location loc,
+                       const CrossEntropyConfig &config, Value raw) {
+  Value x = toF32(b, loc, raw);
+  if (!config.softcap)
+    return x;
+  Value cap = constF32(b, loc, *config.softcap);
+  Value scaled = arith::DivFOp::create(b, loc, x, cap);
+  Value t = math::TanhOp::create(b, loc, scaled);
+  return arith::MulFOp::create(b, loc, cap, t);
+}
+
+Value loss::buildSoftcapSlope(OpBuilder &b, Location loc,
+                              const CrossEntropyConfig &config, Value capped) {
+  Value cap = constF32(b, loc, *config.softcap);
+  Value t = arith::DivFOp::create(b, loc, capped, cap);
+  Value t2 = arith::MulFOp::create(b, loc, t, t);
+  return arith::SubFOp::create(b, loc, constF32(b, loc, 1.0), t2);
+}
+
+Value loss::buildProbability(OpBuilder &b, Location loc, Value x, Value m,
+                             Value s) {
+  return arith::DivFOp::create(
+      b, loc, math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, m)),
+      s);
+}
+
+Value loss::buildClassIndexLoss(OpBuilder &b, Location loc,
+                                const CrossEntropyConfig &config, Value m,
+                                Value xt, Value logS, Value wt, Value valid,
+                                Value gap, Value mass, Value numClasses) {
+  float eps = config.labelSmoothing;
+  // nll = lse - x_t = (m - x_t) + log(s)
+  Value nll = arith::AddFOp::create(
+      b, loc, arith::SubFOp::create(b, loc, m, xt), logS);
+  Value result = arith::MulFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, constF32(b, loc, 1.0 - eps), wt),
+      nll);
+  if (eps != 0.0f) {
+    // Σ_c w_c (lse - x_c) = Σ_c w_c (m - x_c) + log(s) Σ_c w_c
+    Value smooth = arith::AddFOp::create(
+        b, loc, gap, arith::MulFOp::create(b, loc, logS, mass));
+    Value share =
+        arith::DivFOp::create(b, loc, constF32(b, loc, eps), numClasses);
+    result = arith::AddFOp::create(
+        b, loc, result, arith::MulFOp::create(b, loc, share, smooth));
+  }
+  // An out-of-range class index gives NaN rather than reading out of bounds.
+  Value nan = constF32(b, loc, std::numeric_limits<double>::quiet_NaN());
+  return arith::SelectOp::create(b, loc, valid, result, nan);
+}
+
+void loss::appendLossTerms(OpBuilder &b, Location loc,
+                           const CrossEntropyConfig &config, bool reduce,
+                           Value m, Value logS, Value loss, Value kept,
+                           Value zero, SmallVectorImpl<Value> &terms) {
+  bool zLoss = config.zLossScale != 0.0f;
+  Value z;
+  if (zLoss) {
+    Value lse = arith::AddFOp::create(b, loc, m, logS);
+    z = arith::MulFOp::create(b, loc, constF32(b, loc, config.zLossScale),
+                              arith::MulFOp::create(b, loc, lse, lse));
+    if (kept)
+      z = arith::SelectOp::create(b, loc, kept, z, zero);
+  }
+  if (kept)
+    loss = arith::SelectOp::create(b, loc, kept, loss, zero);
+  if (!reduce && zLoss)
+    loss = arith::AddFOp::create(b, loc, loss, z);
+  terms.push_back(loss);
+  if (zLoss)
+    terms.push_back(z);
+}
+
+void loss::buildTermsYield(OpBuilder &b, Location loc, ValueRange terms,
+                           ValueRange outs, bool reduce) {
+  SmallVector<Value> yields;
+  for (auto [term, acc] : llvm::zip(terms, outs))
+    yields.push_back(reduce ? Value(arith::AddFOp::create(b, loc, acc, term))
+                            : fromF32(b, loc, term, acc.getType()));
+  linalg::YieldOp::create(b, loc, yields);
+}
+
+Value loss::buildClassIndexCoefficient(OpBuilder &b, Location loc,
+                                       const CrossEntropyConfig &config,
+                                       Value p, Value onehot, Value wt,
+                                       Value wc, Value mass, Value numClasses) {
+  float eps = config.labelSmoothing;
+  // (1-ε) w_t (p_c - δ_tc)
+  Value coef = arith::MulFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, constF32(b, loc, 1.0 - eps), wt),
+      arith::SubFOp::create(b, loc, p, onehot));
+  if (eps == 0.0f)
+    return coef;
+  // ε/C (Σ_k w_k p_c - w_c); Σ_k w_k = C without weights.
+  Value share =
+      arith::DivFOp::create(b, loc, constF32(b, loc, eps), numClasses);
+  Value term = arith::SubFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, mass, p), wc);
+  return arith::AddFOp::create(b, loc, coef,
+                               arith::MulFOp::create(b, loc, share, term));
+}
+
+Value loss::buildProbabilityCoefficient(OpBuilder &b, Location loc, Value p,
+                                        Value mass, Value wc, Value q) {
+  // Σ_k w_k q'_k (p_c - δ_kc) = p_c Σ_k w_k q'_k - w_c q'_c
+  return arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, p, mass),
+                               arith::MulFOp::create(b, loc, wc, q));
+}
+
+void loss::buildGradientYield(OpBuilder &b, Location loc,
+                              const CrossEntropyConfig &config, Value coef,
+                              Value g, Value gz, Value x, Value m, Value s,
+                              Value p, Value kept, Value valid, Value zero,
+                              Type type) {
+  Value grad = arith::MulFOp::create(b, loc, g, coef);
+  if (config.zLossScale != 0.0f) {
+    // d(z·lse²)/dx_c = 2 z lse p_c
+    Value lse =
+        arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, s));
+    Value dz = arith::MulFOp::create(
+        b, loc,
+        arith::MulFOp::create(b, loc, constF32(b, loc, 2.0 * config.zLossScale),
+                              lse),
+        p);
+    grad = arith::AddFOp::create(b, loc, grad,
+                                 arith::MulFOp::create(b, loc, gz, dz));
+  }
+  if (config.softcap)
+    grad = arith::MulFOp::create(b, loc, grad,
+                                 buildSoftcapSlope(b, loc, config, x));
+  if (kept) {
+    Value nan = constF32(b, loc, std::numeric_limits<double>::quiet_NaN());
+    grad = arith::SelectOp::create(b, loc, valid, grad, nan);
+    grad = arith::SelectOp::create(b, loc, kept, grad, zero);
+  }
+  linalg::YieldOp::create(b, loc, fromF32(b, loc, grad, type));
+}
+
+//===----------------------------------------------------------------------===//
+// Shapes
+//===----------------------------------------------------------------------===//
+
+AffineMap loss::getRowMap(MLIRContext *ctx, int64_t rank, int64_t axis) {
+  SmallVector<AffineExpr> exprs;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      exprs.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+AffineMap loss::getClassMap(MLIRContext *ctx, int64_t rank, int64_t axis) {
+  return AffineMap::get(rank, 0, getAffineDimExpr(axis, ctx), ctx);
+}
+
+SmallVector<OpFoldResult> loss::getRowSizes(OpBuilder &b, Location loc,
+                                            Value logits, int64_t axis) {
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, logits);
+  sizes.erase(sizes.begin() + axis);
+  return sizes;
+}
+
+Value loss::buildFilledRows(OpBuilder &b, Location loc, Value logits,
+                            int64_t axis, double value) {
+  Value init = tensor::EmptyOp::create(b, loc, getRowSizes(b, loc, logits, axis),
+                                       b.getF32Type());
+  Value v = constF32(b, loc, value);
+  return linalg::FillOp::create(b, loc, v, init).getResult(0);
+}
+
+Value loss::castTensor(OpBuilder &b, Location loc, Value v, Type type) {
+  if (v.getType() == type)
+    return v;
+  return tensor::CastOp::create(b, loc, type, v);
+}
+
+Value loss::buildScalarTensor(OpBuilder &b, Location loc, Value v, Type type) {
+  Type elementType = cast<RankedTensorType>(type).getElementType();
+  Value element = fromF32(b, loc, v, elementType);
+  return tensor::FromElementsOp::create(b, loc, type, ValueRange{element});
+}
+
+Value loss::buildRowCount(OpBuilder &b, Location loc, Value logits,
+                          int64_t axis) {
+  Value n = constF32(b, loc, 1.0);
+  for (OpFoldResult size : getRowSizes(b, loc, logits, axis)) {
+    Value s = getValueOrCreateConstantIndexOp(b, loc, size);
+    n = arith::MulFOp::create(b, loc, n, indexToF32(b, loc, s));
+  }
+  return n;
+}
+
+loss::ElementLoop loss::getElementLoop(MLIRContext *ctx, int64_t elementRank,
+                                       bool reduce) {
+  AffineMap id = AffineMap::getMultiDimIdentityMap(elementRank, ctx);
+  return {id, reduce ? AffineMap::get(elementRank, 0, ctx) : id,
+          SmallVector<utils::IteratorType>(
+              elementRank, reduce ? utils::IteratorType::reduction
+                                  : utils::IteratorType::parallel)};
+}
+
+void loss::forEachElementOutput(bool withLoss, bool zLoss, bool reduce,
+                                Type lossType, Type zType,
+                                function_ref<void(Type)> addOutput) {
+  Type f32 = Float32Type::get(lossType.getContext());
+  if (withLoss) {
+    addOutput(reduce ? f32 : lossType);
+    if (zLoss)
+      addOutput(reduce ? f32 : zType);
+  }
+  if (reduce) {
+    addOutput(f32);
+    addOutput(f32);
+  }
+}
+
+loss::ElementTerms loss::getElementTerms(linalg::GenericOp generic,
+                                         bool withLoss, bool zLoss,
+                                         bool reduce) {
+  ElementTerms result;
+  unsigned r = 0;
+  if (withLoss) {
+    result.loss = generic.getResult(r++);
+    if (zLoss)
+      result.zLoss = generic.getResult(r++);
+  }
+  if (reduce) {
+    result.weight = generic.getResult(r++);
+    result.kept = generic.getResult(r++);
+  }
+  return result;
+}
+
+Value loss::buildRowMax(OpBuilder &b, Location loc,
+                        const CrossEntropyConfig &config, Value logits) {
+  int64_t rank = config.logitsType.getRank(), axis = config.axis;
+  MLIRContext *ctx = b.getContext();
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  iterators[axis] = utils::IteratorType::reduction;
+  Value init = buildFilledRows(b, loc, logits, axis,
+                               -std::numeric_limits<double>::infinity());
+  auto generic = linalg::GenericOp::create(
+      b, loc, init.getType(), ValueRange{logits}, ValueRange{init},
+      ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, ctx),
+                          getRowMap(ctx, rank, axis)},
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value x = buildLogit(nb, nloc, config, args[0]);
+        Value m = arith::MaximumFOp::create(nb, nloc, x, args[1]);
+        linalg::YieldOp::create(nb, nloc, m);
+      });
+  return generic.getResult(0);
+}
