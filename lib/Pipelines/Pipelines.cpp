@@ -58,12 +58,7 @@ LogicalResult mlir::xent::buildXentCPUPipeline(OpPassManager &pm) {
 
 xent::ConvertXentToGPUOptions
 mlir::xent::XentGPUPipelineOptions::getConversionOptions() const {
-  ConvertXentToGPUOptions conversion;
-  conversion.chip = chip;
-  conversion.threads = threads;
-  conversion.vectorWidth = vectorWidth;
-  conversion.residentRows = residentRows;
-  conversion.mode = mode;
+  ConvertXentToGPUOptions conversion = getKernelOptions(*this);
   // Nothing in the pipeline lowers linalg to the device: neither on host
   // tensors (that would be host loops over device memory) nor in kernels.
   conversion.allowDecomposition = false;

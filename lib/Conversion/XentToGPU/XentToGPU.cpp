@@ -686,6 +686,10 @@ struct ConvertXentToGPUPass
     : public xent::impl::ConvertXentToGPUBase<ConvertXentToGPUPass> {
   using Base::Base;
 
+  // Reads the pass's (protected) options.
+  friend ConvertXentToGPUOptions
+  xent::getKernelOptions<ConvertXentToGPUPass>(const ConvertXentToGPUPass &);
+
   void getDependentDialects(DialectRegistry &registry) const override {
     Base::getDependentDialects(registry);
     // One-shot bufferization of the launches the pass creates.
@@ -693,12 +697,7 @@ struct ConvertXentToGPUPass
   }
 
   void runOnOperation() override {
-    ConvertXentToGPUOptions options;
-    options.chip = chip;
-    options.threads = threads;
-    options.vectorWidth = vectorWidth;
-    options.residentRows = residentRows;
-    options.mode = mode;
+    ConvertXentToGPUOptions options = getKernelOptions(*this);
     options.allowDecomposition = allowDecomposition;
     if (failed(convertXentToGPU(getOperation(), options)))
       signalPassFailure();

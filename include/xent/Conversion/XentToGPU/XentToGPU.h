@@ -39,6 +39,19 @@ std::optional<LoweringMode> parseLoweringMode(StringRef spelling);
 #define GEN_PASS_DECL_CONVERTXENTTOGPU
 #include "xent/Conversion/Passes.h.inc"
 
+/// The kernel options of anything that declares them under the pass's names
+/// (the pass itself, xent-gpu-pipeline's options): one list of fields.
+template <typename Options>
+ConvertXentToGPUOptions getKernelOptions(const Options &from) {
+  ConvertXentToGPUOptions options;
+  options.chip = from.chip;
+  options.threads = from.threads;
+  options.vectorWidth = from.vectorWidth;
+  options.residentRows = from.residentRows;
+  options.mode = from.mode;
+  return options;
+}
+
 /// Why the kernels cannot take `op` with `options`, or nothing when they can.
 /// Ops outside the cross-entropy family have no kernel; the kernels take every
 /// verified configuration of the family in host code, but cannot be launched

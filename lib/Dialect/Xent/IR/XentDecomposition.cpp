@@ -655,20 +655,24 @@ void mlir::xent::materializeDecomposition(CrossEntropyOpInterface op) {
   YieldOp::create(b, op.getLoc(), results);
 }
 
-FailureOr<SmallVector<Value>> mlir::xent::decompose(OpBuilder &b,
-                                                   CrossEntropyOpInterface op) {
-  Region &region = op.getDecomposition();
-  if (region.empty())
-    return op.buildDecomposition(b, op->getOperands());
-  // The region's body (the matched frontend ops, or a hand-written one),
-  // cloned with its arguments replaced by the operands.
+SmallVector<Value> mlir::xent::detail::cloneDecompositionBody(
+    OpBuilder &b, Region &region, ValueRange operands) {
   Block &body = region.front();
   IRMapping mapping;
-  mapping.map(body.getArguments(), op->getOperands());
+  mapping.map(body.getArguments(), operands);
   for (Operation &inner : body.without_terminator())
     b.clone(inner, mapping);
   auto yield = cast<YieldOp>(body.getTerminator());
   return llvm::map_to_vector(yield.getValues(), [&](Value v) {
     return mapping.lookupOrDefault(v);
   });
+}
+
+FailureOr<SmallVector<Value>> mlir::xent::decompose(OpBuilder &b,
+                                                   CrossEntropyOpInterface op) {
+  Region &region = op.getDecomposition();
+  if (region.empty())
+    return op.buildDecomposition(b, op->getOperands());
+  // The region's body (the matched frontend ops, or a hand-written one).
+  return detail::cloneDecompositionBody(b, region, op->getOperands());
 }

@@ -309,12 +309,5 @@ mlir::xent::decomposeLinear(OpBuilder &b, LinearCrossEntropyOpInterface op) {
   Region &region = op.getDecomposition();
   if (region.empty())
     return op.buildDecomposition(b, op->getOperands());
-  Block &body = region.front();
-  IRMapping mapping;
-  mapping.map(body.getArguments(), op->getOperands());
-  for (Operation &inner : body.without_terminator())
-    b.clone(inner, mapping);
-  auto yield = cast<YieldOp>(body.getTerminator());
-  return llvm::map_to_vector(
-      yield.getValues(), [&](Value v) { return mapping.lookupOrDefault(v); });
+  return detail::cloneDecompositionBody(b, region, op->getOperands());
 }

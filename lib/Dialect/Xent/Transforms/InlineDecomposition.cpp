@@ -8,6 +8,7 @@
 
 #include "xent/Dialect/Xent/IR/XentOps.h"
 
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::xent {
@@ -18,25 +19,14 @@ namespace mlir::xent {
 using namespace mlir;
 using namespace mlir::xent;
 
-/// Replaces an op of the family by what it computes: its region's body when
-/// it has one, the canonical decomposition otherwise (the op's
-/// linalg::AggregatedOpInterface).
+/// Replaces an op of either family by what it computes: its region's body
+/// when it has one, the canonical decomposition otherwise (the op's
+/// linalg::AggregatedOpInterface; a linear op's holds a cross-entropy op).
 static LogicalResult inlineDecomposition(RewriterBase &rewriter,
-                                         CrossEntropyOpInterface op) {
+                                         Operation *op) {
   rewriter.setInsertionPoint(op);
-  FailureOr<SmallVector<Value>> results = decompose(rewriter, op);
-  if (failed(results))
-    return failure();
-  rewriter.replaceOp(op, *results);
-  return success();
-}
-
-/// The same for an op of the linear family, whose canonical decomposition
-/// holds an op of the cross-entropy family.
-static LogicalResult inlineDecomposition(RewriterBase &rewriter,
-                                         LinearCrossEntropyOpInterface op) {
-  rewriter.setInsertionPoint(op);
-  FailureOr<SmallVector<Value>> results = decomposeLinear(rewriter, op);
+  FailureOr<SmallVector<Value>> results =
+      cast<linalg::AggregatedOpInterface>(op).decomposeOperation(rewriter);
   if (failed(results))
     return failure();
   rewriter.replaceOp(op, *results);
@@ -44,10 +34,12 @@ static LogicalResult inlineDecomposition(RewriterBase &rewriter,
 }
 
 namespace {
-struct InlineDecomposition
-    : public OpInterfaceRewritePattern<CrossEntropyOpInterface> {
-  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
-  LogicalResult matchAndRewrite(CrossEntropyOpInterface op,
+/// The rewrite of one family (CrossEntropyOpInterface or
+/// LinearCrossEntropyOpInterface).
+template <typename FamilyInterface>
+struct InlineDecomposition : public OpInterfaceRewritePattern<FamilyInterface> {
+  using OpInterfaceRewritePattern<FamilyInterface>::OpInterfaceRewritePattern;
+  LogicalResult matchAndRewrite(FamilyInterface op,
                                 PatternRewriter &rewriter) const override {
     if (failed(inlineDecomposition(rewriter, op)))
       return rewriter.notifyMatchFailure(op, "no decomposition");
@@ -55,16 +47,18 @@ struct InlineDecomposition
   }
 };
 
-struct InlineLinearDecomposition
-    : public OpInterfaceRewritePattern<LinearCrossEntropyOpInterface> {
-  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
-  LogicalResult matchAndRewrite(LinearCrossEntropyOpInterface op,
-                                PatternRewriter &rewriter) const override {
+/// Inlines every op of a family nested in `root`, in post-order: an op
+/// nested in another's region is inlined before its parent, whose region is
+/// cloned with the already inlined body.
+template <typename FamilyInterface>
+LogicalResult inlineAll(RewriterBase &rewriter, Operation *root) {
+  SmallVector<Operation *> ops;
+  root->walk([&](FamilyInterface op) { ops.push_back(op); });
+  for (Operation *op : ops)
     if (failed(inlineDecomposition(rewriter, op)))
-      return rewriter.notifyMatchFailure(op, "no decomposition");
-    return success();
-  }
-};
+      return failure();
+  return success();
+}
 
 struct XentInlineDecompositionPass
     : public xent::impl::XentInlineDecompositionBase<
@@ -72,26 +66,17 @@ struct XentInlineDecompositionPass
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     // The linear ops first: their decompositions hold cross-entropy ops.
-    SmallVector<LinearCrossEntropyOpInterface> linearOps;
-    getOperation()->walk(
-        [&](LinearCrossEntropyOpInterface op) { linearOps.push_back(op); });
-    for (LinearCrossEntropyOpInterface op : linearOps)
-      if (failed(inlineDecomposition(rewriter, op)))
-        return signalPassFailure();
-    // Post-order: an op nested in another's region is inlined before its
-    // parent, whose region is cloned with the already inlined body.
-    SmallVector<CrossEntropyOpInterface> ops;
-    getOperation()->walk(
-        [&](CrossEntropyOpInterface op) { ops.push_back(op); });
-    for (CrossEntropyOpInterface op : ops)
-      if (failed(inlineDecomposition(rewriter, op)))
-        return signalPassFailure();
+    if (failed(inlineAll<LinearCrossEntropyOpInterface>(rewriter,
+                                                        getOperation())) ||
+        failed(inlineAll<CrossEntropyOpInterface>(rewriter, getOperation())))
+      signalPassFailure();
   }
 };
 } // namespace
 
 void mlir::xent::populateXentInlineDecompositionPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<InlineDecomposition, InlineLinearDecomposition>(
+  patterns.add<InlineDecomposition<CrossEntropyOpInterface>,
+               InlineDecomposition<LinearCrossEntropyOpInterface>>(
       patterns.getContext());
 }

@@ -85,6 +85,11 @@ FailureOr<SmallVector<Value>> decomposeLinear(OpBuilder &b,
                                               LinearCrossEntropyOpInterface op);
 
 namespace detail {
+/// The values a decomposition region's body yields, its ops cloned at the
+/// insertion point of `b` with the block arguments replaced by `operands`.
+SmallVector<Value> cloneDecompositionBody(OpBuilder &b, Region &region,
+                                          ValueRange operands);
+
 /// The results of a loss-computing op after `loss`, by name; null when
 /// absent.
 struct LossExtras {
