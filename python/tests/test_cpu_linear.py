@@ -13,7 +13,7 @@ import pytest
 
 from xent.runtime.driver import Library, compile_module
 from xent.testing import reference
-from xent.testing.codegen import _as_dtype, to_float64
+from xent.testing.codegen import _as_dtype, loss_attributes, to_float64
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 XENT_OPT = os.environ.get("XENT_OPT") or os.path.join(ROOT, "build", "bin", "xent-opt")
@@ -88,15 +88,7 @@ def linear_function(name: str, c: LinearConfig) -> Tuple[str, list]:
         results += [types[1 if g else 0], types[2 if g else 1]]
         if c.bias:
             results.append(types[3])
-    attrs = []
-    if c.ignore_index is not None:
-        attrs.append(f"ignore_index = {c.ignore_index} : i64")
-    if c.label_smoothing:
-        attrs.append(f"label_smoothing = {c.label_smoothing!r} : f32")
-    if c.z_loss_scale:
-        attrs.append(f"z_loss_scale = {c.z_loss_scale!r} : f32")
-    if c.softcap is not None:
-        attrs.append(f"softcap = {c.softcap!r} : f32")
+    attrs = loss_attributes(c.ignore_index, c.label_smoothing, c.z_loss_scale, c.softcap)
     attr_text = f" {{{', '.join(attrs)}}}" if attrs else ""
     op = {"forward": "linear_cross_entropy", "grad": "linear_cross_entropy_grad",
           "joint": "linear_cross_entropy_and_grad"}[c.kind]

@@ -190,21 +190,6 @@ static SmallVector<int64_t> getKnownLogitsShape(CrossEntropyOpInterface op) {
   }
   // Per-element values (grad_output, loss, z_loss) and dlogits fix sizes too:
   // the decomposition computes them together.
-  auto refineElements = [&](Value v) {
-    if (!v || op.getReduction() != Reduction::none)
-      return;
-    ArrayRef<int64_t> e = cast<RankedTensorType>(v.getType()).getShape();
-    if (e.size() + 1 == shape.size())
-      for (int64_t d = 0, k = 0; d < static_cast<int64_t>(shape.size()); ++d)
-        if (d != axis)
-          refine(shape[d], e[k++]);
-  };
-  auto refineAll = [&](Value v) {
-    ArrayRef<int64_t> full = cast<RankedTensorType>(v.getType()).getShape();
-    if (full.size() == shape.size())
-      for (auto [size, known] : llvm::zip(shape, full))
-        refine(size, known);
-  };
   // Per-row outputs have the element shape whatever the reduction.
   auto refineRows = [&](Value v) {
     if (!v)
@@ -214,6 +199,16 @@ static SmallVector<int64_t> getKnownLogitsShape(CrossEntropyOpInterface op) {
       for (int64_t d = 0, k = 0; d < static_cast<int64_t>(shape.size()); ++d)
         if (d != axis)
           refine(shape[d], e[k++]);
+  };
+  auto refineElements = [&](Value v) {
+    if (op.getReduction() == Reduction::none)
+      refineRows(v);
+  };
+  auto refineAll = [&](Value v) {
+    ArrayRef<int64_t> full = cast<RankedTensorType>(v.getType()).getShape();
+    if (full.size() == shape.size())
+      for (auto [size, known] : llvm::zip(shape, full))
+        refine(size, known);
   };
   refineElements(op.getGradOutput());
   refineElements(op.getLoss());
@@ -298,12 +293,19 @@ LogicalResult mlir::xent::detail::verifyDecompositionRegion(Operation *op) {
     return op->emitOpError("decomposition block must have ")
            << op->getNumOperands() << " arguments (one per operand), got "
            << block.getNumArguments();
-  for (auto [i, arg, operand] :
-       llvm::enumerate(block.getArguments(), op->getOperands()))
-    if (arg.getType() != operand.getType())
-      return op->emitOpError("decomposition argument #")
-             << i << " has type " << arg.getType() << ", expected "
-             << operand.getType();
+  // Each of `values` has the type of the same position in `expected`.
+  auto checkTypes = [&](ValueRange values, ValueRange expected,
+                        StringRef which, StringRef ofType) -> LogicalResult {
+    for (auto [i, value, like] : llvm::enumerate(values, expected))
+      if (value.getType() != like.getType())
+        return op->emitOpError("decomposition ")
+               << which << " #" << i << ofType << value.getType()
+               << ", expected " << like.getType();
+    return success();
+  };
+  if (failed(checkTypes(block.getArguments(), op->getOperands(), "argument",
+                        " has type ")))
+    return failure();
   auto yield = dyn_cast<YieldOp>(block.getTerminator());
   if (!yield)
     return op->emitOpError("decomposition must end in 'xent.yield'");
@@ -311,13 +313,8 @@ LogicalResult mlir::xent::detail::verifyDecompositionRegion(Operation *op) {
     return op->emitOpError("decomposition yields ")
            << yield.getValues().size() << " values, expected "
            << op->getNumResults();
-  for (auto [i, value, result] :
-       llvm::enumerate(yield.getValues(), op->getResults()))
-    if (value.getType() != result.getType())
-      return op->emitOpError("decomposition yields value #")
-             << i << " of type " << value.getType() << ", expected "
-             << result.getType();
-  return success();
+  return checkTypes(yield.getValues(), op->getResults(), "yields value",
+                    " of type ");
 }
 
 /// Checks that `value` (named `name`: loss, z_loss or grad_output) has the

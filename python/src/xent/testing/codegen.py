@@ -102,16 +102,23 @@ def _float_attr(value: float) -> str:
     return f"{float(np.float32(value))!r} : f32"
 
 
-def _attributes(c: OpConfig) -> str:
+def loss_attributes(ignore_index=None, label_smoothing=0.0, z_loss_scale=0.0, softcap=None):
+    """The attribute entries of a loss op (either family) that differ from
+    their defaults."""
     attrs = []
-    if c.ignore_index is not None:
-        attrs.append(f"ignore_index = {c.ignore_index} : i64")
-    if c.label_smoothing:
-        attrs.append(f"label_smoothing = {_float_attr(c.label_smoothing)}")
-    if c.z_loss_scale:
-        attrs.append(f"z_loss_scale = {_float_attr(c.z_loss_scale)}")
-    if c.softcap is not None:
-        attrs.append(f"softcap = {_float_attr(c.softcap)}")
+    if ignore_index is not None:
+        attrs.append(f"ignore_index = {ignore_index} : i64")
+    if label_smoothing:
+        attrs.append(f"label_smoothing = {_float_attr(label_smoothing)}")
+    if z_loss_scale:
+        attrs.append(f"z_loss_scale = {_float_attr(z_loss_scale)}")
+    if softcap is not None:
+        attrs.append(f"softcap = {_float_attr(softcap)}")
+    return attrs
+
+
+def _attributes(c: OpConfig) -> str:
+    attrs = loss_attributes(c.ignore_index, c.label_smoothing, c.z_loss_scale, c.softcap)
     if c.axis is not None:
         attrs.append(f"axis = {c.axis} : i64")
     attrs += [f"return_{o}" for o in c.row_outputs]

@@ -131,22 +131,13 @@ static Match<LogSoftmaxBackward> matchLogSoftmaxBackward(ViewAnalysis &va,
   LinearForm form = flattenLinear(va, root);
   if (form.constant != 0 || form.terms.size() < 2 || form.terms.size() > 3)
     return M::failure("not of the form g - softmax · Σ g");
-  std::optional<SoftmaxTerm> softmax;
   SmallVector<LinearTerm, 2> gTerms;
-  std::string reason;
-  for (const LinearTerm &t : form.terms) {
-    Match<SoftmaxTerm> s = matchSoftmaxTerm(va, t.node, t.coeff);
-    if (!s) {
-      reason = s.getReason();
-      gTerms.push_back(t);
-      continue;
-    }
-    if (softmax)
-      return M::failure("two softmax terms");
-    softmax = *s;
-  }
+  Match<SoftmaxTerm> softmax = matchExactlyOne(
+      form.terms, gTerms,
+      [&](const LinearTerm &t) { return matchSoftmaxTerm(va, t.node, t.coeff); },
+      "two softmax terms", "");
   if (!softmax)
-    return M::failure(reason);
+    return M::failure(softmax);
   auto mismatch = [] {
     return M::nearMiss("the softmax is not scaled by the sum of the same "
                        "gradient (g - softmax · Σ_c g)");
@@ -284,20 +275,10 @@ static Match<bool> matchSmoothingBackward(ViewAnalysis &va, const Monomial &s,
   Equivalence eq(va);
   Axis c = nll.pieces.logSoftmax.axis;
   SmallVector<Mask, 2> masks = splitMasks(s.masks);
-  for (const Mask &mask : masks) {
-    Match<IgnoreMask> ignore = matchIgnoreMask(va, mask);
-    if (!ignore)
-      return M::failure("the smoothing term's backward has a mask that is "
-                        "not an ignore mask: " +
-                        ignore.getReason());
-    if (!ops.ignoreIndex || ignore->ignoreIndex != *ops.ignoreIndex ||
-        !eq.equal(stripIndexCasts(ignore->target), ops.targetNode))
-      return M::failure("the smoothing term's backward ignores other "
-                        "elements than the nll's");
-  }
-  if (ops.ignoreIndex && masks.empty())
-    return M::failure("the smoothing term's backward is not masked like the "
-                      "nll's");
+  if (Match<bool> same = matchSameIgnoreMasks(
+          va, masks, ops, "the smoothing term's backward");
+      !same)
+    return same;
   bool sawWeight = false, sawGrad = false;
   for (Node *f : s.num) {
     Match<ClassWeight> w = matchClassWeight(va, f);

@@ -144,22 +144,18 @@ Match<TargetPick> recognize::matchTargetPick(ViewAnalysis &va, Node *node) {
     if (body.coeff != 1 || !body.den.empty())
       return M::failure("the sum is not of a log-softmax times a one-hot or "
                         "probabilities");
-    std::optional<LogSoftmax> ls;
-    std::string reason = "no factors";
     SmallVector<Node *, 2> others;
-    for (Node *f : body.num) {
-      Match<LogSoftmax> m = matchLogSoftmax(va, f);
-      if (!m) {
-        reason = m.getReason();
-        others.push_back(f);
-        continue;
-      }
-      if (ls)
-        return M::failure("the sum multiplies two log-softmaxes");
-      ls = *m;
-    }
+    Match<LogSoftmax> ls =
+        body.num.empty()
+            ? Match<LogSoftmax>::failure(
+                  "the sum does not multiply a log-softmax: no factors")
+            : matchExactlyOne(
+                  body.num, others,
+                  [&](Node *f) { return matchLogSoftmax(va, f); },
+                  "the sum multiplies two log-softmaxes",
+                  "the sum does not multiply a log-softmax: ");
     if (!ls)
-      return M::failure("the sum does not multiply a log-softmax: " + reason);
+      return M::failure(ls);
     if (!va.same(ls->axis, c))
       return M::failure(
           "the pick runs along another axis than the log-softmax's");

@@ -117,6 +117,32 @@ private:
   bool noticed = false;
 };
 
+/// The one of `items` that `match` (returning a Match) accepts, the others
+/// appended to `rest`; a failure saying `twice` when two are accepted, and
+/// `none` followed by the last rejection's reason when none is.
+template <typename Range, typename Item, typename MatchFn>
+auto matchExactlyOne(const Range &items, SmallVectorImpl<Item> &rest,
+                     MatchFn match, StringRef twice, StringRef none)
+    -> decltype(match(*std::begin(items))) {
+  using Result = decltype(match(*std::begin(items)));
+  std::optional<Result> found;
+  std::string reason;
+  for (const auto &item : items) {
+    Result m = match(item);
+    if (!m) {
+      reason = m.getReason();
+      rest.push_back(item);
+      continue;
+    }
+    if (found)
+      return Result::failure(twice);
+    found = std::move(m);
+  }
+  if (!found)
+    return Result::failure(none + reason);
+  return std::move(*found);
+}
+
 //===----------------------------------------------------------------------===//
 // Building blocks
 //===----------------------------------------------------------------------===//
@@ -403,6 +429,12 @@ struct Operands {
     return raised;
   }
 };
+
+/// Checks that `masks` ignore exactly the elements `ops` ignores (the same
+/// ignore mask on the same target, and some mask when `ops` has an ignore
+/// index); the failures say what `what` masks ("the mean's divisor", ...).
+Match<bool> matchSameIgnoreMasks(ViewAnalysis &va, ArrayRef<Mask> masks,
+                                 const Operands &ops, StringRef what);
 
 /// Resolves the logits, targets, class weights and ignore index that
 /// `p` reads, with the logits' layout.

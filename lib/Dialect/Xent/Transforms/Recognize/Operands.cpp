@@ -262,20 +262,10 @@ Match<bool> recognize::detail::matchTotalWeight(ViewAnalysis &va, Node *den,
     masks[0].keptWhen = !masks[0].keptWhen;
   }
   // Masks: the same ignore mask as the loss (or none when it has none).
-  for (const Mask &mask : masks) {
-    Match<IgnoreMask> ignore = matchIgnoreMask(va, mask);
-    if (!ignore)
-      return M::failure("the mean's divisor counts with a mask that is not "
-                        "an ignore mask: " +
-                        ignore.getReason());
-    if (!ops.ignoreIndex || ignore->ignoreIndex != *ops.ignoreIndex ||
-        !eq.equal(stripIndexCasts(ignore->target), ops.targetNode))
-      return M::failure("the mean divides by a count of other elements than "
-                        "the loss keeps");
-  }
-  if (masks.empty() && ops.ignoreIndex)
-    return M::failure("the mean divides by the count of all elements, not of "
-                      "the kept ones");
+  if (Match<bool> same =
+          matchSameIgnoreMasks(va, masks, ops, "the mean's divisor");
+      !same)
+    return same;
   // Weights: the same class weight as the loss.
   if (s.body.num.size() > 1)
     return M::failure("the mean's divisor is not a count or a sum of weights");
@@ -298,5 +288,26 @@ Match<bool> recognize::detail::matchTotalWeight(ViewAnalysis &va, Node *den,
   Match<Node *> index = stripSafeIndex(va, w->index, safe);
   if (!index || !eq.equal(*index, ops.targetNode))
     return M::failure("the mean's divisor reads the weights at another index");
+  return true;
+}
+
+Match<bool> recognize::detail::matchSameIgnoreMasks(ViewAnalysis &va,
+                                                    ArrayRef<Mask> masks,
+                                                    const Operands &ops,
+                                                    StringRef what) {
+  using M = Match<bool>;
+  Equivalence eq(va);
+  for (const Mask &mask : masks) {
+    Match<IgnoreMask> ignore = matchIgnoreMask(va, mask);
+    if (!ignore)
+      return M::failure(what + " has a mask that is not an ignore mask: " +
+                        ignore.getReason());
+    if (!ops.ignoreIndex || ignore->ignoreIndex != *ops.ignoreIndex ||
+        !eq.equal(stripIndexCasts(ignore->target), ops.targetNode))
+      return M::failure(what + " ignores other elements than the loss");
+  }
+  if (ops.ignoreIndex && masks.empty())
+    return M::failure(what + " is not masked like the loss: it keeps the "
+                      "ignored elements");
   return true;
 }
