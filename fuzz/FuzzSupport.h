@@ -35,8 +35,9 @@ enum class Postcondition {
   None,
   /// Every xent op has a non-empty decomposition region.
   RegionsFilled,
-  /// No op of the xent dialect is left.
-  NoXentOps,
+  /// No op of either loss family is left (xent.launch, the lowered host form,
+  /// may be).
+  NoLossOps,
 };
 
 /// One pass or pipeline under test.
