@@ -189,10 +189,10 @@ private:
       return buffer;
     return memref::CastOp::create(rewriter, loc, argType, buffer);
   }
-  Value allocateScalar(Type elementType) {
-    return gpu::AllocOp::create(rewriter, loc, MemRefType::get({}, elementType),
-                                /*asyncToken=*/Type(), ValueRange{},
-                                ValueRange{}, ValueRange{})
+  /// Device memory of a static `type` (the op's scratch).
+  Value allocate(MemRefType type) {
+    return gpu::AllocOp::create(rewriter, loc, type, /*asyncToken=*/Type(),
+                                ValueRange{}, ValueRange{}, ValueRange{})
         .getMemref();
   }
   void deallocate(Value buffer) {
@@ -349,15 +349,12 @@ LaunchOp HostEmitter::createLaunch() {
     if (!result || !spec.reduced() ||
         getElementTypeOrSelf(result.getType()).isF32())
       return result;
-    return allocateScalar(f32);
+    return allocate(MemRefType::get({}, f32));
   };
   lossAcc = accumulator(loss);
   zLossAcc = accumulator(zLoss);
   if (spec.needsStats())
-    stats = gpu::AllocOp::create(rewriter, loc, MemRefType::get({2}, f32),
-                                 /*asyncToken=*/Type(), ValueRange{},
-                                 ValueRange{}, ValueRange{})
-                .getMemref();
+    stats = allocate(MemRefType::get({2}, f32));
   return launch;
 }
 
