@@ -83,4 +83,23 @@ def bench_attributes():
     return out
 
 
-CONFIGS = matrix() + specials() + two_pass() + small_rows() + bench_attributes()
+def native():
+    """What test_native.py calls (bf16 unless stated): mean, sum, none,
+    label smoothing, z-loss, class weights; f32 mean and rank-3 none."""
+    base = dict(dtype="bf16", target="i64", rank=2, weighted=False, reduction="mean",
+                ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0, softcap=None,
+                with_grad=True)
+    variants = [{}, {"reduction": "sum"}, {"reduction": "none"}, {"label_smoothing": 0.1},
+                {"z_loss_scale": 1e-4}, {"weighted": True}, {"reduction": "sum", "with_grad": False},
+                {"dtype": "f32"}, {"dtype": "f32", "rank": 3, "reduction": "none"}]
+    from xent.runtime.kernels import has_resident_path
+    out = []
+    for v in variants:
+        attrs = {**base, **v}
+        out.append(kernel_config(**attrs))
+        if has_resident_path(**attrs):  # the threads xent.torch picks for short rows
+            out.append(kernel_config(**attrs, threads=256))
+    return out
+
+
+CONFIGS = (matrix() + specials() + two_pass() + small_rows() + bench_attributes() + native())

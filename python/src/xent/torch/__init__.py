@@ -30,6 +30,10 @@ import torch
 from ..runtime.kernels import kernel_config, kernel_module, precompile
 from . import ops
 
+# What the eager native path takes; anything else (fake tensors while
+# tracing, functional or subclass tensors) goes through torch.ops.xent.
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
 __all__ = ["cross_entropy", "CrossEntropyLoss", "kernel_config", "kernel_module", "precompile"]
 
 
@@ -45,7 +49,14 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
         raise ValueError("xent.torch.cross_entropy runs on CUDA tensors")
     args = (logits, target, weight, reduction, int(ignore_index), float(label_smoothing),
             float(z_loss_scale), None if softcap is None else float(softcap))
-    if torch.is_grad_enabled() and logits.requires_grad:
+    with_grad = torch.is_grad_enabled() and logits.requires_grad
+    if (type(logits) in _PLAIN and not torch.compiler.is_compiling()
+            and ops.native() is not None):
+        # Eager on plain tensors (not fake, functional or a subclass): one C++
+        # operator does the call and carries the autograd formula
+        # (xent.torch.native).
+        loss, z = ops.eager(*args, with_grad, return_z_loss)
+    elif with_grad:
         loss, z, _ = torch.ops.xent.cross_entropy_with_grad(*args)
     else:
         loss, z = torch.ops.xent.cross_entropy(*args)

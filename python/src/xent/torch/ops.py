@@ -35,10 +35,12 @@ import torch
 from torch._subclasses.fake_tensor import is_fake
 
 from ..runtime import gpu
+from . import native as _native_ext
 from ..runtime.kernels import (has_resident_path, kernel_config, kernel_module, pipeline_args,
                                threads_for)
 
-__all__ = ["config_for", "cross_entropy", "cross_entropy_with_grad", "scale_grad_"]
+__all__ = ["config_for", "cross_entropy", "cross_entropy_with_grad", "eager", "native",
+           "scale_grad_"]
 
 _DTYPES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16",
            torch.int64: "i64", torch.int32: "i32"}
@@ -140,8 +142,36 @@ def _scale_library(dtype: torch.dtype) -> gpu.GpuLibrary:
     return lib
 
 
-# What a call's signature (shapes, dtypes, attributes) needs: its library and
-# the loss's shape; checked (config_for) on the first call of a signature.
+_NATIVE: list = []
+
+
+def native():
+    """``torch.ops.xent_native`` (the C++ launch path, :mod:`xent.torch.native`)
+    or None: the ctypes path."""
+    if not _NATIVE:
+        _NATIVE.append(_native_ext.load())
+    return _NATIVE[0]
+
+
+_HANDLES: Dict[tuple, int] = {}
+
+
+def _handle(lib: gpu.GpuLibrary, name: str) -> int:
+    """The native path's handle for ``@name`` of `lib`; -1 when the library
+    has no such function."""
+    key = (lib.path, name)
+    handle = _HANDLES.get(key)
+    if handle is None:
+        handle = (native().register(lib.runtime.path, lib.path, name)
+                  if lib.has_function(name) else -1)
+        _HANDLES[key] = handle
+    return handle
+
+
+# What a call's signature (shapes, dtypes, attributes) needs: its library,
+# the loss's shape and, on the native path, the handles of its entry point
+# and of its gradient scaling; checked (config_for) on the first call of a
+# signature.
 _PLANS: Dict[tuple, tuple] = {}
 
 
@@ -154,7 +184,11 @@ def _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
     if plan is None:
         config = config_for(logits, target, weight, reduction, ignore_index, label_smoothing,
                             z_loss_scale, softcap, with_grad)
-        plan = (_library(config), _element_shape(logits, reduction))
+        lib = _library(config)
+        handles = (tuple(_handle(lib, f) for f in ("xent_entry", "xent_scale_grad",
+                                                    "xent_scale_grad_dt"))
+                   if native() is not None else (-1, -1, -1))
+        plan = (lib, _element_shape(logits, reduction)) + handles
         if len(_PLANS) >= 256:
             _PLANS.clear()
         _PLANS[key] = plan
@@ -167,8 +201,8 @@ def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_
     dtype, and, when `dlogits` is given, the gradient for grad_output = 1
     written into it."""
     with_grad = dlogits is not None
-    lib, shape = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
-                            z_loss_scale, softcap, with_grad)
+    lib, shape = _call_plan(logits, target, weight, reduction, ignore_index,
+                            label_smoothing, z_loss_scale, softcap, with_grad)[:2]
     loss = torch.empty(shape, device=logits.device, dtype=torch.float32)
     z = torch.empty(shape, device=logits.device, dtype=torch.float32)
     # Views are passed as they are (no copy): the kernels read through the
@@ -194,6 +228,11 @@ def cross_entropy_with_grad(logits: torch.Tensor, target: torch.Tensor,
                                                                torch.Tensor]:
     """Loss, z-loss and the gradient of the loss for grad_output = 1 (dense,
     the logits' shape and dtype)."""
+    nat = native()
+    if nat is not None:
+        fn = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
+                        z_loss_scale, softcap, True)[2]
+        return nat.forward_with_grad(fn, logits, target, weight, reduction != "none")
     # Dense, whatever the logits' strides (backward flattens it).
     dlogits = torch.empty(logits.shape, device=logits.device, dtype=logits.dtype)
     loss, z = _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
@@ -250,6 +289,11 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
                   z_loss_scale: float, softcap: Optional[float]) -> Tuple[torch.Tensor,
                                                                           torch.Tensor]:
     """Loss and z-loss, no gradient."""
+    nat = native()
+    if nat is not None:
+        fn = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
+                        z_loss_scale, softcap, False)[2]
+        return nat.forward(fn, logits, target, weight, reduction != "none")
     return _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
                    z_loss_scale, softcap, None)
 
@@ -263,7 +307,27 @@ def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_s
 
 
 def _scale_grad(dlogits: torch.Tensor, grad_output: torch.Tensor) -> None:
-    _scale_library(dlogits.dtype).tensor_call("xent_scale_grad")(dlogits.view(-1), grad_output)
+    lib = _scale_library(dlogits.dtype)
+    nat = native()
+    if nat is not None:
+        nat.scale_grad_(_handle(lib, "xent_scale_grad"), dlogits, grad_output)
+    else:
+        lib.tensor_call("xent_scale_grad")(dlogits.view(-1), grad_output)
+
+
+def eager(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
+          softcap, with_grad, want_z):
+    """An eager call on the native path (``native()`` is not None): loss and
+    z-loss (in f32 unless `want_z`), differentiable through the C++ autograd
+    formula when `with_grad`."""
+    _, _, fn, scale_fn, scale_dt_fn = _call_plan(logits, target, weight, reduction,
+                                                 ignore_index, label_smoothing, z_loss_scale,
+                                                 softcap, with_grad)
+    nat = _NATIVE[0]
+    if with_grad:
+        return nat.loss(fn, scale_fn, scale_dt_fn, logits, target, weight, reduction != "none",
+                        want_z)
+    return nat.forward(fn, logits, target, weight, reduction != "none", want_z)
 
 
 @torch.library.custom_op("xent::scale_grad_", mutates_args=("dlogits",), device_types="cuda")
