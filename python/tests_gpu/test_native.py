@@ -193,3 +193,19 @@ def test_fallback_says_so():
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "fallback ok" in done.stdout
+
+
+def test_loss_dtype_float32(nat):
+    # The loss computed in f32 from bf16 logits, returned without rounding:
+    # F.cross_entropy under autocast, to f32 precision.
+    x, t = _inputs()
+    loss = xt.cross_entropy(x, t, loss_dtype=torch.float32)
+    assert loss.dtype == torch.float32
+    ref = F.cross_entropy(x.detach().float(), t)
+    torch.testing.assert_close(loss, ref, rtol=1e-5, atol=1e-6)
+    loss.backward()
+    x64 = x.detach().double().requires_grad_()
+    F.cross_entropy(x64, t).backward()
+    assert ((x.grad.double() - x64.grad).norm() / x64.grad.norm()).item() < 2e-2
+    with pytest.raises(ValueError):
+        xt.cross_entropy(x, t, loss_dtype=torch.float16)

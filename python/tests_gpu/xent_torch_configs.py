@@ -102,4 +102,23 @@ def native():
     return out
 
 
-CONFIGS = (matrix() + specials() + two_pass() + small_rows() + bench_attributes() + native())
+def swapped():
+    """What test_fx_swap.py's compiled models call: f32 mean, mean with
+    label smoothing 0.1, sum; bf16 mean; with the gradient (and the
+    forward-only variant of each for evaluation under no_grad)."""
+    from xent.runtime.kernels import has_resident_path
+    base = dict(dtype="f32", target="i64", rank=2, weighted=False, reduction="mean",
+                ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0, softcap=None,
+                with_grad=True)
+    out = []
+    for v in ({}, {"label_smoothing": 0.1}, {"reduction": "sum"}, {"dtype": "bf16"}):
+        for with_grad in (True, False):
+            attrs = {**base, **v, "with_grad": with_grad}
+            out.append(kernel_config(**attrs))
+            if has_resident_path(**attrs):
+                out.append(kernel_config(**attrs, threads=256))
+    return out
+
+
+CONFIGS = (matrix() + specials() + two_pass() + small_rows() + bench_attributes() + native()
+           + swapped())

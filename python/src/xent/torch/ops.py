@@ -196,7 +196,7 @@ def _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
 
 
 def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
-            softcap, dlogits):
+            softcap, dlogits, f32_loss=False):
     """Runs the configuration's kernel; the loss and z-loss in the logits'
     dtype, and, when `dlogits` is given, the gradient for grad_output = 1
     written into it."""
@@ -217,35 +217,39 @@ def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_
         _SCALE_LIBRARIES[logits.dtype] = lib
     else:
         lib.tensor_call("xent_entry")(*args, loss, z)
-    return loss.to(logits.dtype), z.to(logits.dtype)
+    return (loss if f32_loss else loss.to(logits.dtype)), z.to(logits.dtype)
 
 
 @torch.library.custom_op("xent::cross_entropy_with_grad", mutates_args=(), device_types="cuda")
 def cross_entropy_with_grad(logits: torch.Tensor, target: torch.Tensor,
                             weight: Optional[torch.Tensor], reduction: str, ignore_index: int,
                             label_smoothing: float, z_loss_scale: float,
-                            softcap: Optional[float]) -> Tuple[torch.Tensor, torch.Tensor,
-                                                               torch.Tensor]:
+                            softcap: Optional[float], f32_loss: bool = False
+                            ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Loss, z-loss and the gradient of the loss for grad_output = 1 (dense,
-    the logits' shape and dtype)."""
+    the logits' shape and dtype); the loss in float32 with `f32_loss`, else
+    in the logits' dtype."""
     nat = native()
     if nat is not None:
         fn = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
                         z_loss_scale, softcap, True)[2]
-        return nat.forward_with_grad(fn, logits, target, weight, reduction != "none")
+        return nat.forward_with_grad(fn, logits, target, weight, reduction != "none", True,
+                                     f32_loss)
     # Dense, whatever the logits' strides (backward flattens it).
     dlogits = torch.empty(logits.shape, device=logits.device, dtype=logits.dtype)
     loss, z = _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
-                      z_loss_scale, softcap, dlogits)
+                      z_loss_scale, softcap, dlogits, f32_loss)
     return loss, z, dlogits
 
 
 @cross_entropy_with_grad.register_fake
-def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap):
+def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap,
+      f32_loss=False):
     config_for(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
                softcap, True)
     shape = _element_shape(logits, reduction)
-    return (logits.new_empty(shape), logits.new_empty(shape),
+    return (logits.new_empty(shape, dtype=torch.float32 if f32_loss else logits.dtype),
+            logits.new_empty(shape),
             torch.empty_like(logits, memory_format=torch.contiguous_format))
 
 
@@ -268,7 +272,7 @@ def _backward(ctx, grad_loss, grad_z, grad_dlogits):
         # A graph (torch.compile, export): the scaled gradient as a new value,
         # which the compiler fuses and places like any pointwise op.
         return ((dx.to(torch.float32) * g).to(dx.dtype), None, None, None, None, None, None,
-                None)
+                None, None)
     # Eager: the gradient is this formula's own (xent.torch never hands it
     # out), so it is scaled in place; a scalar grad_output of 1 costs no pass
     # over it.
@@ -277,7 +281,7 @@ def _backward(ctx, grad_loss, grad_z, grad_dlogits):
         _scale_grad(dx, g.contiguous())
     else:
         dx.mul_(g.to(dx.dtype) if dx.dtype != torch.float32 else g)
-    return dx, None, None, None, None, None, None, None
+    return dx, None, None, None, None, None, None, None, None
 
 
 cross_entropy_with_grad.register_autograd(_backward, setup_context=_setup_context)
@@ -286,24 +290,26 @@ cross_entropy_with_grad.register_autograd(_backward, setup_context=_setup_contex
 @torch.library.custom_op("xent::cross_entropy", mutates_args=(), device_types="cuda")
 def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor],
                   reduction: str, ignore_index: int, label_smoothing: float,
-                  z_loss_scale: float, softcap: Optional[float]) -> Tuple[torch.Tensor,
-                                                                          torch.Tensor]:
-    """Loss and z-loss, no gradient."""
+                  z_loss_scale: float, softcap: Optional[float],
+                  f32_loss: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Loss and z-loss, no gradient (the loss in float32 with `f32_loss`)."""
     nat = native()
     if nat is not None:
         fn = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
                         z_loss_scale, softcap, False)[2]
-        return nat.forward(fn, logits, target, weight, reduction != "none")
+        return nat.forward(fn, logits, target, weight, reduction != "none", True, f32_loss)
     return _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
-                   z_loss_scale, softcap, None)
+                   z_loss_scale, softcap, None, f32_loss)
 
 
 @cross_entropy.register_fake
-def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap):
+def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap,
+      f32_loss=False):
     config_for(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
                softcap, False)
     shape = _element_shape(logits, reduction)
-    return logits.new_empty(shape), logits.new_empty(shape)
+    return (logits.new_empty(shape, dtype=torch.float32 if f32_loss else logits.dtype),
+            logits.new_empty(shape))
 
 
 def _scale_grad(dlogits: torch.Tensor, grad_output: torch.Tensor) -> None:
@@ -316,7 +322,7 @@ def _scale_grad(dlogits: torch.Tensor, grad_output: torch.Tensor) -> None:
 
 
 def eager(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
-          softcap, with_grad, want_z):
+          softcap, with_grad, want_z, f32_loss=False):
     """An eager call on the native path (``native()`` is not None): loss and
     z-loss (in f32 unless `want_z`), differentiable through the C++ autograd
     formula when `with_grad`."""
@@ -326,8 +332,8 @@ def eager(logits, target, weight, reduction, ignore_index, label_smoothing, z_lo
     nat = _NATIVE[0]
     if with_grad:
         return nat.loss(fn, scale_fn, scale_dt_fn, logits, target, weight, reduction != "none",
-                        want_z)
-    return nat.forward(fn, logits, target, weight, reduction != "none", want_z)
+                        want_z, f32_loss)
+    return nat.forward(fn, logits, target, weight, reduction != "none", want_z, f32_loss)
 
 
 @torch.library.custom_op("xent::scale_grad_", mutates_args=("dlogits",), device_types="cuda")

@@ -15,13 +15,13 @@
 //   library and a compiled kernel library (both already loaded by
 //   xent.runtime.gpu, so this only takes references) and returns a handle
 //   for the function's C interface.
-// * `forward(fn, logits, target, weight, reduced, convert_z) -> (loss, z)`:
-//   a library without gradient.
-// * `forward_with_grad(fn, logits, target, weight, reduced, convert_z) ->
-//   (loss, z, dlogits)`: the joint kernel for grad_output = 1.
+// * `forward(fn, logits, target, weight, reduced, convert_z, f32_loss) ->
+//   (loss, z)`: a library without gradient.
+// * `forward_with_grad(...same...) -> (loss, z, dlogits)`: the joint kernel
+//   for grad_output = 1.
 // * `loss(fn, scale_fn, scale_dt_fn, logits, target, weight, reduced,
-//   convert_z) -> (loss, z)`: the eager training call. Its autograd kernel
-//   runs the joint kernel in the forward and keeps the gradient; the
+//   convert_z, f32_loss) -> (loss, z)`: the eager training call. Its autograd
+//   kernel runs the joint kernel in the forward and keeps the gradient; the
 //   backward only scales it in place (the library's `xent_scale_grad_dt`,
 //   grad_output in the gradient's dtype, or `xent_scale_grad`, in f32; both
 //   return at once for a grad_output of 1) and hands it out.
@@ -29,7 +29,8 @@
 //
 // Loss and z-loss come out of the kernels in f32 and are returned in the
 // logits' dtype, like F.cross_entropy (the z-loss stays f32 with
-// convert_z=false, for callers that drop it). Nothing synchronizes with the host,
+// convert_z=false, for callers that drop it; the loss with f32_loss=true,
+// F.cross_entropy's dtype under autocast). Nothing synchronizes with the host,
 // and nothing is allocated outside PyTorch's caching allocator, so calls are
 // CUDA-graph capturable.
 //
@@ -45,17 +46,18 @@
 #include <dlfcn.h>
 
 #include <array>
-#include <memory>
-#include <utility>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
 
 // `Tensor?` in a schema: std::optional since PyTorch 2.4, c10's own before.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#if TORCH_VERSION_MAJOR > 2 ||                                                 \
+    (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
 using OptionalTensor = std::optional<at::Tensor>;
 #else
 using OptionalTensor = c10::optional<at::Tensor>;
@@ -130,7 +132,7 @@ int64_t registerFunction(std::string runtimePath, std::string libraryPath,
 const Entry &entry(int64_t handle) {
   std::lock_guard<std::mutex> lock(registryMutex);
   TORCH_CHECK(handle >= 0 && handle < static_cast<int64_t>(entries.size()),
-              "xent_native: no registered function ", handle);
+              "xent_native: no registered function ", std::to_string(handle));
   return *entries[handle];
 }
 
@@ -138,6 +140,9 @@ const Entry &entry(int64_t handle) {
 // Calls
 //===----------------------------------------------------------------------===//
 
+// Numbers go into messages through std::to_string: on the H200 host a
+// TORCH_CHECK that streamed an integer crashed inside libstdc++'s num_put
+// (seen with g++ 13 against the PyTorch 2.11 wheel), strings never did.
 constexpr int kMaxRank = 8;
 constexpr int kMaxArgs = 8;
 
@@ -148,8 +153,8 @@ struct Descriptor {
   std::array<int64_t, 3 + 2 * kMaxRank> words;
 
   void fill(const at::Tensor &t) {
-    TORCH_CHECK(t.dim() <= kMaxRank, "xent_native: rank ", t.dim(),
-                " above ", kMaxRank);
+    TORCH_CHECK(t.dim() <= kMaxRank, "xent_native: rank ",
+                std::to_string(t.dim()), " above ", std::to_string(kMaxRank));
     auto ptr = reinterpret_cast<int64_t>(t.data_ptr());
     words[0] = ptr;
     words[1] = ptr;
@@ -258,7 +263,7 @@ void checkInputs(const at::Tensor &logits, const at::Tensor &target) {
 /// defined, the gradient for grad_output = 1 written into it.
 std::tuple<at::Tensor, at::Tensor>
 run(int64_t fn, const at::Tensor &logits, const at::Tensor &target,
-    const OptionalTensor &weight, bool reduced, bool convertZ,
+    const OptionalTensor &weight, bool reduced, bool convertZ, bool f32Loss,
     const at::Tensor &dlogits) {
   checkInputs(logits, target);
   const Entry &e = entry(fn);
@@ -282,25 +287,27 @@ run(int64_t fn, const at::Tensor &logits, const at::Tensor &target,
     call(e, device, {logits, target, loss, z});
   }
   // The z-loss in f32 when the caller drops it (one conversion less).
-  return {loss.to(logits.scalar_type()),
+  return {f32Loss ? loss : loss.to(logits.scalar_type()),
           convertZ ? z.to(logits.scalar_type()) : z};
 }
 
 std::tuple<at::Tensor, at::Tensor>
 forwardOp(int64_t fn, const at::Tensor &logits, const at::Tensor &target,
-          const OptionalTensor &weight, bool reduced, bool convertZ) {
-  return run(fn, logits, target, weight, reduced, convertZ, at::Tensor());
+          const OptionalTensor &weight, bool reduced, bool convertZ,
+          bool f32Loss) {
+  return run(fn, logits, target, weight, reduced, convertZ, f32Loss,
+             at::Tensor());
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor>
 forwardWithGradOp(int64_t fn, const at::Tensor &logits,
-                  const at::Tensor &target,
-                  const OptionalTensor &weight, bool reduced,
-                  bool convertZ) {
+                  const at::Tensor &target, const OptionalTensor &weight,
+                  bool reduced, bool convertZ, bool f32Loss) {
   // Dense, whatever the logits' strides.
-  at::Tensor dlogits = at::empty(logits.sizes(), logits.options(),
-                                 at::MemoryFormat::Contiguous);
-  auto [loss, z] = run(fn, logits, target, weight, reduced, convertZ, dlogits);
+  at::Tensor dlogits =
+      at::empty(logits.sizes(), logits.options(), at::MemoryFormat::Contiguous);
+  auto [loss, z] =
+      run(fn, logits, target, weight, reduced, convertZ, f32Loss, dlogits);
   return {loss, z, dlogits};
 }
 
@@ -308,8 +315,7 @@ void scaleGrad(int64_t fn, const at::Tensor &dlogits,
                const at::Tensor &gradOutput) {
   TORCH_CHECK(dlogits.is_contiguous(),
               "xent_native::scale_grad_ takes a contiguous dlogits");
-  TORCH_CHECK(gradOutput.dim() == 0 &&
-                  gradOutput.scalar_type() == at::kFloat,
+  TORCH_CHECK(gradOutput.dim() == 0 && gradOutput.scalar_type() == at::kFloat,
               "xent_native::scale_grad_ takes a 0-d float32 grad_output");
   call(entry(fn), dlogits.get_device(), {dlogits.view(-1), gradOutput});
 }
@@ -324,13 +330,13 @@ void scaleGradOp(int64_t fn, const at::Tensor &dlogits,
 struct Loss : public torch::autograd::Function<Loss> {
   static torch::autograd::variable_list
   forward(torch::autograd::AutogradContext *ctx, at::Tensor logits,
-          at::Tensor target, OptionalTensor weight, int64_t fn,
-          int64_t scaleFn, int64_t scaleDtFn, bool reduced, bool convertZ) {
+          at::Tensor target, OptionalTensor weight, int64_t fn, int64_t scaleFn,
+          int64_t scaleDtFn, bool reduced, bool convertZ, bool f32Loss) {
     at::AutoDispatchBelowADInplaceOrView guard;
     // An unused z-loss needs no zero gradient (no fill kernel).
     ctx->set_materialize_grads(false);
-    auto [loss, z, dlogits] =
-        forwardWithGradOp(fn, logits, target, weight, reduced, convertZ);
+    auto [loss, z, dlogits] = forwardWithGradOp(fn, logits, target, weight,
+                                                reduced, convertZ, f32Loss);
     ctx->save_for_backward({dlogits});
     ctx->saved_data["scale_fn"] = scaleFn;
     ctx->saved_data["scale_dt_fn"] = scaleDtFn;
@@ -367,19 +373,19 @@ struct Loss : public torch::autograd::Function<Loss> {
     } else {
       dx = at::Tensor();
     }
-    return {dx,           at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {dx,           at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 std::tuple<at::Tensor, at::Tensor>
 lossAutograd(int64_t fn, int64_t scaleFn, int64_t scaleDtFn,
-             const at::Tensor &logits,
-             const at::Tensor &target, const OptionalTensor &weight,
-             bool reduced, bool convertZ) {
-  auto outputs =
-      Loss::apply(logits, target, weight, fn, scaleFn, scaleDtFn, reduced,
-                  convertZ);
+             const at::Tensor &logits, const at::Tensor &target,
+             const OptionalTensor &weight, bool reduced, bool convertZ,
+             bool f32Loss) {
+  auto outputs = Loss::apply(logits, target, weight, fn, scaleFn, scaleDtFn,
+                             reduced, convertZ, f32Loss);
   return {outputs[0], outputs[1]};
 }
 
@@ -387,11 +393,11 @@ lossAutograd(int64_t fn, int64_t scaleFn, int64_t scaleDtFn,
 /// dropped.
 std::tuple<at::Tensor, at::Tensor>
 lossOp(int64_t fn, int64_t /*scaleFn*/, int64_t /*scaleDtFn*/,
-       const at::Tensor &logits,
-       const at::Tensor &target, const OptionalTensor &weight,
-       bool reduced, bool convertZ) {
-  auto [loss, z, dlogits] = forwardWithGradOp(fn, logits, target, weight,
-                                              reduced, convertZ);
+       const at::Tensor &logits, const at::Tensor &target,
+       const OptionalTensor &weight, bool reduced, bool convertZ,
+       bool f32Loss) {
+  auto [loss, z, dlogits] =
+      forwardWithGradOp(fn, logits, target, weight, reduced, convertZ, f32Loss);
   return {loss, z};
 }
 
@@ -401,13 +407,16 @@ TORCH_LIBRARY(xent_native, m) {
   m.def("register(str runtime, str library, str function) -> int",
         &registerFunction);
   m.def("forward(int fn, Tensor logits, Tensor target, Tensor? weight, "
-        "bool reduced, bool convert_z=True) -> (Tensor, Tensor)");
+        "bool reduced, bool convert_z=True, bool f32_loss=False) -> (Tensor, "
+        "Tensor)");
   m.def("forward_with_grad(int fn, Tensor logits, Tensor target, "
-        "Tensor? weight, bool reduced, bool convert_z=True) -> "
+        "Tensor? weight, bool reduced, bool convert_z=True, bool "
+        "f32_loss=False) -> "
         "(Tensor, Tensor, Tensor)");
   m.def("loss(int fn, int scale_fn, int scale_dt_fn, Tensor logits, "
         "Tensor target, "
-        "Tensor? weight, bool reduced, bool convert_z=True) -> "
+        "Tensor? weight, bool reduced, bool convert_z=True, bool "
+        "f32_loss=False) -> "
         "(Tensor, Tensor)");
   m.def("scale_grad_(int fn, Tensor(a!) dlogits, Tensor grad_output) -> ()");
 }
@@ -419,6 +428,4 @@ TORCH_LIBRARY_IMPL(xent_native, CUDA, m) {
   m.impl("scale_grad_", &scaleGradOp);
 }
 
-TORCH_LIBRARY_IMPL(xent_native, Autograd, m) {
-  m.impl("loss", &lossAutograd);
-}
+TORCH_LIBRARY_IMPL(xent_native, Autograd, m) { m.impl("loss", &lossAutograd); }
