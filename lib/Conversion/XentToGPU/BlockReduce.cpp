@@ -6,7 +6,8 @@
 //
 // Partial row statistics combined across a warp (gpu.shuffle xor
 // butterflies) and a block (one round through workgroup memory); the first
-// two components are an online-softmax (max, Σexp) pair.
+// two components are an online-softmax (max, Σexp) pair, and Σ f (max - x)
+// follows its max like Σexp does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +33,14 @@ std::pair<Value, Value> KernelEmitter::combineMaxSum(Value m1, Value s1,
   return {m, s};
 }
 
+Value KernelEmitter::rebaseGap(Value gap, Value mass, Value mk, Value m) {
+  Value same = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mk, m);
+  Value empty =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mass, cstF(0.0));
+  Value keep = arith::OrIOp::create(b, same, empty);
+  return select(keep, gap, add(gap, mul(mass, sub(m, mk))));
+}
+
 SmallVector<Value> KernelEmitter::combine(ArrayRef<Value> a,
                                           ArrayRef<Value> c) {
   SmallVector<Value> result;
@@ -40,6 +49,13 @@ SmallVector<Value> KernelEmitter::combine(ArrayRef<Value> a,
     auto [m, s] = combineMaxSum(a[0], a[1], c[0], c[1]);
     result = {m, s};
     first = 2;
+    if (a.size() == 4) {
+      // Σ f and Σ f (max - x) of both sides, rebased to the common max.
+      result.push_back(add(a[2], c[2]));
+      result.push_back(add(rebaseGap(a[3], a[2], a[0], m),
+                           rebaseGap(c[3], c[2], c[0], m)));
+      return result;
+    }
   }
   for (unsigned k = first; k < a.size(); ++k)
     result.push_back(add(a[k], c[k]));

@@ -6,6 +6,8 @@
 
 #include "KernelEmitter.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::xent;
 
@@ -48,4 +50,47 @@ Value KernelEmitter::emitSmoothedProbability(Value q) {
     return q;
   return add(mul(q, cstF(1.0 - config.labelSmoothing)),
              div(cstF(config.labelSmoothing), numClassesF));
+}
+
+Value KernelEmitter::emitAccurateLog(Value s) {
+  Type i32 = b.getI32Type();
+  auto cstI = [&](int32_t v) -> Value {
+    return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
+  };
+  // s = 2^k · z with z in [sqrt(1/2), sqrt(2)): k from the exponent bits of
+  // s / sqrt(1/2) (0x3f3504f3 are the bits of sqrt(1/2)), z by taking k off
+  // the exponent.
+  Value bits = arith::BitcastOp::create(b, i32, s);
+  Value k = arith::ShRSIOp::create(
+      b, arith::SubIOp::create(b, bits, cstI(0x3f3504f3)), cstI(23));
+  Value z = arith::BitcastOp::create(
+      b, f32,
+      arith::SubIOp::create(b, bits, arith::ShLIOp::create(b, k, cstI(23))));
+  // log z = log1p(f), f = z - 1 (exact). With u = f / (2 + f),
+  // log1p(f) = 2 atanh(u) = 2u + u R(u²), R = 2u²/3 + 2u⁴/5 + ..., and
+  // 2u = f - u f, so log1p(f) = f - u (f - R): the leading term is exact and
+  // the correction small. |u| <= 0.172: the series to u⁸ leaves < 1e-9.
+  Value f = sub(z, cstF(1.0));
+  // (rcp.approx: an ulp in u moves the result by at most 0.2 ulp)
+  Value u = mul(f, rcp(add(cstF(2.0), f)));
+  Value u2 = mul(u, u);
+  Value r = add(cstF(2.0 / 7.0), mul(u2, cstF(2.0 / 9.0)));
+  r = add(cstF(2.0 / 5.0), mul(u2, r));
+  r = add(cstF(2.0 / 3.0), mul(u2, r));
+  r = mul(u2, r);
+  Value log1p = sub(f, mul(u, sub(f, r)));
+  // k ln 2 in two parts: k · ln2Hi is exact (ln2Hi has 15 significant bits,
+  // |k| <= 2^8).
+  Value kf = arith::SIToFPOp::create(b, f32, k);
+  constexpr double ln2Hi = 0.693145751953125;
+  constexpr double ln2Lo = 1.4286068202862268e-06;
+  Value accurate =
+      add(mul(kf, cstF(ln2Hi)), add(log1p, mul(kf, cstF(ln2Lo))));
+  Value normal = arith::AndIOp::create(
+      b,
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OGE, s,
+                            cstF(std::numeric_limits<float>::min())),
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, s,
+                            cstF(std::numeric_limits<float>::infinity())));
+  return select(normal, accurate, log(s));
 }

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // The second walk over a row writes dlogits from per-row coefficients (one
-// exp and a few multiplies per element), with scalar or 16-byte vector
+// exp of x - m and a few multiplies per element), with scalar or 16-byte vector
 // stores, or from the resident slice; the target's own element is rewritten
 // once after the row, and ignored rows get exact zeros.
 //
@@ -23,10 +23,13 @@ using namespace mlir;
 using namespace mlir::xent;
 
 Value KernelEmitter::emitGradientElement(Value c, Value xc) {
-  // grad_c = (A p_c - B w_c [q'_c]) · softcap'(x_c); the target's own
-  // -(1-ε) w_t term is added where emitGradientPass rewrites that element.
-  Value p = exp(sub(xc, lse));
-  Value grad = mul(gradScale, p);
+  // grad_c = (A p_c - B w_c [q'_c]) · softcap'(x_c) with
+  // A p_c = (A / Σ) exp(x_c - m): x_c - m is formed in f32 before the
+  // exponent is scaled (never x_c - lse, which carries the rounding of lse
+  // at the spacing of m); the target's own -(1-ε) w_t term is added where
+  // emitGradientPass rewrites that element.
+  Value e = exp(sub(xc, rowMax));
+  Value grad = mul(gradScale, e);
   if (gradMass) {
     Value term = gradMass;
     if (weight)
@@ -82,6 +85,9 @@ void KernelEmitter::emitGradientPass() {
   }
   if (zScale != 0.0f)
     gradScale = add(gradScale, mul(gz, mul(cstF(2.0 * zScale), lse)));
+  // p_c = exp(x_c - m) / Σ: the 1 / Σ goes into the row's coefficient (no
+  // extra work per element).
+  gradScale = div(gradScale, rowSumExp);
   Type outType = spec.logitsType;
 
   // Writes fn(c, x_c) (or fn(c) without reading x) over the row, with
@@ -194,8 +200,8 @@ void KernelEmitter::emitGradientPass() {
     auto fix = scf::IfOp::create(b, writer, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(fix.thenBlock());
-    Value p = exp(sub(xt, lse));
-    Value grad = sub(mul(gradScale, p), targetTerm);
+    Value e = exp(sub(xt, rowMax));
+    Value grad = sub(mul(gradScale, e), targetTerm);
     if (gradMass)
       grad = sub(grad, mul(gradMass, loadWeight(targetIndex)));
     if (config.softcap)

@@ -118,17 +118,20 @@ void KernelEmitter::emitRowBody() {
   if (spec.lossType) {
     Value zero = cstF(0.0);
     Value rowLoss;
+    // Differences from the max first, log Σ last: lse - x = (m - x) + log Σ
+    // is exact to the f32 spacing of the loss, where forming lse first would
+    // round it to the spacing of m (a loss below ulp(m) would come out 0).
     if (probs) {
-      // -Σ f_c (x_c - lse) = Σf (lse - x0) - Σ f (x_c - x0)
-      rowLoss = sub(mul(rowMass, sub(lse, reference)), rowGap);
+      // -Σ f_c (x_c - lse) = Σ f (m - x) + Σf · log Σ
+      rowLoss = add(rowGap, mul(rowMass, logSumExp));
     } else {
       Value xt = loadLogit(targetIndex);
       Value wt = loadWeight(targetIndex);
-      Value nll = sub(lse, xt);
+      Value nll = add(sub(rowMax, xt), logSumExp);
       rowLoss = mul(mul(cstF(1.0 - config.labelSmoothing), wt), nll);
       if (config.labelSmoothing != 0.0f) {
-        Value mass = rowMass;
-        Value smooth = sub(mul(mass, sub(lse, reference)), rowGap);
+        // Σ_c w_c (lse - x_c) = Σ w (m - x) + Σw · log Σ
+        Value smooth = add(rowGap, mul(rowMass, logSumExp));
         rowLoss =
             add(rowLoss,
                 mul(div(cstF(config.labelSmoothing), numClassesF), smooth));

@@ -12,16 +12,19 @@
 //   1. emitRowStatistics (RowStatistics.cpp): each thread walks classes
 //      c = tid, tid + T, ... keeping a running max m and Σ exp(x - m) (online
 //      softmax), and, for label smoothing / probability targets, Σ f_c and
-//      Σ f_c (x_c - x_0) with f_c = w_c or w_c q'_c (relative to the row's
-//      first logit so that large logits do not cancel).
+//      Σ f_c (m - x_c) with f_c = w_c or w_c q'_c (relative to the running
+//      max, rebased like Σexp when it grows: every term is >= 0, so nothing
+//      cancels whatever the logits' magnitude).
 //   2. emitBlockAllReduce (BlockReduce.cpp): warp butterflies (gpu.shuffle
 //      xor) and one round through workgroup memory give every thread the
 //      row's totals.
-//   3. emitRowBody (KernelBuilder.cpp): the row's loss terms; thread 0 writes
-//      them (none) or adds them to the f32 accumulators with an atomic (mean
-//      / sum).
+//   3. emitRowBody (KernelBuilder.cpp): the row's loss terms, differences
+//      from the max first and log Σ added last ((m - x_t) + log Σ: a loss is
+//      not quantized to the spacing of m); thread 0 writes them (none) or
+//      adds them to the f32 accumulators with an atomic (mean / sum).
 //   4. emitGradientPass (GradientPass.cpp): a second walk over the row writes
-//      dlogits.
+//      dlogits from exp(x - m) (the difference taken in f32 before the
+//      exponent is scaled by log2 e) times per-row coefficients / Σ.
 //
 // On the resident path (ResidentRows.cpp) the blocks of a cluster share a
 // row: step 1 reads each block's slice once into shared memory and
@@ -45,7 +48,7 @@
 namespace mlir::xent {
 
 inline constexpr int64_t kMaxWarps = 32;
-/// Components reduced across the block at once: max, Σexp, Σf, Σf·(x - x0).
+/// Components reduced across the block at once: max, Σexp, Σf, Σf·(m - x).
 inline constexpr int64_t kMaxComponents = 4;
 static_assert(kMaxComponents * kMaxWarps * 4 == kReduceBytes,
               "the resident path keeps the reduction scratch in kReduceBytes");
@@ -95,10 +98,14 @@ private:
   /// 1 / x as rcp.approx (at most 1 ulp off): one MUFU op where a division
   /// rounded to nearest takes a Newton iteration and a slow path.
   Value rcp(Value x) { return callIntrinsic("llvm.nvvm.rcp.approx.ftz.f", x); }
-  /// exp(x) as ex2.approx(x · log2 e): one MUFU op, no libdevice.
+  /// exp(x) as ex2.approx(x · log2 e): one MUFU op, no libdevice. Callers
+  /// pass a difference already formed in f32 (x - m), never fold the
+  /// subtraction into the scaling: x·log2e - m·log2e rounds at the spacing
+  /// of m·log2e and costs the gradient its accuracy at large logits.
   Value exp(Value x) { return exp2(mul(x, cstF(M_LOG2E))); }
   Value exp2(Value x) { return callIntrinsic("llvm.nvvm.ex2.approx.ftz.f", x); }
-  /// log(x) as lg2.approx(x) · ln 2.
+  /// log(x) as lg2.approx(x) · ln 2 (absolute error ~2^-22: too coarse for
+  /// log Σ near 1, see emitAccurateLog).
   Value log(Value x) {
     return mul(callIntrinsic("llvm.nvvm.lg2.approx.ftz.f", x), cstF(M_LN2));
   }
@@ -125,6 +132,13 @@ private:
   Value emitSoftcapSlope(Value capped);
   /// Smoothed probability target q·(1-ε) + ε/C.
   Value emitSmoothedProbability(Value q);
+  /// log(s) to about an ulp for a positive normal finite s (frexp-style
+  /// split, log1p of the mantissa by a short series; once per row, so its
+  /// cost does not matter), lg2.approx for anything else (inf, NaN, 0).
+  /// The loss needs it: log Σ with Σ = 1 + r is the whole loss of a
+  /// confident row, and lg2.approx's absolute error there is ~100 times the
+  /// f32 spacing of r.
+  Value emitAccurateLog(Value s);
 
   //===--------------------------------------------------------------------===//
   // Rows of the buffers (RowAccess.cpp)
@@ -183,8 +197,13 @@ private:
 
   /// (m1, s1) ⊕ (m2, s2) of the online softmax.
   std::pair<Value, Value> combineMaxSum(Value m1, Value s1, Value m2, Value s2);
+  /// A sum Σ f (mk - x) of mass Σ f rebased to the larger max m:
+  /// gap + mass (m - mk), exactly gap when mk is m or the mass is 0 (also
+  /// when mk is -inf).
+  Value rebaseGap(Value gap, Value mass, Value mk, Value m);
   /// Combines two sets of partial totals: a[0], a[1] are an online-softmax
-  /// pair when `maxSumPair`; the others are summed.
+  /// pair when `maxSumPair`, and then a[2], a[3] (when present) the mass Σf
+  /// and Σf·(max - x) relative to a[0]; otherwise all are summed.
   SmallVector<Value> combine(ArrayRef<Value> a, ArrayRef<Value> c);
   /// Combines `values` across the warp with xor butterflies.
   SmallVector<Value> emitWarpAllReduce(ArrayRef<Value> values);
@@ -255,11 +274,13 @@ private:
   Value reduceScratch;
   Value tid, lane, warp, numClasses, numClassesF, numRows;
   SmallVector<Value> rowIdx; // the row's index in every dim but the axis
-  // Row statistics (f32, identical in every thread after the reduction).
-  Value rowMax, rowSumExp, rowMass, rowGap, reference, lse;
+  // Row statistics (f32, identical in every thread after the reduction):
+  // max m, Σ exp(x - m), Σ f, Σ f (m - x), log Σ exp(x - m), lse = m + that.
+  Value rowMax, rowSumExp, rowMass, rowGap, logSumExp, lse;
   // Class-index target of the row.
   Value kept, valid, targetIndex;
-  // Per-row gradient coefficients (emitGradientPass).
+  // Per-row gradient coefficients (emitGradientPass); gradScale multiplies
+  // exp(x - m), so it carries the 1 / Σ of the softmax.
   Value gradScale, gradMass;
   // Resident path (hasResidentPath): block `clusterRank` of `clusterSize`
   // holds vectors [sliceBegin, sliceEnd) of the row, read through the row

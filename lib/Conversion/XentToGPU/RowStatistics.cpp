@@ -6,7 +6,7 @@
 //
 // The first walk over a row: each thread keeps a running max and Σexp
 // (online softmax) and, for label smoothing / probability targets, the
-// weighted sums the loss needs, over scalar or 16-byte vector loads (or the
+// weighted sums the loss needs (Σ f and Σ f (m - x), rebased when m grows), over scalar or 16-byte vector loads (or the
 // resident slice); then the block (and cluster) combines them into the row's
 // log-sum-exp.
 //
@@ -39,14 +39,17 @@ SmallVector<Value> KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs,
     s = add(s, exp(sub(x, m)));
   SmallVector<Value> next = {m, s};
   if (extras) {
-    Value mass = acc[2], gap = acc[3];
+    // Σ f (m - x) relative to the running max: rebased once per step, then
+    // each term is >= 0 (max(m - x, 0) is 0, not NaN, where both are -inf).
+    Value mass = acc[2];
+    Value gap = rebaseGap(acc[3], mass, acc[0], m);
     for (auto [c, x] : llvm::zip(cs, xs)) {
       Value f = loadWeight(c);
       if (probs)
         f = mul(f, emitSmoothedProbability(
                        memref::LoadOp::create(b, target, rowIndex(c))));
       mass = add(mass, f);
-      gap = add(gap, mul(f, sub(x, reference)));
+      gap = add(gap, mul(f, arith::MaxNumFOp::create(b, sub(m, x), cstF(0.0))));
     }
     next.push_back(mass);
     next.push_back(gap);
@@ -57,16 +60,16 @@ SmallVector<Value> KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs,
 void KernelEmitter::emitRowStatistics() {
   bool probs = config.probabilityTargets;
   bool smoothing = config.labelSmoothing != 0.0f;
-  bool extras = probs || (smoothing && spec.lossType);
+  // The loss needs both sums; the gradient alone needs Σ w (smoothing with
+  // weights) or Σ w q' (probabilities).
+  bool extras = probs || (smoothing && (spec.lossType || weight));
   Value negInf = cstF(-std::numeric_limits<double>::infinity());
   Value zero = cstF(0.0);
-  // Sums of f_c (x_c - x_0) are taken relative to the row's first logit.
-  reference = loadLogit(cstIdx(0));
 
   SmallVector<Value> init = {negInf, zero};
   if (extras) {
     init.push_back(zero); // Σ f
-    init.push_back(zero); // Σ f (x - x0)
+    init.push_back(zero); // Σ f (m - x)
   }
   SmallVector<Type> types(init.size(), f32);
 
@@ -137,5 +140,11 @@ void KernelEmitter::emitRowStatistics() {
     rowMass = totals[2];
     rowGap = totals[3];
   }
-  lse = add(rowMax, log(rowSumExp));
+  // The loss adds log Σ to differences from m (emitRowBody); lse = m + log Σ
+  // itself only enters the z-loss.
+  if (!spec.lossType && config.zLossScale == 0.0f)
+    return;
+  logSumExp = emitAccurateLog(rowSumExp);
+  if (config.zLossScale != 0.0f)
+    lse = add(rowMax, logSumExp);
 }

@@ -171,3 +171,31 @@ func.func @row_outputs_none(%x: tensor<6x3xbf16>, %t: tensor<3xi64>) -> (tensor<
   %l, %z, %am, %acc = xent.cross_entropy none %x, %t {axis = 0 : i64, softcap = 5.0 : f32, z_loss_scale = 0.5 : f32, return_argmax, return_accuracy} : (tensor<6x3xbf16>, tensor<3xi64>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xi64>, tensor<3xbf16>)
   return %l, %z, %am, %acc : tensor<3xf32>, tensor<3xf32>, tensor<3xi64>, tensor<3xbf16>
 }
+
+// -----
+
+// The loss is formed from differences with the row max m first and log(s)
+// last, so that it is not rounded to the spacing of m (issue 11): the sums
+// take exp(x - m) and w (m - x), the loss (m - x_t) + log(s) and the
+// smoothing term Σ w (m - x) + log(s) Σ w.
+
+// CHECK-LABEL: func @differences_first
+// CHECK: %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK:   arith.maximumf
+// CHECK: %[[SUMS:.*]]:3 = linalg.generic {{.*}} ins(%{{.*}}, %[[MAX]] : tensor<?x?xf32>, tensor<?xf32>)
+// CHECK: ^bb0(%[[X:.*]]: f32, %[[M:.*]]: f32, %{{.*}}: f32, %{{.*}}: f32, %{{.*}}: f32):
+// CHECK:   %[[SHIFTED:.*]] = arith.subf %[[X]], %[[M]] : f32
+// CHECK:   math.exp %[[SHIFTED]] : f32
+// CHECK:   arith.subf %[[M]], %[[X]] : f32
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[MAX]], %[[SUMS]]#0, %[[SUMS]]#1, %[[SUMS]]#2 :
+// CHECK: ^bb0(%{{.*}}: i64, %[[RM:.*]]: f32, %[[S:.*]]: f32, %[[GAP:.*]]: f32, %[[MASS:.*]]: f32, %{{.*}}: f32):
+// CHECK:   %[[LOGS:.*]] = math.log %[[S]] : f32
+// CHECK:   %[[XT:.*]] = tensor.extract
+// CHECK:   %[[D:.*]] = arith.subf %[[RM]], %[[XT]] : f32
+// CHECK:   arith.addf %[[D]], %[[LOGS]] : f32
+// CHECK:   %[[ML:.*]] = arith.mulf %[[LOGS]], %[[MASS]] : f32
+// CHECK:   arith.addf %[[GAP]], %[[ML]] : f32
+func.func @differences_first(%x: tensor<?x?xf32>, %t: tensor<?xi64>) -> tensor<?xf32> {
+  %l = xent.cross_entropy none %x, %t {label_smoothing = 0.1 : f32} : (tensor<?x?xf32>, tensor<?xi64>) -> tensor<?xf32>
+  return %l : tensor<?xf32>
+}
