@@ -1,5 +1,6 @@
-"""Compiles the kernels of the xent.torch GPU tests into a cache directory
-(no GPU needed):
+"""Compiles the kernels of the xent.torch GPU tests (xent_torch_configs.py,
+and accuracy_configs.py for test_accuracy.py) into a cache directory (no GPU
+needed):
 
     XENT_OPT=build/bin/xent-opt build/venv/bin/python \\
         python/tests_gpu/make_xent_bundle.py OUT_DIR
@@ -13,6 +14,7 @@ import time
 
 from xent.runtime.kernels import precompile
 
+import accuracy_configs
 import xent_torch_configs
 
 
@@ -21,8 +23,9 @@ def main(argv):
         print(__doc__)
         return 2
     start = time.time()
-    precompile(xent_torch_configs.CONFIGS, argv[1])
-    print(f"compiled {len(xent_torch_configs.CONFIGS)} xent.torch configurations into "
+    configs = xent_torch_configs.CONFIGS + accuracy_configs.CONFIGS
+    precompile(configs, argv[1])
+    print(f"compiled {len(configs)} xent.torch configurations into "
           f"{argv[1]} in {time.time() - start:.1f} s")
     return 0
 
