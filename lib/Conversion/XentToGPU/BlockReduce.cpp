@@ -6,8 +6,9 @@
 //
 // Partial row statistics combined across a warp (gpu.shuffle xor
 // butterflies) and a block (one round through workgroup memory); the first
-// two components are an online-softmax (max, Σexp) pair, and Σ f (max - x)
-// follows its max like Σexp does.
+// two components are an online-softmax (max, Σexp) pair, Σ f (max - x)
+// follows its max like Σexp does, and the argmax (an i32, through the f32
+// scratch by bitcast) the first index of that max.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,25 +42,67 @@ Value KernelEmitter::rebaseGap(Value gap, Value mass, Value mk, Value m) {
   return select(keep, gap, add(gap, mul(mass, sub(m, mk))));
 }
 
+Value KernelEmitter::emitArgmaxBeats(Value x2, Value i2, Value x1, Value i1) {
+  auto cmpF = [&](arith::CmpFPredicate p, Value l, Value r) -> Value {
+    return arith::CmpFOp::create(b, p, l, r);
+  };
+  // x1 a number: x2 larger or NaN (UGT). Equal (both NaN counting as
+  // equal): the smaller index.
+  Value better = arith::AndIOp::create(
+      b, cmpF(arith::CmpFPredicate::ORD, x1, x1),
+      cmpF(arith::CmpFPredicate::UGT, x2, x1));
+  Value equal = arith::OrIOp::create(
+      b, cmpF(arith::CmpFPredicate::OEQ, x1, x2),
+      arith::AndIOp::create(b, cmpF(arith::CmpFPredicate::UNO, x1, x1),
+                            cmpF(arith::CmpFPredicate::UNO, x2, x2)));
+  Value earlier = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i2, i1);
+  return arith::OrIOp::create(b, better,
+                              arith::AndIOp::create(b, equal, earlier));
+}
+
 SmallVector<Value> KernelEmitter::combine(ArrayRef<Value> a,
                                           ArrayRef<Value> c) {
-  SmallVector<Value> result;
-  unsigned first = 0;
-  if (maxSumPair) {
-    auto [m, s] = combineMaxSum(a[0], a[1], c[0], c[1]);
-    result = {m, s};
-    first = 2;
-    if (a.size() == 4) {
-      // Σ f and Σ f (max - x) of both sides, rebased to the common max.
-      result.push_back(add(a[2], c[2]));
-      result.push_back(add(rebaseGap(a[3], a[2], a[0], m),
-                           rebaseGap(c[3], c[2], c[0], m)));
-      return result;
+  if (!maxSumPair) {
+    SmallVector<Value> sums;
+    for (auto [x, y] : llvm::zip_equal(a, c))
+      sums.push_back(add(x, y));
+    return sums;
+  }
+  auto [m, s] = combineMaxSum(a[0], a[1], c[0], c[1]);
+  SmallVector<Value> result = {m, s};
+  for (int64_t k = 2; k < static_cast<int64_t>(a.size()); ++k) {
+    if (k == gapSlot) {
+      // Σ f (max - x) of both sides, rebased to the common max.
+      result.push_back(add(rebaseGap(a[k], a[massSlot], a[0], m),
+                           rebaseGap(c[k], c[massSlot], c[0], m)));
+    } else if (k == argmaxSlot) {
+      Value take = emitArgmaxBeats(c[0], c[k], a[0], a[k]);
+      result.push_back(arith::SelectOp::create(b, take, c[k], a[k]));
+    } else {
+      result.push_back(add(a[k], c[k]));
     }
   }
-  for (unsigned k = first; k < a.size(); ++k)
-    result.push_back(add(a[k], c[k]));
   return result;
+}
+
+Value KernelEmitter::reductionIdentity(int64_t k) {
+  if (k == argmaxSlot)
+    return arith::ConstantOp::create(
+        b, b.getI32IntegerAttr(std::numeric_limits<int32_t>::max()));
+  return cstF(maxSumPair && k == 0 ? -std::numeric_limits<double>::infinity()
+                                   : 0.0);
+}
+
+Value KernelEmitter::toScratch(Value v) {
+  if (v.getType().isF32())
+    return v;
+  return arith::BitcastOp::create(b, f32, v);
+}
+
+Value KernelEmitter::fromScratch(Value v, int64_t k) {
+  if (k != argmaxSlot)
+    return v;
+  return arith::BitcastOp::create(b, b.getI32Type(), v);
 }
 
 SmallVector<Value> KernelEmitter::emitWarpAllReduce(ArrayRef<Value> values) {
@@ -87,7 +130,8 @@ SmallVector<Value> KernelEmitter::emitBlockAllReduce(ArrayRef<Value> values) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     for (auto [k, v] : llvm::enumerate(partial))
-      memref::StoreOp::create(b, v, reduceScratch, ValueRange{cstIdx(k), warp});
+      memref::StoreOp::create(b, toScratch(v), reduceScratch,
+                              ValueRange{cstIdx(k), warp});
   }
   gpu::BarrierOp::create(b);
   // Every warp combines the published partials.
@@ -95,12 +139,11 @@ SmallVector<Value> KernelEmitter::emitBlockAllReduce(ArrayRef<Value> values) {
                                            cstIdx(geometry.warps()));
   SmallVector<Value> gathered;
   for (auto [k, v] : llvm::enumerate(partial)) {
-    Value identity = cstF(
-        maxSumPair && k == 0 ? -std::numeric_limits<double>::infinity() : 0.0);
     Value slot = select(hasPartial, lane, cstIdx(0));
-    Value loaded =
-        memref::LoadOp::create(b, reduceScratch, ValueRange{cstIdx(k), slot});
-    gathered.push_back(select(hasPartial, loaded, identity));
+    Value loaded = fromScratch(
+        memref::LoadOp::create(b, reduceScratch, ValueRange{cstIdx(k), slot}),
+        k);
+    gathered.push_back(select(hasPartial, loaded, reductionIdentity(k)));
   }
   SmallVector<Value> total = emitWarpAllReduce(gathered);
   // The workgroup memory may be reused by the next reduction.

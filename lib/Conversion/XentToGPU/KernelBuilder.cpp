@@ -32,10 +32,12 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
   RowKernelArgs<Value> args = bindKernelArgs(
       getRowKernelArgTypes(b.getContext(), spec), func.getArguments());
   bindSharedArgs(func, args.target, args.weight, args.stats, args.loss,
-                 args.zLoss);
+                 args.zLoss, args.accuracy);
   x = args.x;
   gradOutput = args.gradOutput;
   dlogits = args.dlogits;
+  lseBuffer = args.lse;
+  argmaxBuffer = args.argmax;
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, tid, cstIdx(kLanes));
@@ -64,6 +66,7 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
     Type i64 = b.getI64Type();
     if (t.getType() != i64)
       t = arith::ExtSIOp::create(b, i64, t);
+    targetValue = t;
     auto cstI64 = [&](int64_t v) -> Value {
       return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
     };
@@ -114,6 +117,15 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
 void KernelEmitter::emitRowBody() {
   bool probs = config.probabilityTargets;
   emitRowStatistics();
+  // Thread 0 (of block 0 of the cluster) writes the row's results.
+  Value isThread0 =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cstIdx(0));
+  if (resident)
+    isThread0 = arith::AndIOp::create(
+        b, isThread0,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, clusterRank,
+                              cstIdx(0)));
+  emitRowOutputs(isThread0);
 
   if (spec.lossType) {
     Value zero = cstF(0.0);
@@ -143,13 +155,6 @@ void KernelEmitter::emitRowBody() {
                      ? mul(cstF(config.zLossScale), mul(lse, lse))
                      : zero;
 
-    Value isThread0 =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cstIdx(0));
-    if (resident)
-      isThread0 = arith::AndIOp::create(
-          b, isThread0,
-          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, clusterRank,
-                                cstIdx(0)));
     Value writes = isThread0;
     if (kept && spec.reduced())
       writes = arith::AndIOp::create(b, isThread0, kept);
@@ -187,14 +192,67 @@ void KernelEmitter::emitRowBody() {
     emitGradientPass();
 }
 
+void KernelEmitter::emitRowOutputs(Value isWriter) {
+  if (!spec.lseType && !spec.argmaxType && !spec.accuracyType)
+    return;
+  auto ifOp = scf::IfOp::create(b, isWriter, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  // lse and argmax do not depend on the target: every row has them.
+  if (spec.lseType)
+    memref::StoreOp::create(b, fromF32(lse, spec.lseType), lseBuffer, rowIdx);
+  // An empty row (C = 0) keeps the "no class" index: it reports 0.
+  Value none = arith::ConstantOp::create(
+      b, b.getI32IntegerAttr(std::numeric_limits<int32_t>::max()));
+  Value argmax;
+  if (rowArgmax)
+    argmax = select(arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                          rowArgmax, none),
+                    arith::ConstantOp::create(b, b.getI32IntegerAttr(0)),
+                    rowArgmax);
+  if (spec.argmaxType) {
+    Value v = argmax;
+    if (!spec.argmaxType.isInteger(32))
+      v = arith::ExtUIOp::create(b, spec.argmaxType, v);
+    memref::StoreOp::create(b, v, argmaxBuffer, rowIdx);
+  }
+  if (!spec.accuracyType)
+    return;
+  // Correct: a kept row whose target is its argmax (accuracy takes class
+  // indices only).
+  Value hit = arith::AndIOp::create(
+      b, kept,
+      arith::CmpIOp::create(
+          b, arith::CmpIPredicate::eq, targetValue,
+          arith::ExtUIOp::create(b, b.getI64Type(), argmax)));
+  Value correct = select(hit, cstF(1.0), cstF(0.0));
+  if (!spec.reduced()) {
+    memref::StoreOp::create(b, fromF32(correct, spec.accuracyType),
+                            accuracyBuffer, rowIdx);
+    return;
+  }
+  // Σ correct, or Σ correct / (number of kept rows) for mean; ignored rows
+  // add nothing.
+  auto keptIf = scf::IfOp::create(b, kept, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(keptIf.thenBlock());
+  if (config.reduction == Reduction::mean)
+    correct = div(correct, emitMeanDivisors().second);
+  auto addKind =
+      arith::AtomicRMWKindAttr::get(b.getContext(), arith::AtomicRMWKind::addf);
+  memref::AtomicRMWOp::create(b, f32, addKind, correct, accuracyBuffer,
+                              ValueRange{});
+}
+
 void KernelEmitter::bindSharedArgs(gpu::GPUFuncOp func, Value targetArg,
                                    Value weightArg, Value statsArg,
-                                   Value lossArg, Value zLossArg) {
+                                   Value lossArg, Value zLossArg,
+                                   Value accuracyArg) {
   target = targetArg;
   weight = weightArg;
   stats = statsArg;
   loss = lossArg;
   zLoss = zLossArg;
+  accuracyBuffer = accuracyArg;
   reduceScratch = func.getWorkgroupAttributions()[0];
 }
 
@@ -214,7 +272,7 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
   PrologueKernelArgs<Value> args = bindKernelArgs(
       getPrologueKernelArgTypes(b.getContext(), spec), func.getArguments());
   bindSharedArgs(func, args.target, args.weight, args.stats, args.loss,
-                 args.zLoss);
+                 args.zLoss, args.accuracy);
   maxSumPair = false;
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
@@ -291,6 +349,9 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
       memref::StoreOp::create(b, initial(weightTotal), loss, ValueRange{});
     if (zLoss)
       memref::StoreOp::create(b, initial(count), zLoss, ValueRange{});
+    if (accuracyBuffer)
+      memref::StoreOp::create(b, initial(count), accuracyBuffer,
+                              ValueRange{});
   }
   gpu::ReturnOp::create(b);
 }
@@ -307,15 +368,19 @@ MemRefType mlir::xent::getBufferType(MLIRContext *ctx, int64_t rank,
                          StridedLayoutAttr::get(ctx, d, dynamic));
 }
 
+/// A kernel with, when `reduceComponents` > 0, the block reduction's
+/// workgroup scratch for that many components (at least 4).
 static gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
                                    TypeRange argTypes,
                                    const LaunchGeometry &geometry,
-                                   bool withSharedMemory) {
+                                   int64_t reduceComponents) {
   MLIRContext *ctx = b.getContext();
   SmallVector<Type> workgroup;
-  if (withSharedMemory) {
+  if (reduceComponents > 0) {
+    assert(reduceComponents <= kMaxComponents && "too many components");
     auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    workgroup.push_back(MemRefType::get({kMaxComponents, kMaxWarps},
+    int64_t rows = std::max<int64_t>(4, reduceComponents);
+    workgroup.push_back(MemRefType::get({rows, kMaxWarps},
                                         b.getF32Type(),
                                         MemRefLayoutAttrInterface(), space));
   }
@@ -352,6 +417,12 @@ RowKernelArgs<Type> mlir::xent::getRowKernelArgTypes(MLIRContext *ctx,
     args.loss = reducedOrElements(spec.lossType);
   if (spec.zLossType)
     args.zLoss = reducedOrElements(spec.zLossType);
+  if (spec.lseType)
+    args.lse = getBufferType(ctx, spec.rowRank(), spec.lseType);
+  if (spec.argmaxType)
+    args.argmax = getBufferType(ctx, spec.rowRank(), spec.argmaxType);
+  if (spec.accuracyType)
+    args.accuracy = reducedOrElements(spec.accuracyType);
   if (spec.withGrad)
     args.dlogits = getBufferType(ctx, spec.rank(), spec.logitsType);
   return args;
@@ -371,6 +442,8 @@ mlir::xent::getPrologueKernelArgTypes(MLIRContext *ctx,
     args.loss = getBufferType(ctx, 0, f32);
   if (spec.zLossType)
     args.zLoss = getBufferType(ctx, 0, f32);
+  if (spec.accuracyType && spec.reduced())
+    args.accuracy = getBufferType(ctx, 0, f32);
   return args;
 }
 
@@ -379,8 +452,8 @@ gpu::GPUFuncOp mlir::xent::buildRowKernel(OpBuilder &b, Location loc,
                                           const KernelSpec &spec,
                                           const LaunchGeometry &geometry) {
   SmallVector<Type> args = getRowKernelArgTypes(b.getContext(), spec).list();
-  gpu::GPUFuncOp func =
-      createKernel(b, loc, name, args, geometry, /*withSharedMemory=*/true);
+  gpu::GPUFuncOp func = createKernel(b, loc, name, args, geometry,
+                                     spec.reduceComponents());
   // At most 64 registers per thread at 1024 threads per SM, so that two
   // blocks of 512 (each with its staging memory) share an SM.
   if (hasResidentPath(spec, geometry)) {
@@ -403,8 +476,8 @@ gpu::GPUFuncOp mlir::xent::buildPrologueKernel(OpBuilder &b, Location loc,
                                                const LaunchGeometry &geometry) {
   SmallVector<Type> args =
       getPrologueKernelArgTypes(b.getContext(), spec).list();
-  gpu::GPUFuncOp func =
-      createKernel(b, loc, name, args, geometry, /*withSharedMemory=*/true);
+  gpu::GPUFuncOp func = createKernel(b, loc, name, args, geometry,
+                                     /*reduceComponents=*/2);
   ImplicitLocOpBuilder ib(loc, b);
   OpBuilder::InsertionGuard guard(ib);
   ib.setInsertionPointToStart(&func.getBody().front());
@@ -419,7 +492,7 @@ gpu::GPUFuncOp mlir::xent::buildConvertKernel(OpBuilder &b, Location loc,
   gpu::GPUFuncOp func = createKernel(
       b, loc, name,
       {getBufferType(ctx, 0, b.getF32Type()), getBufferType(ctx, 0, dstType)},
-      single, /*withSharedMemory=*/false);
+      single, /*reduceComponents=*/0);
   ImplicitLocOpBuilder ib(loc, b);
   OpBuilder::InsertionGuard guard(ib);
   ib.setInsertionPointToStart(&func.getBody().front());

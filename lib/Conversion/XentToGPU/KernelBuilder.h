@@ -35,6 +35,12 @@ struct KernelSpec {
   Type gradOutputType; // null when no gradient is computed
   Type lossType;       // null when no loss is written
   Type zLossType;      // null when no z-loss is written
+  // The per-row outputs (return_lse, return_argmax, return_accuracy), null
+  // when not requested: lse per row (f32 or the logits' type), argmax per
+  // row (i32 / i64), accuracy per row or reduced (an f32 accumulator).
+  Type lseType;
+  Type argmaxType;
+  Type accuracyType;
   bool withGrad = false;
   /// The class axis is the innermost dim (no dim after it, or only static
   /// 1s): the kernels then read rows with vector loads when, at run time,
@@ -48,6 +54,20 @@ struct KernelSpec {
   /// The prologue's kept weight / count (class-index targets under mean).
   bool needsStats() const {
     return config.reduction == Reduction::mean && !config.probabilityTargets;
+  }
+  /// The statistics track the index of the row's max (argmax, accuracy).
+  bool needsArgmax() const { return argmaxType || accuracyType; }
+  /// The statistics sum Σ f and Σ f (m - x) over the row: the loss with
+  /// label smoothing or probability targets; the gradient alone needs Σ w
+  /// (smoothing with weights) or Σ w q' (probabilities).
+  bool needsClassSums() const {
+    return config.probabilityTargets ||
+           (config.labelSmoothing != 0.0f && (lossType || weightType));
+  }
+  /// Components of the block reduction: max, Σexp, the class sums, the
+  /// argmax.
+  int64_t reduceComponents() const {
+    return 2 + (needsClassSums() ? 2 : 0) + (needsArgmax() ? 1 : 0);
   }
 };
 
@@ -127,13 +147,17 @@ template <typename T> struct RowKernelArgs {
   T gradOutput; // [] or, for the gradient
   T loss;       // [] (an f32 accumulator) or
   T zLoss;      // [] (an f32 accumulator) or
+  T lse;        // return_lse
+  T argmax;     // return_argmax
+  T accuracy;   // [] (an f32 accumulator) or, return_accuracy
   T dlogits;    // [R], for the gradient
 
   /// Pointers to every member of `self`, in the kernel's argument order.
   template <typename Self> static auto members(Self &self) {
-    return std::array{&self.x,     &self.target,     &self.weight,
-                      &self.stats, &self.gradOutput, &self.loss,
-                      &self.zLoss, &self.dlogits};
+    return std::array{&self.x,        &self.target, &self.weight,
+                      &self.stats,    &self.gradOutput, &self.loss,
+                      &self.zLoss,    &self.lse,    &self.argmax,
+                      &self.accuracy, &self.dlogits};
   }
   /// The present arguments, in order.
   SmallVector<T> list() const { return listPresent(members(*this)); }
@@ -147,11 +171,12 @@ template <typename T> struct PrologueKernelArgs {
   T stats;
   T loss;
   T zLoss;
+  T accuracy;
 
   /// Pointers to every member of `self`, in the kernel's argument order.
   template <typename Self> static auto members(Self &self) {
-    return std::array{&self.target, &self.weight, &self.stats, &self.loss,
-                      &self.zLoss};
+    return std::array{&self.target, &self.weight, &self.stats,
+                      &self.loss,   &self.zLoss,  &self.accuracy};
   }
   /// The present arguments, in order.
   SmallVector<T> list() const { return listPresent(members(*this)); }

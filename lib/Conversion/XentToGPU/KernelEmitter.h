@@ -48,10 +48,16 @@
 namespace mlir::xent {
 
 inline constexpr int64_t kMaxWarps = 32;
-/// Components reduced across the block at once: max, Σexp, Σf, Σf·(m - x).
-inline constexpr int64_t kMaxComponents = 4;
-static_assert(kMaxComponents * kMaxWarps * 4 == kReduceBytes,
+/// Components reduced across the block at once: max, Σexp, Σf, Σf·(m - x),
+/// the argmax (KernelSpec::reduceComponents).
+inline constexpr int64_t kMaxComponents = 5;
+/// The resident path has no class sums: at most max, Σexp, argmax, in its
+/// scratch and in each block's cluster exchange slots.
+inline constexpr int64_t kResidentComponents = 4;
+static_assert(kResidentComponents * kMaxWarps * 4 == kReduceBytes,
               "the resident path keeps the reduction scratch in kReduceBytes");
+static_assert(kExchangeBytes == kMaxClusterSize * kResidentComponents * 4,
+              "one exchange slot per resident component and block");
 /// 16-byte loads each thread issues before using the first.
 inline constexpr int64_t kUnroll = 4;
 
@@ -201,10 +207,21 @@ private:
   /// gap + mass (m - mk), exactly gap when mk is m or the mass is 0 (also
   /// when mk is -inf).
   Value rebaseGap(Value gap, Value mass, Value mk, Value m);
+  /// Whether (x2, i2) is the better argmax candidate than (x1, i1): the
+  /// larger value, NaN above every number, the smaller index on ties (as
+  /// torch.argmax: the first largest, the first NaN). Indices are i32.
+  Value emitArgmaxBeats(Value x2, Value i2, Value x1, Value i1);
   /// Combines two sets of partial totals: a[0], a[1] are an online-softmax
-  /// pair when `maxSumPair`, and then a[2], a[3] (when present) the mass Σf
-  /// and Σf·(max - x) relative to a[0]; otherwise all are summed.
+  /// pair when `maxSumPair`, and then a[massSlot], a[gapSlot] (when set)
+  /// the mass Σf and Σf·(max - x) relative to a[0], a[argmaxSlot] the
+  /// index of a[0]; otherwise all are summed.
   SmallVector<Value> combine(ArrayRef<Value> a, ArrayRef<Value> c);
+  /// What component `k` of a reduction is when a side has nothing.
+  Value reductionIdentity(int64_t k);
+  /// Component values through f32 scratch memory (the i32 argmax by
+  /// bitcast) and back.
+  Value toScratch(Value v);
+  Value fromScratch(Value v, int64_t k);
   /// Combines `values` across the warp with xor butterflies.
   SmallVector<Value> emitWarpAllReduce(ArrayRef<Value> values);
   /// Combines `values` across the block; every thread gets the totals.
@@ -248,7 +265,8 @@ private:
   /// Binds the arguments both kernels take and the block reduction's
   /// scratch of `func`.
   void bindSharedArgs(gpu::GPUFuncOp func, Value targetArg, Value weightArg,
-                      Value statsArg, Value lossArg, Value zLossArg);
+                      Value statsArg, Value lossArg, Value zLossArg,
+                      Value accuracyArg);
   /// dlogits of class `c` whose capped logit is `xc` (f32).
   Value emitGradientElement(Value c, Value xc);
 
@@ -258,6 +276,9 @@ private:
 
   /// Statistics, loss and gradient of the block's row (after the target).
   void emitRowBody();
+  /// The per-row outputs of the row: lse, argmax, accuracy (written by
+  /// thread 0; accuracy added to its accumulator for mean / sum).
+  void emitRowOutputs(Value isWriter);
 
   ImplicitLocOpBuilder &b;
   const KernelSpec &spec;
@@ -265,11 +286,14 @@ private:
   const LaunchGeometry &geometry;
   Type f32;
   /// The reductions combine values[0], values[1] as an online-softmax pair
-  /// (the prologue only sums).
+  /// (the prologue only sums), the class sums and the argmax at their slots
+  /// (-1: absent).
   bool maxSumPair = true;
+  int64_t massSlot = -1, gapSlot = -1, argmaxSlot = -1;
 
   // Kernel arguments and shared values.
   Value x, target, weight, stats, gradOutput, loss, zLoss, dlogits;
+  Value lseBuffer, argmaxBuffer, accuracyBuffer;
   /// The block reduction's workgroup memref<kMaxComponents x kMaxWarps x f32>.
   Value reduceScratch;
   Value tid, lane, warp, numClasses, numClassesF, numRows;
@@ -277,8 +301,11 @@ private:
   // Row statistics (f32, identical in every thread after the reduction):
   // max m, Σ exp(x - m), Σ f, Σ f (m - x), log Σ exp(x - m), lse = m + that.
   Value rowMax, rowSumExp, rowMass, rowGap, logSumExp, lse;
-  // Class-index target of the row.
-  Value kept, valid, targetIndex;
+  // The index (i32) of the row's max, when the spec needs it.
+  Value rowArgmax;
+  // Class-index target of the row (the i64 value, whether it is kept and in
+  // range, and a safe index).
+  Value targetValue, kept, valid, targetIndex;
   // Per-row gradient coefficients (emitGradientPass); gradScale multiplies
   // exp(x - m), so it carries the 1 / Σ of the softmax.
   Value gradScale, gradMass;

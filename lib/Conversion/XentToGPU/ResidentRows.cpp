@@ -60,7 +60,8 @@ SmallVector<Value> KernelEmitter::emitResidentStatistics(ArrayRef<Value> init) {
                          MemRefLayoutAttrInterface(), space));
   exchangeSlots = memref::ViewOp::create(
       b,
-      MemRefType::get({kMaxClusterSize * 4}, f32, MemRefLayoutAttrInterface(),
+      MemRefType::get({kMaxClusterSize * kResidentComponents}, f32,
+                      MemRefLayoutAttrInterface(),
                       space),
       dynamic, cstIdx(0), ValueRange{});
   stagedVectors = memref::ViewOp::create(
@@ -72,7 +73,7 @@ SmallVector<Value> KernelEmitter::emitResidentStatistics(ArrayRef<Value> init) {
   // resident path).
   reduceScratch = memref::ViewOp::create(
       b,
-      MemRefType::get({kMaxComponents, kMaxWarps}, f32,
+      MemRefType::get({kResidentComponents, kMaxWarps}, f32,
                       MemRefLayoutAttrInterface(), space),
       dynamic, cstIdx(kExchangeBytes), ValueRange{});
   logitsRow = rowVectorView(x);
@@ -130,6 +131,8 @@ SmallVector<Value> KernelEmitter::emitResidentStatistics(ArrayRef<Value> init) {
 }
 
 SmallVector<Value> KernelEmitter::emitClusterAllReduce(ArrayRef<Value> totals) {
+  assert(static_cast<int64_t>(totals.size()) <= kResidentComponents &&
+         "more components than exchange slots");
   MLIRContext *ctx = b.getContext();
   NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
   // Thread j < clusterSize writes this block's totals into slot `clusterRank`
@@ -151,11 +154,14 @@ SmallVector<Value> KernelEmitter::emitClusterAllReduce(ArrayRef<Value> totals) {
       Value slot = arith::IndexCastOp::create(
           b, b.getI32Type(),
           arith::AddIOp::create(
-              b, arith::MulIOp::create(b, clusterRank, cstIdx(4)), cstIdx(k)));
+              b,
+              arith::MulIOp::create(b, clusterRank,
+                                    cstIdx(kResidentComponents)),
+              cstIdx(k)));
       Value mine = LLVM::GEPOp::create(b, sharedPtr, f32, base,
                                        ArrayRef<LLVM::GEPArg>{slot});
       Value remote = NVVM::MapaOp::create(b, clusterPtr, mine, block);
-      LLVM::StoreOp::create(b, v, remote);
+      LLVM::StoreOp::create(b, toScratch(v), remote);
     }
   }
   // Release the stores, acquire the others' (no remote access follows, so
@@ -170,11 +176,12 @@ SmallVector<Value> KernelEmitter::emitClusterAllReduce(ArrayRef<Value> totals) {
                                           cstIdx(j), clusterSize);
     SmallVector<Value> values;
     for (size_t k = 0; k < totals.size(); ++k) {
-      Value identity =
-          cstF(k == 0 ? -std::numeric_limits<double>::infinity() : 0.0);
-      Value loaded = memref::LoadOp::create(b, exchangeSlots,
-                                            ValueRange{cstIdx(j * 4 + k)});
-      values.push_back(select(present, loaded, identity));
+      Value loaded = fromScratch(
+          memref::LoadOp::create(
+              b, exchangeSlots,
+              ValueRange{cstIdx(j * kResidentComponents + k)}),
+          k);
+      values.push_back(select(present, loaded, reductionIdentity(k)));
     }
     acc = j == 0 ? values : combine(acc, values);
   }

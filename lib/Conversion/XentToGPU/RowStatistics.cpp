@@ -26,7 +26,7 @@ SmallVector<Value> KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs,
                                                      ArrayRef<Value> xs,
                                                      ValueRange acc) {
   bool probs = config.probabilityTargets;
-  bool extras = acc.size() > 2;
+  bool extras = massSlot >= 0;
   // Online softmax: rescale the running sum once per step, then add the
   // step's exponentials relative to the new maximum.
   Value stepMax = xs[0];
@@ -54,24 +54,72 @@ SmallVector<Value> KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs,
     next.push_back(mass);
     next.push_back(gap);
   }
+  if (argmaxSlot >= 0) {
+    // The step's classes are consecutive: its first element equal to the
+    // step's max (the first NaN when that is NaN), at a small constant
+    // offset; then the step against the best so far by the rule of the
+    // block's combine (the resident path visits a thread's vectors out of
+    // order).
+    Type i32 = b.getI32Type();
+    Value offset = arith::ConstantOp::create(b, b.getI32IntegerAttr(0));
+    // Some element is the max (or NaN), so the scan from the back always
+    // ends on the first one.
+    for (int64_t e = static_cast<int64_t>(xs.size()) - 1; e >= 0; --e) {
+      Value hit = arith::OrIOp::create(
+          b,
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, xs[e], stepMax),
+          arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, xs[e], xs[e]));
+      offset = arith::SelectOp::create(
+          b, hit, arith::ConstantOp::create(b, b.getI32IntegerAttr(e)),
+          offset);
+    }
+    Value stepIndex = arith::AddIOp::create(
+        b, arith::IndexCastUIOp::create(b, i32, cs[0]), offset);
+    // The step wins when it raised the max (m is not the old best, which
+    // was a number: a larger value or a first NaN), or on a tie (both NaN
+    // counting as equal) with the smaller index.
+    Value index = acc[argmaxSlot];
+    Value raised = arith::AndIOp::create(
+        b, arith::XOrIOp::create(b, same, arith::ConstantOp::create(
+                                              b, b.getBoolAttr(true))),
+        arith::CmpFOp::create(b, arith::CmpFPredicate::ORD, acc[0], acc[0]));
+    Value tie = arith::OrIOp::create(
+        b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, stepMax, acc[0]),
+        arith::AndIOp::create(
+            b, arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, acc[0], acc[0]),
+            arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, stepMax,
+                                  stepMax)));
+    Value earlier =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, stepIndex, index);
+    Value take = arith::OrIOp::create(
+        b, raised, arith::AndIOp::create(b, tie, earlier));
+    next.push_back(arith::SelectOp::create(b, take, stepIndex, index));
+  }
   return next;
 }
 
 void KernelEmitter::emitRowStatistics() {
-  bool probs = config.probabilityTargets;
-  bool smoothing = config.labelSmoothing != 0.0f;
-  // The loss needs both sums; the gradient alone needs Σ w (smoothing with
-  // weights) or Σ w q' (probabilities).
-  bool extras = probs || (smoothing && (spec.lossType || weight));
+  bool extras = spec.needsClassSums();
   Value negInf = cstF(-std::numeric_limits<double>::infinity());
   Value zero = cstF(0.0);
 
   SmallVector<Value> init = {negInf, zero};
+  massSlot = gapSlot = argmaxSlot = -1;
   if (extras) {
+    massSlot = init.size();
     init.push_back(zero); // Σ f
+    gapSlot = init.size();
     init.push_back(zero); // Σ f (m - x)
   }
-  SmallVector<Type> types(init.size(), f32);
+  if (spec.needsArgmax()) {
+    // No class yet: the largest index, which every class beats on a tie
+    // (so a row of -inf gets class 0, as torch.argmax).
+    argmaxSlot = init.size();
+    init.push_back(arith::ConstantOp::create(
+        b, b.getI32IntegerAttr(std::numeric_limits<int32_t>::max())));
+  }
+  SmallVector<Type> types =
+      llvm::map_to_vector(init, [](Value v) { return v.getType(); });
 
   // Scalar walk: classes tid, tid + T, ...
   auto scalarLoop = [&]() -> SmallVector<Value> {
@@ -137,14 +185,16 @@ void KernelEmitter::emitRowStatistics() {
   rowMax = totals[0];
   rowSumExp = totals[1];
   if (extras) {
-    rowMass = totals[2];
-    rowGap = totals[3];
+    rowMass = totals[massSlot];
+    rowGap = totals[gapSlot];
   }
+  if (argmaxSlot >= 0)
+    rowArgmax = totals[argmaxSlot];
   // The loss adds log Σ to differences from m (emitRowBody); lse = m + log Σ
-  // itself only enters the z-loss.
-  if (!spec.lossType && config.zLossScale == 0.0f)
+  // itself only enters the z-loss and the lse output.
+  if (!spec.lossType && config.zLossScale == 0.0f && !spec.lseType)
     return;
   logSumExp = emitAccurateLog(rowSumExp);
-  if (config.zLossScale != 0.0f)
+  if (config.zLossScale != 0.0f || spec.lseType)
     lse = add(rowMax, logSumExp);
 }

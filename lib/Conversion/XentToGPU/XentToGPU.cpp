@@ -116,6 +116,13 @@ static KernelSpec getKernelSpec(CrossEntropyOpInterface op) {
     spec.zLossType =
         reduced ? f32
                 : cast<ShapedType>(op.getZLoss().getType()).getElementType();
+  if (op.getLse())
+    spec.lseType = getElementTypeOrSelf(op.getLse().getType());
+  if (op.getArgmax())
+    spec.argmaxType = getElementTypeOrSelf(op.getArgmax().getType());
+  if (op.getAccuracy())
+    spec.accuracyType =
+        reduced ? f32 : getElementTypeOrSelf(op.getAccuracy().getType());
   return spec;
 }
 
@@ -178,6 +185,8 @@ private:
       args.loss = kernelArg(lossAcc);
     if (zLossAcc)
       args.zLoss = kernelArg(zLossAcc);
+    if (accuracyAcc)
+      args.accuracy = kernelArg(accuracyAcc);
     return args;
   }
   /// `buffer` as a kernel takes it: dynamic sizes, any strides.
@@ -224,11 +233,11 @@ private:
 
   // The body's buffers (createLaunch), as the kernels take them.
   Value x, target, weight, gradOutput;
-  Value loss, zLoss, dlogits;
+  Value loss, zLoss, lse, argmax, accuracy, dlogits;
   Value numRows;
-  /// f32 accumulators of reduced losses: the results' buffers when those are
-  /// f32, else scratch that launchConversions converts.
-  Value lossAcc, zLossAcc;
+  /// f32 accumulators of reduced losses (and accuracy): the results' buffers
+  /// when those are f32, else scratch that launchConversions converts.
+  Value lossAcc, zLossAcc, accuracyAcc;
   /// The prologue's kept weight and count (KernelSpec::needsStats).
   Value stats;
   SmallVector<std::string> kernelNames;
@@ -333,6 +342,12 @@ LaunchOp HostEmitter::createLaunch() {
       loss = arg;
     else if (result == op.getZLoss())
       zLoss = arg;
+    else if (result == op.getLse())
+      lse = arg;
+    else if (result == op.getArgmax())
+      argmax = arg;
+    else if (result == op.getAccuracy())
+      accuracy = arg;
     else
       dlogits = arg;
   }
@@ -353,6 +368,7 @@ LaunchOp HostEmitter::createLaunch() {
   };
   lossAcc = accumulator(loss);
   zLossAcc = accumulator(zLoss);
+  accuracyAcc = accumulator(accuracy);
   if (spec.needsStats())
     stats = allocate(MemRefType::get({2}, f32));
   return launch;
@@ -381,6 +397,8 @@ void HostEmitter::launchRowKernel() {
   auto args = getSharedArgs<RowKernelArgs<Value>>();
   args.x = x;
   args.gradOutput = gradOutput;
+  args.lse = lse;
+  args.argmax = argmax;
   args.dlogits = dlogits;
   if (!hasResidentPath(spec, geometry)) {
     launch(rowKernel, numRows, args.list(), geometry.threads);
@@ -425,6 +443,8 @@ void HostEmitter::launchConversions() {
     convert(lossAcc, loss);
   if (zLoss)
     convert(zLossAcc, zLoss);
+  if (accuracy)
+    convert(accuracyAcc, accuracy);
   if (stats)
     deallocate(stats);
 }
@@ -501,9 +521,6 @@ std::optional<std::string> mlir::xent::getKernelUnsupportedReason(
   if (!family)
     return ("there is no kernel for '" + op->getName().getStringRef() + "'")
         .str();
-  if (family.computesRowOutputs())
-    return std::string("the kernels do not compute the per-row outputs (lse, "
-                       "argmax, accuracy)");
   if (Operation *device = getDeviceCodeParent(op))
     return ("it is in device code (inside '" +
             device->getName().getStringRef() +

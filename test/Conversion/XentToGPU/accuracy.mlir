@@ -113,7 +113,7 @@ func.func @smoothing(%x: tensor<?x?xf32>, %t: tensor<?xi64>, %w: tensor<?xf32>) 
 // CHECK:       %[[LG2:.*]] = llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"
 // CHECK-NEXT:  %[[LN:.*]] = arith.mulf %[[LG2]], %{{.*}} : f32
 // CHECK-NEXT:  %[[LOG:.*]] = arith.select %{{.*}}, %{{.*}}, %[[LN]] : f32
-// CHECK-NEXT:  %[[ML:.*]] = arith.mulf %{{.*}}, %[[LOG]] : f32
+// CHECK:       %[[ML:.*]] = arith.mulf %{{.*}}, %[[LOG]] : f32
 // CHECK-NEXT:  arith.addf %{{.*}}, %[[ML]] : f32
 // CHECK:       gpu.return
 func.func @probabilities(%x: tensor<?x?xf32>, %t: tensor<?x?xf32>) -> tensor<?xf32> {
