@@ -79,3 +79,39 @@ def test_every_attribute_combination_lowers():
                                      "target": "probs" if probs else "i64"})
         text = _lower(c)
         assert ("clusters in" in text) == kernels.has_resident_path(**c), c
+
+
+def test_row_outputs_leave_other_configurations_alone():
+    """return_lse / return_argmax / return_accuracy default off and are then
+    absent from the configuration (whose hash names the cached library), and
+    the module without them is the one it was."""
+    c = kernels.kernel_config(dtype="bf16", **PLAIN)
+    assert not any(k in c for k in kernels.ROW_OUTPUTS)
+    off = kernels.kernel_config(dtype="bf16", return_lse=False, return_argmax=False,
+                                return_accuracy=False, **PLAIN)
+    assert off == c and kernels.kernel_module(off) == kernels.kernel_module(c)
+    on = kernels.kernel_config(dtype="bf16", return_argmax=True, **PLAIN)
+    assert on["return_argmax"] is True and "return_lse" not in on and on != c
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("with_grad", [True, False])
+def test_row_outputs_lower_to_kernels(reduction, with_grad):
+    """The entry module with every per-row output: one buffer each after the
+    z-loss (f32 lse and i64 argmax per element, f32 accuracy reduced like the
+    loss), all lowered to the kernels (no decomposition left)."""
+    c = kernels.kernel_config(dtype="bf16", return_lse=True, return_argmax=True,
+                              return_accuracy=True,
+                              **{**PLAIN, "reduction": reduction, "with_grad": with_grad})
+    module = kernels.kernel_module(c)
+    assert "return_lse, return_argmax, return_accuracy" in module
+    per_row, reduced = "memref<?xf32>", "memref<f32>" if reduction != "none" else "memref<?xf32>"
+    assert f"%lse: {per_row}, %am: memref<?xi64>, %acc: {reduced}" in module
+    text = _lower(c)
+    assert "xent.cross_entropy" not in text and "linalg.generic" not in text
+    assert ("clusters in" in text) == kernels.has_resident_path(**c)
+
+
+def test_accuracy_needs_class_indices():
+    with pytest.raises(ValueError, match="class-index"):
+        kernels.kernel_config(dtype="bf16", return_accuracy=True, **{**PLAIN, "target": "probs"})

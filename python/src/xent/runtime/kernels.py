@@ -11,7 +11,7 @@ from typing import Dict, Iterable, Optional
 from . import gpu
 
 __all__ = ["kernel_config", "kernel_module", "precompile", "pipeline_args", "threads_for",
-           "has_resident_path", "CHIP", "THREADS"]
+           "has_resident_path", "CHIP", "THREADS", "ROW_OUTPUTS"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 CHIP = os.environ.get("XENT_CHIP", "sm_90")
@@ -59,11 +59,31 @@ def threads_for(dtype: str, classes: int, resident: bool) -> int:
     return 256 if -(-classes // width) <= 8192 else THREADS
 
 
+ROW_OUTPUTS = ("return_lse", "return_argmax", "return_accuracy")
+
+
 def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reduction: str,
                   ignore_index: int, label_smoothing: float, z_loss_scale: float,
                   softcap: Optional[float], with_grad: bool,
-                  threads: Optional[int] = None) -> Dict:
-    """The configuration that names one compiled library in the cache."""
+                  threads: Optional[int] = None, return_lse: bool = False,
+                  return_argmax: bool = False, return_accuracy: bool = False) -> Dict:
+    """The configuration that names one compiled library in the cache.
+
+    ``return_lse`` / ``return_argmax`` / ``return_accuracy`` ask for the
+    per-row outputs (kernel_module: f32 lse and i64 argmax per element, f32
+    accuracy reduced like the loss); they appear in the configuration only
+    when set, so the configurations (and cache entries) without them are
+    what they were."""
+    if return_accuracy and target == "probs":
+        raise ValueError("return_accuracy needs class-index targets")
+    extras = {k: True for k, v in (("return_lse", return_lse), ("return_argmax", return_argmax),
+                                   ("return_accuracy", return_accuracy)) if v}
+    return {**_base_config(dtype, target, rank, weighted, reduction, ignore_index,
+                           label_smoothing, z_loss_scale, softcap, with_grad, threads), **extras}
+
+
+def _base_config(dtype, target, rank, weighted, reduction, ignore_index, label_smoothing,
+                 z_loss_scale, softcap, with_grad, threads) -> Dict:
     return {"op": "xent.torch", "version": 4, "chip": CHIP,
             "threads": THREADS if threads is None else int(threads),
             # (only gradient kernels have the resident path)
@@ -85,6 +105,7 @@ def _attributes(c: Dict) -> str:
         attrs.append(f"z_loss_scale = {c['z_loss_scale']!r} : f32")
     if c["softcap"] is not None:
         attrs.append(f"softcap = {c['softcap']!r} : f32")
+    attrs += [k for k in ROW_OUTPUTS if c.get(k)]
     return " {" + ", ".join(attrs) + "}" if attrs else ""
 
 
@@ -185,21 +206,34 @@ def kernel_module(c: Dict) -> str:
         args.append(f"%g: {_memref(red_rank, 'f32')}")
         body.append(f"  %gt = bufferization.to_tensor %g restrict : {_memref(red_rank, 'f32')} to "
                     f"{loss_t}")
-    args += [f"%loss: {_memref(red_rank, 'f32')}", f"%z: {_memref(red_rank, 'f32')}"]
+    # Results after loss and z-loss: the per-row outputs asked for (lse f32
+    # and argmax i64 per element, accuracy f32 reduced like the loss), each
+    # written into the caller's buffer after %z.
+    outs = [("%l", "%loss", red_rank, "f32"), ("%zz", "%z", red_rank, "f32")]
+    row_rank = r - 1
+    for key, value, dest, rank_, type_ in (
+            ("return_lse", "%lse_v", "%lse", row_rank, "f32"),
+            ("return_argmax", "%am_v", "%am", row_rank, "i64"),
+            ("return_accuracy", "%acc_v", "%acc", red_rank, "f32")):
+        if c.get(key):
+            outs.append((value, dest, rank_, type_))
+    args += [f"{dest}: {_memref(rank_, type_)}" for _, dest, rank_, type_ in outs]
+    values = ", ".join(v for v, _, _, _ in outs)
+    types = ", ".join(_tensor(rank_, type_) for _, _, rank_, type_ in outs)
     attrs = _attributes(c)
     if c["with_grad"]:
         args.append(f"%dx: {_view(r, dt)}")
-        body.append(f"  %l, %zz, %d = xent.cross_entropy_and_grad {c['reduction']} %gt, %xt, %tt"
+        body.append(f"  {values}, %d = xent.cross_entropy_and_grad {c['reduction']} %gt, %xt, %tt"
                     f"{weight}{attrs} : ({', '.join([loss_t] + operand_types)}) -> "
-                    f"({loss_t}, {loss_t}, {_tensor(r, dt)})")
+                    f"({types}, {_tensor(r, dt)})")
         body.append(f"  bufferization.materialize_in_destination %d in restrict writable %dx : "
                     f"({_tensor(r, dt)}, {_view(r, dt)}) -> ()")
     else:
-        body.append(f"  %l, %zz = xent.cross_entropy {c['reduction']} %xt, %tt{weight}{attrs} : "
-                    f"({', '.join(operand_types)}) -> ({loss_t}, {loss_t})")
-    for v, dest in (("%l", "%loss"), ("%zz", "%z")):
+        body.append(f"  {values} = xent.cross_entropy {c['reduction']} %xt, %tt{weight}{attrs} : "
+                    f"({', '.join(operand_types)}) -> ({types})")
+    for v, dest, rank_, type_ in outs:
         body.append(f"  bufferization.materialize_in_destination {v} in restrict writable {dest} : "
-                    f"({loss_t}, {_memref(red_rank, 'f32')}) -> ()")
+                    f"({_tensor(rank_, type_)}, {_memref(rank_, type_)}) -> ()")
     text = ("func.func @xent_entry(" + ", ".join(args) + ") attributes {llvm.emit_c_interface} {\n"
             + "\n".join(body) + "\n  return\n}\n")
     if c["with_grad"]:
