@@ -86,3 +86,50 @@ def in_place_config(resident_rows: bool) -> dict:
 
 def in_place_pipeline(resident_rows: bool) -> list:
     return [f"--xent-gpu-pipeline=resident-rows={'true' if resident_rows else 'false'}"]
+
+
+# The per-row outputs in the kernels (test_row_outputs.py): a joint bf16 mean
+# with all three (resident path for long enough rows when compiled in, the
+# two-pass walk for short, very long or misaligned ones), an f32 forward per
+# element with i32 argmax, and a bf16 sum with label smoothing and softcap
+# (five reduction components, accuracy converted to bf16).
+ROW_OUTPUTS_MLIR = """\
+func.func @joint_mean(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>)
+    -> (tensor<f32>, tensor<?xf32>, tensor<?xi64>, tensor<f32>, tensor<?x?xbf16>)
+    attributes {llvm.emit_c_interface} {
+  %l, %lse, %am, %acc, %d = xent.cross_entropy_and_grad mean %g, %x, %t
+      {return_lse, return_argmax, return_accuracy}
+      : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>)
+      -> (tensor<f32>, tensor<?xf32>, tensor<?xi64>, tensor<f32>, tensor<?x?xbf16>)
+  return %l, %lse, %am, %acc, %d
+      : tensor<f32>, tensor<?xf32>, tensor<?xi64>, tensor<f32>, tensor<?x?xbf16>
+}
+func.func @forward_none(%x: tensor<?x?xf32>, %t: tensor<?xi32>)
+    -> (tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>)
+    attributes {llvm.emit_c_interface} {
+  %l, %lse, %am, %acc = xent.cross_entropy none %x, %t
+      {ignore_index = 0 : i64, return_lse, return_argmax, return_accuracy}
+      : (tensor<?x?xf32>, tensor<?xi32>)
+      -> (tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>)
+  return %l, %lse, %am, %acc : tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>
+}
+func.func @smoothed_sum(%x: tensor<?x?xbf16>, %t: tensor<?xi64>)
+    -> (tensor<f32>, tensor<?xf32>, tensor<?xi64>, tensor<bf16>)
+    attributes {llvm.emit_c_interface} {
+  %l, %lse, %am, %acc = xent.cross_entropy sum %x, %t
+      {label_smoothing = 0.1 : f32, softcap = 30.0 : f32,
+       return_lse, return_argmax, return_accuracy}
+      : (tensor<?x?xbf16>, tensor<?xi64>)
+      -> (tensor<f32>, tensor<?xf32>, tensor<?xi64>, tensor<bf16>)
+  return %l, %lse, %am, %acc : tensor<f32>, tensor<?xf32>, tensor<?xi64>, tensor<bf16>
+}
+"""
+
+
+def row_outputs_config(resident_rows: bool) -> dict:
+    return {"suite": "row_outputs", "resident_rows": resident_rows, "chip": "sm_90",
+            "source": _sha(ROW_OUTPUTS_MLIR)}
+
+
+def row_outputs_pipeline(resident_rows: bool) -> list:
+    return in_place_pipeline(resident_rows)

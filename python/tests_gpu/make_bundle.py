@@ -6,7 +6,7 @@ OUT_DIR receives, next to each other:
 
 * the KernelCache entries of python/tests_gpu/kernel_configs.py (the test
   kernels, xent.cross_entropy mean through the xent GPU pipeline, and the
-  in-place modules at both resident-rows settings) with
+  in-place and per-row-output modules at both resident-rows settings) with
   their ``index/`` and a copy of libxent_cuda_runtime.so;
 * ``vector-add.so``, ``shared-memory.so``, ``host-ops.so``: the modules of
   test/Integration/GPU, and ``runner``, the C program that runs them (and
@@ -59,6 +59,11 @@ def main(argv):
                               lambda: kernel_configs.IN_PLACE_MLIR,
                               kernel_configs.in_place_pipeline(resident), xent_opt)
             print(f"in-place (resident rows {resident}):", path)
+        for resident in (True, False):
+            path = cache.path(kernel_configs.row_outputs_config(resident),
+                              lambda: kernel_configs.ROW_OUTPUTS_MLIR,
+                              kernel_configs.row_outputs_pipeline(resident), xent_opt)
+            print(f"row outputs (resident rows {resident}):", path)
     else:
         print("XENT_OPT not set: no cross_entropy kernel")
 
