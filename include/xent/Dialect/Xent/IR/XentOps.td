@@ -142,6 +142,17 @@ def Xent_CrossEntropyOp : Xent_CrossEntropyOpBase<"cross_entropy"> {
     there is one more result than selected outputs, then the selected ones;
     without any of the three attributes the op is as before.
 
+    `ignore_index` (i64) and `label_smoothing`, `z_loss_scale`, `softcap`
+    (f32) may be given at run time instead, as SSA scalar operands written
+    after the tensor operands (`ignore_index %i label_smoothing %eps
+    z_loss_scale %z softcap %c`, their types last in the functional type;
+    the decomposition region's block arguments include them). A feature is
+    given by its attribute or its operand, never both; an operand's
+    presence specializes the code as the attribute does, its value is read
+    when the op runs and is not checked: out-of-range values are computed
+    as the formulas are written (ε outside [0, 1], a negative z-loss scale;
+    a softcap of 0 gives NaN).
+
     Elements whose target equals `ignore_index` (default -100) contribute
     nothing, not even through non-finite logits; `mean` divides by the total
     weight of kept targets and is NaN when every target is ignored.
