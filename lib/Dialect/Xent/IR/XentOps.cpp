@@ -77,35 +77,6 @@ SmallVector<int64_t> CrossEntropyConfig::getElementShape() const {
   return dropAxis(logitsType.getShape(), axis);
 }
 
-SmallVector<Value> LossScalars::getValues() const {
-  SmallVector<Value> values;
-  for (Value v : {ignoreIndex, labelSmoothing, zLossScale, softcap})
-    if (v)
-      values.push_back(v);
-  return values;
-}
-
-LossScalars LossScalars::remap(ValueRange values) const {
-  LossScalars result;
-  unsigned next = 0;
-  auto take = [&](Value &slot, Value present) {
-    if (present)
-      slot = values[next++];
-  };
-  take(result.ignoreIndex, ignoreIndex);
-  take(result.labelSmoothing, labelSmoothing);
-  take(result.zLossScale, zLossScale);
-  take(result.softcap, softcap);
-  return result;
-}
-
-CrossEntropyConfig
-CrossEntropyConfig::withOperands(ValueRange operands) const {
-  CrossEntropyConfig c = *this;
-  c.scalars = scalars.remap(operands.take_back(scalars.getValues().size()));
-  return c;
-}
-
 CrossEntropyConfig CrossEntropyConfig::get(CrossEntropyOpInterface op) {
   CrossEntropyConfig c;
   c.reduction = op.getReduction();
