@@ -11,7 +11,7 @@ from typing import Dict, Iterable, Optional
 from . import gpu
 
 __all__ = ["kernel_config", "kernel_module", "precompile", "pipeline_args", "threads_for",
-           "has_resident_path", "CHIP", "THREADS", "ROW_OUTPUTS"]
+           "has_resident_path", "runtime_scalar_configs", "CHIP", "THREADS", "ROW_OUTPUTS"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 CHIP = os.environ.get("XENT_CHIP", "sm_90")
@@ -66,24 +66,41 @@ def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reducti
                   ignore_index: int, label_smoothing: float, z_loss_scale: float,
                   softcap: Optional[float], with_grad: bool,
                   threads: Optional[int] = None, return_lse: bool = False,
-                  return_argmax: bool = False, return_accuracy: bool = False) -> Dict:
+                  return_argmax: bool = False, return_accuracy: bool = False,
+                  runtime_scalars: bool = False) -> Dict:
     """The configuration that names one compiled library in the cache.
 
     ``return_lse`` / ``return_argmax`` / ``return_accuracy`` ask for the
     per-row outputs (kernel_module: f32 lse and i64 argmax per element, f32
     accuracy reduced like the loss); they appear in the configuration only
     when set, so the configurations (and cache entries) without them are
-    what they were."""
+    what they were.
+
+    ``runtime_scalars=True``: the entry function takes the values of the
+    present features (ignore_index for class indices; label smoothing,
+    z-loss scale, softcap when non-neutral) as arguments, so the
+    configuration records only which features are present and one library
+    serves every value. Off by default: existing configurations (and their
+    hashes) are unchanged."""
     if return_accuracy and target == "probs":
         raise ValueError("return_accuracy needs class-index targets")
     extras = {k: True for k, v in (("return_lse", return_lse), ("return_argmax", return_argmax),
                                    ("return_accuracy", return_accuracy)) if v}
     return {**_base_config(dtype, target, rank, weighted, reduction, ignore_index,
-                           label_smoothing, z_loss_scale, softcap, with_grad, threads), **extras}
+                           label_smoothing, z_loss_scale, softcap, with_grad, threads,
+                           runtime_scalars), **extras}
 
 
 def _base_config(dtype, target, rank, weighted, reduction, ignore_index, label_smoothing,
-                 z_loss_scale, softcap, with_grad, threads) -> Dict:
+                 z_loss_scale, softcap, with_grad, threads, runtime_scalars) -> Dict:
+    if runtime_scalars:
+        return {"op": "xent.torch", "version": 4, "chip": CHIP, "runtime_scalars": True,
+                "threads": THREADS if threads is None else int(threads),
+                "resident_rows": RESIDENT_ROWS or not with_grad,
+                "dtype": dtype, "target": target, "rank": rank, "weighted": weighted,
+                "reduction": reduction, "ignore_index": None if target == "probs" else "runtime",
+                "label_smoothing": bool(label_smoothing), "z_loss_scale": bool(z_loss_scale),
+                "softcap": softcap is not None, "with_grad": with_grad}
     return {"op": "xent.torch", "version": 4, "chip": CHIP,
             "threads": THREADS if threads is None else int(threads),
             # (only gradient kernels have the resident path)
@@ -95,16 +112,36 @@ def _base_config(dtype, target, rank, weighted, reduction, ignore_index, label_s
             "softcap": None if softcap is None else float(softcap), "with_grad": with_grad}
 
 
+# The run-time features in operand order: (config key, keyword, argument, type).
+_SCALARS = (("ignore_index", "ignore_index", "%ii", "i64"),
+            ("label_smoothing", "label_smoothing", "%ls", "f32"),
+            ("z_loss_scale", "z_loss_scale", "%zs", "f32"),
+            ("softcap", "softcap", "%sc", "f32"))
+
+
+def _runtime_scalars(c: Dict):
+    """The entry function's scalar arguments, the op's scalar operands (text
+    after the tensor operands) and their types, for a runtime-scalars
+    configuration; empty otherwise."""
+    if not c.get("runtime_scalars"):
+        return [], "", []
+    present = [(kw, arg, ty) for key, kw, arg, ty in _SCALARS if c[key]]
+    return ([f"{arg}: {ty}" for _, arg, ty in present],
+            "".join(f" {kw} {arg}" for kw, arg, _ in present), [ty for _, _, ty in present])
+
+
 def _attributes(c: Dict) -> str:
     attrs = []
-    if c["ignore_index"] is not None:
-        attrs.append(f"ignore_index = {c['ignore_index']} : i64")
-    if c["label_smoothing"]:
-        attrs.append(f"label_smoothing = {c['label_smoothing']!r} : f32")
-    if c["z_loss_scale"]:
-        attrs.append(f"z_loss_scale = {c['z_loss_scale']!r} : f32")
-    if c["softcap"] is not None:
-        attrs.append(f"softcap = {c['softcap']!r} : f32")
+    # Under runtime scalars the values are operands (_runtime_scalars).
+    if not c.get("runtime_scalars"):
+        if c["ignore_index"] is not None:
+            attrs.append(f"ignore_index = {c['ignore_index']} : i64")
+        if c["label_smoothing"]:
+            attrs.append(f"label_smoothing = {c['label_smoothing']!r} : f32")
+        if c["z_loss_scale"]:
+            attrs.append(f"z_loss_scale = {c['z_loss_scale']!r} : f32")
+        if c["softcap"] is not None:
+            attrs.append(f"softcap = {c['softcap']!r} : f32")
     attrs += [k for k in ROW_OUTPUTS if c.get(k)]
     return " {" + ", ".join(attrs) + "}" if attrs else ""
 
@@ -201,6 +238,9 @@ def kernel_module(c: Dict) -> str:
                     f"{_tensor(1, 'f32')}")
         operand_types.append(_tensor(1, "f32"))
         weight = " weight %wt"
+    scalar_args, scalars, scalar_types = _runtime_scalars(c)
+    weight += scalars
+    operand_types += scalar_types
     loss_t = _tensor(red_rank, "f32")
     if c["with_grad"]:
         args.append(f"%g: {_memref(red_rank, 'f32')}")
@@ -234,11 +274,50 @@ def kernel_module(c: Dict) -> str:
     for v, dest, rank_, type_ in outs:
         body.append(f"  bufferization.materialize_in_destination {v} in restrict writable {dest} : "
                     f"({_tensor(rank_, type_)}, {_memref(rank_, type_)}) -> ()")
+    # Run-time values last, as scalars (GpuFunction arg types "i64" / "f32").
+    args += scalar_args
     text = ("func.func @xent_entry(" + ", ".join(args) + ") attributes {llvm.emit_c_interface} {\n"
             + "\n".join(body) + "\n  return\n}\n")
     if c["with_grad"]:
         text += _scale_functions(dt)
     return "module attributes {gpu.container_module} {\n" + text + "}\n"
+
+
+_DTYPES = ("f32", "bf16", "f16")
+_TARGETS = ("i64", "i32", "probs")
+
+
+def runtime_scalar_configs(*, max_rank: int = 4, classes: Iterable[int] = (32768, 128256)):
+    """Every configuration the drop-in (xent.torch.ops.config_for) can ask
+    for under runtime scalars, for logits of rank 1..`max_rank` (config_for
+    takes any rank ≥ 1: the set is finite per rank bound): dtype × target
+    kind × rank × weighted × reduction × feature set (label smoothing,
+    z-loss, softcap present or not) × with_grad × threads (threads_for over
+    `classes`, which should include one row length on each side of its
+    256-thread bound; the two defaults do for every dtype). A bundle
+    compiled from this list serves every value of the features."""
+    seen = {}
+    for dtype in _DTYPES:
+        for target in _TARGETS:
+            for rank in range(1, max_rank + 1):
+                for weighted in (False, True):
+                    for reduction in _REDUCTIONS:
+                        for ls in (0.0, 0.1):
+                            for zs in (0.0, 1e-4):
+                                for cap in (None, 30.0):
+                                    for with_grad in (False, True):
+                                        attrs = dict(dtype=dtype, target=target, rank=rank,
+                                                     weighted=weighted, reduction=reduction,
+                                                     ignore_index=-100, label_smoothing=ls,
+                                                     z_loss_scale=zs, softcap=cap,
+                                                     with_grad=with_grad)
+                                        resident = has_resident_path(**attrs)
+                                        for n in classes:
+                                            c = kernel_config(
+                                                **attrs, threads=threads_for(dtype, n, resident),
+                                                runtime_scalars=True)
+                                            seen[tuple(sorted(c.items()))] = c
+    return list(seen.values())
 
 
 def pipeline_args(config: Optional[Dict] = None):

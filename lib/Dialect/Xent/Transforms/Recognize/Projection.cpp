@@ -249,7 +249,7 @@ static LogicalResult raiseProjection(RewriterBase &rewriter, CrossEntropyOp ce,
       ce.getZLoss() ? ce.getZLoss().getType() : Type(), p.hidden, p.weight,
       p.bias, ce.getTarget(), ce.getWeight(), ce.getReductionAttr(),
       ce.getIgnoreIndexAttr(), ce.getLabelSmoothingAttr(),
-      ce.getZLossScaleAttr(), ce.getSoftcapAttr());
+      ce.getZLossScaleAttr(), ce.getSoftcapAttr(), ce.getLossScalars());
   // The region: the projection's ops and the loss op, on the block's
   // arguments.
   {
