@@ -1,6 +1,6 @@
 """Compiles the kernels of the xent.torch GPU tests (xent_torch_configs.py,
-and accuracy_configs.py for test_accuracy.py) into a cache directory (no GPU
-needed):
+accuracy_configs.py for test_accuracy.py, runtime_scalar_configs.py for
+test_runtime_scalars_gpu.py) into a cache directory (no GPU needed):
 
     XENT_OPT=build/bin/xent-opt build/venv/bin/python \\
         python/tests_gpu/make_xent_bundle.py OUT_DIR
@@ -15,6 +15,7 @@ import time
 from xent.runtime.kernels import precompile
 
 import accuracy_configs
+import runtime_scalar_configs
 import xent_torch_configs
 
 
@@ -23,7 +24,8 @@ def main(argv):
         print(__doc__)
         return 2
     start = time.time()
-    configs = xent_torch_configs.CONFIGS + accuracy_configs.CONFIGS
+    configs = (xent_torch_configs.CONFIGS + accuracy_configs.CONFIGS
+               + runtime_scalar_configs.CONFIGS)
     precompile(configs, argv[1])
     print(f"compiled {len(configs)} xent.torch configurations into "
           f"{argv[1]} in {time.time() - start:.1f} s")

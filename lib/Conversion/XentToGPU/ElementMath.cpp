@@ -13,10 +13,9 @@ using namespace mlir::xent;
 
 Value KernelEmitter::emitLogit(Value raw) {
   Value v = toF32(raw);
-  if (!config.softcap)
+  if (!softcap)
     return v;
-  double cap = *config.softcap;
-  return mul(cstF(cap), tanh(mul(v, cstF(1.0 / cap))));
+  return mul(softcap, tanh(mul(v, invSoftcap)));
 }
 
 Value KernelEmitter::tanh(Value x) {
@@ -40,16 +39,15 @@ Value KernelEmitter::tanh(Value x) {
 }
 
 Value KernelEmitter::emitSoftcapSlope(Value capped) {
-  Value t = mul(capped, cstF(1.0 / *config.softcap));
+  Value t = mul(capped, invSoftcap);
   return sub(cstF(1.0), mul(t, t));
 }
 
 Value KernelEmitter::emitSmoothedProbability(Value q) {
   q = toF32(q);
-  if (config.labelSmoothing == 0.0f)
+  if (!smoothing)
     return q;
-  return add(mul(q, cstF(1.0 - config.labelSmoothing)),
-             div(cstF(config.labelSmoothing), numClassesF));
+  return add(mul(q, keepShare), smoothShare);
 }
 
 Value KernelEmitter::emitAccurateLog(Value s) {

@@ -39,15 +39,13 @@ Value KernelEmitter::emitGradientElement(Value c, Value xc) {
                            memref::LoadOp::create(b, target, rowIndex(c))));
     grad = sub(grad, term);
   }
-  if (config.softcap)
+  if (softcap)
     grad = mul(grad, emitSoftcapSlope(xc));
   return grad;
 }
 
 void KernelEmitter::emitGradientPass() {
   bool probs = config.probabilityTargets;
-  float eps = config.labelSmoothing;
-  float zScale = config.zLossScale;
 
   // Scale of this row's cross-entropy and z-loss terms.
   Value g, gz;
@@ -74,17 +72,16 @@ void KernelEmitter::emitGradientPass() {
     // An out-of-range target makes the whole row NaN (never a wild read).
     g = select(valid, g, cstF(std::numeric_limits<double>::quiet_NaN()));
     Value wt = loadWeight(targetIndex);
-    targetTerm = mul(g, mul(cstF(1.0 - eps), wt));
+    targetTerm = mul(g, mul(smoothing ? keepShare : cstF(1.0), wt));
     gradScale = targetTerm;
-    if (eps != 0.0f) {
-      Value share = div(cstF(eps), numClassesF);
+    if (smoothing) {
       Value mass = rowMass ? rowMass : numClassesF;
-      gradScale = add(gradScale, mul(g, mul(share, mass)));
-      gradMass = mul(g, share);
+      gradScale = add(gradScale, mul(g, mul(smoothShare, mass)));
+      gradMass = mul(g, smoothShare);
     }
   }
-  if (zScale != 0.0f)
-    gradScale = add(gradScale, mul(gz, mul(cstF(2.0 * zScale), lse)));
+  if (zScale)
+    gradScale = add(gradScale, mul(gz, mul(mul(cstF(2.0), zScale), lse)));
   // p_c = exp(x_c - m) / Σ: the 1 / Σ goes into the row's coefficient (no
   // extra work per element).
   gradScale = div(gradScale, rowSumExp);
@@ -204,7 +201,7 @@ void KernelEmitter::emitGradientPass() {
     Value grad = sub(mul(gradScale, e), targetTerm);
     if (gradMass)
       grad = sub(grad, mul(gradMass, loadWeight(targetIndex)));
-    if (config.softcap)
+    if (softcap)
       grad = mul(grad, emitSoftcapSlope(xt));
     memref::StoreOp::create(b, fromF32(grad, outType), dlogits,
                             rowIndex(targetIndex));

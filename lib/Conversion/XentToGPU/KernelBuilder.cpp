@@ -32,7 +32,7 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
   RowKernelArgs<Value> args = bindKernelArgs(
       getRowKernelArgTypes(b.getContext(), spec), func.getArguments());
   bindSharedArgs(func, args.target, args.weight, args.stats, args.loss,
-                 args.zLoss, args.accuracy);
+                 args.zLoss, args.accuracy, args.ignoreIndex);
   x = args.x;
   gradOutput = args.gradOutput;
   dlogits = args.dlogits;
@@ -53,6 +53,7 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
   }
   numClasses = memref::DimOp::create(b, x, config.axis);
   numClassesF = indexToF32(numClasses);
+  bindScalars(args);
   numRows = emitRowCount(x, config.axis);
   // The host launches max(rows, 1) blocks (a grid cannot be empty).
   Value inRange =
@@ -70,8 +71,8 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
     auto cstI64 = [&](int64_t v) -> Value {
       return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
     };
-    kept = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, t,
-                                 cstI64(config.ignoreIndex));
+    kept =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ne, t, ignoreIndex);
     Value cI64 = arith::IndexCastUIOp::create(b, i64, numClasses);
     valid = arith::AndIOp::create(
         b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, t, cstI64(0)),
@@ -140,20 +141,16 @@ void KernelEmitter::emitRowBody() {
       Value xt = loadLogit(targetIndex);
       Value wt = loadWeight(targetIndex);
       Value nll = add(sub(rowMax, xt), logSumExp);
-      rowLoss = mul(mul(cstF(1.0 - config.labelSmoothing), wt), nll);
-      if (config.labelSmoothing != 0.0f) {
+      rowLoss = mul(mul(smoothing ? keepShare : cstF(1.0), wt), nll);
+      if (smoothing) {
         // Σ_c w_c (lse - x_c) = Σ w (m - x) + Σw · log Σ
         Value smooth = add(rowGap, mul(rowMass, logSumExp));
-        rowLoss =
-            add(rowLoss,
-                mul(div(cstF(config.labelSmoothing), numClassesF), smooth));
+        rowLoss = add(rowLoss, mul(smoothShare, smooth));
       }
       rowLoss = select(valid, rowLoss,
                        cstF(std::numeric_limits<double>::quiet_NaN()));
     }
-    Value rowZ = config.zLossScale != 0.0f
-                     ? mul(cstF(config.zLossScale), mul(lse, lse))
-                     : zero;
+    Value rowZ = zScale ? mul(zScale, mul(lse, lse)) : zero;
 
     Value writes = isThread0;
     if (kept && spec.reduced())
@@ -246,7 +243,8 @@ void KernelEmitter::emitRowOutputs(Value isWriter) {
 void KernelEmitter::bindSharedArgs(gpu::GPUFuncOp func, Value targetArg,
                                    Value weightArg, Value statsArg,
                                    Value lossArg, Value zLossArg,
-                                   Value accuracyArg) {
+                                   Value accuracyArg, Value ignoreIndexArg) {
+  ignoreIndex = ignoreIndexArg;
   target = targetArg;
   weight = weightArg;
   stats = statsArg;
@@ -254,6 +252,20 @@ void KernelEmitter::bindSharedArgs(gpu::GPUFuncOp func, Value targetArg,
   zLoss = zLossArg;
   accuracyBuffer = accuracyArg;
   reduceScratch = func.getWorkgroupAttributions()[0];
+}
+
+void KernelEmitter::bindScalars(const RowKernelArgs<Value> &args) {
+  smoothing = args.labelSmoothing;
+  zScale = args.zLossScale;
+  softcap = args.softcap;
+  // Once per thread; the divisions round to nearest, as the constants the
+  // host folded before these were arguments.
+  if (softcap)
+    invSoftcap = div(cstF(1.0), softcap);
+  if (smoothing) {
+    keepShare = sub(cstF(1.0), smoothing);
+    smoothShare = div(smoothing, numClassesF);
+  }
 }
 
 std::pair<Value, Value> KernelEmitter::emitMeanDivisors() {
@@ -272,7 +284,7 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
   PrologueKernelArgs<Value> args = bindKernelArgs(
       getPrologueKernelArgTypes(b.getContext(), spec), func.getArguments());
   bindSharedArgs(func, args.target, args.weight, args.stats, args.loss,
-                 args.zLoss, args.accuracy);
+                 args.zLoss, args.accuracy, args.ignoreIndex);
   maxSumPair = false;
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
@@ -293,10 +305,8 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
           Type i64 = b.getI64Type();
           if (t.getType() != i64)
             t = arith::ExtSIOp::create(b, i64, t);
-          Value isKept = arith::CmpIOp::create(
-              b, arith::CmpIPredicate::ne, t,
-              arith::ConstantOp::create(
-                  b, b.getI64IntegerAttr(config.ignoreIndex)));
+          Value isKept = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, t,
+                                               ignoreIndex);
           Value w = cstF(1.0);
           if (weight) {
             // Out-of-range classes read weight[0]; their loss is NaN anyway.
@@ -425,6 +435,16 @@ RowKernelArgs<Type> mlir::xent::getRowKernelArgTypes(MLIRContext *ctx,
     args.accuracy = reducedOrElements(spec.accuracyType);
   if (spec.withGrad)
     args.dlogits = getBufferType(ctx, spec.rank(), spec.logitsType);
+  const CrossEntropyConfig &config = spec.config;
+  Type f32 = Float32Type::get(ctx);
+  if (!config.probabilityTargets)
+    args.ignoreIndex = IntegerType::get(ctx, 64);
+  if (config.hasLabelSmoothing())
+    args.labelSmoothing = f32;
+  if (config.hasZLoss())
+    args.zLossScale = f32;
+  if (config.hasSoftcap())
+    args.softcap = f32;
   return args;
 }
 
@@ -444,6 +464,8 @@ mlir::xent::getPrologueKernelArgTypes(MLIRContext *ctx,
     args.zLoss = getBufferType(ctx, 0, f32);
   if (spec.accuracyType && spec.reduced())
     args.accuracy = getBufferType(ctx, 0, f32);
+  if (spec.needsStats())
+    args.ignoreIndex = IntegerType::get(ctx, 64);
   return args;
 }
 

@@ -10,7 +10,8 @@
 // (RowKernelArgs, PrologueKernelArgs) and the builders of the gpu.func
 // kernels (KernelBuilder.cpp). The kernels take the op's buffers in their own
 // rank with any strides, one block per row (a row is one index of every dim
-// but the class axis).
+// but the class axis), and the loss's scalars (ignore_index, ε, z, softcap)
+// as arguments.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,7 +63,7 @@ struct KernelSpec {
   /// (smoothing with weights) or Σ w q' (probabilities).
   bool needsClassSums() const {
     return config.probabilityTargets ||
-           (config.labelSmoothing != 0.0f && (lossType || weightType));
+           (config.hasLabelSmoothing() && (lossType || weightType));
   }
   /// Components of the block reduction: max, Σexp, the class sums, the
   /// argmax.
@@ -138,7 +139,11 @@ SmallVector<T> listPresent(std::array<const T *, N> members) {
 /// absent ones are null. members() is the one place that fixes their order.
 /// Every buffer but `stats` has the type of getBufferType (dynamic sizes, any
 /// strides and offset), the logits' rank R or R - 1 for per-row values
-/// (class indices, per-row loss / grad_output).
+/// (class indices, per-row loss / grad_output). The loss's scalars come last,
+/// each when the kernel computes its feature (ignore_index for class
+/// indices; label smoothing, z-loss, softcap when the config has them): the
+/// host passes an arith.constant of the op's attribute or the op's run-time
+/// operand, so one kernel serves every value.
 template <typename T> struct RowKernelArgs {
   T x;          // [R]
   T target;     // class indices or [R] probabilities
@@ -151,20 +156,29 @@ template <typename T> struct RowKernelArgs {
   T argmax;     // return_argmax
   T accuracy;   // [] (an f32 accumulator) or, return_accuracy
   T dlogits;    // [R], for the gradient
+  T ignoreIndex;    // i64, class-index targets
+  T labelSmoothing; // f32 ε, CrossEntropyConfig::hasLabelSmoothing
+  T zLossScale;     // f32 z, CrossEntropyConfig::hasZLoss
+  T softcap;        // f32 s, CrossEntropyConfig::hasSoftcap
 
   /// Pointers to every member of `self`, in the kernel's argument order.
   template <typename Self> static auto members(Self &self) {
-    return std::array{&self.x,        &self.target, &self.weight,
-                      &self.stats,    &self.gradOutput, &self.loss,
-                      &self.zLoss,    &self.lse,    &self.argmax,
-                      &self.accuracy, &self.dlogits};
+    return std::array{&self.x,           &self.target,
+                      &self.weight,      &self.stats,
+                      &self.gradOutput,  &self.loss,
+                      &self.zLoss,       &self.lse,
+                      &self.argmax,      &self.accuracy,
+                      &self.dlogits,     &self.ignoreIndex,
+                      &self.labelSmoothing, &self.zLossScale,
+                      &self.softcap};
   }
   /// The present arguments, in order.
   SmallVector<T> list() const { return listPresent(members(*this)); }
 };
 
 /// The arguments of the prologue (mean / sum only), like RowKernelArgs; the
-/// loss accumulators are f32.
+/// loss accumulators are f32; ignore_index (i64) when it counts the kept
+/// rows (KernelSpec::needsStats).
 template <typename T> struct PrologueKernelArgs {
   T target;
   T weight;
@@ -172,11 +186,13 @@ template <typename T> struct PrologueKernelArgs {
   T loss;
   T zLoss;
   T accuracy;
+  T ignoreIndex;
 
   /// Pointers to every member of `self`, in the kernel's argument order.
   template <typename Self> static auto members(Self &self) {
-    return std::array{&self.target, &self.weight, &self.stats,
-                      &self.loss,   &self.zLoss,  &self.accuracy};
+    return std::array{&self.target,   &self.weight, &self.stats,
+                      &self.loss,     &self.zLoss,  &self.accuracy,
+                      &self.ignoreIndex};
   }
   /// The present arguments, in order.
   SmallVector<T> list() const { return listPresent(members(*this)); }

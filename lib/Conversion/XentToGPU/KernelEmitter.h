@@ -266,7 +266,10 @@ private:
   /// scratch of `func`.
   void bindSharedArgs(gpu::GPUFuncOp func, Value targetArg, Value weightArg,
                       Value statsArg, Value lossArg, Value zLossArg,
-                      Value accuracyArg);
+                      Value accuracyArg, Value ignoreIndexArg);
+  /// The row kernel's loss scalars (its arguments), and what each thread
+  /// derives from them once: 1 / s, 1 - ε and ε / C (after numClassesF).
+  void bindScalars(const RowKernelArgs<Value> &args);
   /// dlogits of class `c` whose capped logit is `xc` (f32).
   Value emitGradientElement(Value c, Value xc);
 
@@ -293,6 +296,11 @@ private:
 
   // Kernel arguments and shared values.
   Value x, target, weight, stats, gradOutput, loss, zLoss, dlogits;
+  // The loss's scalars, kernel arguments read once per thread (null where
+  // the kernel does not compute the feature): ignore_index (i64), ε, z and
+  // the softcap s (f32); and per thread 1 / s, 1 - ε, ε / C.
+  Value ignoreIndex, smoothing, zScale, softcap;
+  Value invSoftcap, keepShare, smoothShare;
   Value lseBuffer, argmaxBuffer, accuracyBuffer;
   /// The block reduction's workgroup memref<kMaxComponents x kMaxWarps x f32>.
   Value reduceScratch;

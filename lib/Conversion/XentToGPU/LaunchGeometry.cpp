@@ -47,8 +47,8 @@ bool mlir::xent::hasResidentPath(const KernelSpec &spec,
   // path (ptxas spills, even at 128 registers per thread); those keep the
   // two-pass kernel.
   const CrossEntropyConfig &config = spec.config;
-  bool light = !config.probabilityTargets && config.labelSmoothing == 0.0f &&
-               !config.softcap;
+  bool light = !config.probabilityTargets && !config.hasLabelSmoothing() &&
+               !config.hasSoftcap();
   return light && spec.withGrad && spec.contiguousRows &&
          geometry.residentRows && geometry.vectorBytes == 16 &&
          geometry.vectorWidth(spec.logitsType) > 1;

@@ -192,9 +192,9 @@ void KernelEmitter::emitRowStatistics() {
     rowArgmax = totals[argmaxSlot];
   // The loss adds log Σ to differences from m (emitRowBody); lse = m + log Σ
   // itself only enters the z-loss and the lse output.
-  if (!spec.lossType && config.zLossScale == 0.0f && !spec.lseType)
+  if (!spec.lossType && !config.hasZLoss() && !spec.lseType)
     return;
   logSumExp = emitAccurateLog(rowSumExp);
-  if (config.zLossScale != 0.0f || spec.lseType)
+  if (config.hasZLoss() || spec.lseType)
     lse = add(rowMax, logSumExp);
 }

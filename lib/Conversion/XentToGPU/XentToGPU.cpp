@@ -11,7 +11,9 @@
 // buffer with a fully dynamic strided layout, so that a view (a slice of a
 // padded vocabulary, shifted labels) is handed over as it is instead of
 // copied on the host; the kernels read every buffer through its strides, in
-// its own rank.
+// its own rank. The loss's scalars reach the kernels as arguments: the op's
+// run-time operands (scalar inputs of the launch) or constants of its
+// attributes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -233,6 +235,10 @@ private:
 
   // The body's buffers (createLaunch), as the kernels take them.
   Value x, target, weight, gradOutput;
+  /// The loss's scalars as the kernels take them (createLaunch): the body's
+  /// scalar argument for a run-time value, an arith.constant of the
+  /// attribute otherwise; null for a feature the kernels do not compute.
+  Value ignoreIndex, labelSmoothing, zLossScale, softcap;
   Value loss, zLoss, lse, argmax, accuracy, dlogits;
   Value numRows;
   /// f32 accumulators of reduced losses (and accuracy): the results' buffers
@@ -270,6 +276,9 @@ LaunchOp HostEmitter::createLaunch() {
     inputs.push_back(op.getWeight());
   if (op.getGradOutput())
     inputs.push_back(op.getGradOutput());
+  // Run-time scalars after the tensors, passed to the body as they are.
+  const CrossEntropyConfig &config = spec.config;
+  llvm::append_range(inputs, config.scalars.getValues());
 
   // Results materialized into a caller's buffer are written there; the
   // gradient may take the logits' buffer, which bufferization grants when
@@ -319,10 +328,11 @@ LaunchOp HostEmitter::createLaunch() {
   auto launch = LaunchOp::create(rewriter, loc, op->getResultTypes(), inputs,
                                  inits, dims, tied);
   SmallVector<Type> argTypes;
-  for (Value tensor : llvm::concat<Value>(inputs, op->getResults())) {
-    auto type = cast<RankedTensorType>(tensor.getType());
-    argTypes.push_back(
-        getBufferType(ctx, type.getRank(), type.getElementType()));
+  for (Value value : llvm::concat<Value>(inputs, op->getResults())) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    argTypes.push_back(type ? getBufferType(ctx, type.getRank(),
+                                            type.getElementType())
+                            : value.getType());
   }
   Block *body = rewriter.createBlock(
       &launch.getBody(), {}, argTypes,
@@ -336,6 +346,9 @@ LaunchOp HostEmitter::createLaunch() {
     weight = args[next++];
   if (op.getGradOutput())
     gradOutput = args[next++];
+  LossScalars scalars = config.scalars.remap(
+      args.slice(next, config.scalars.getValues().size()));
+  next += config.scalars.getValues().size();
   for (Value result : op->getResults()) {
     Value arg = args[next++];
     if (result == op.getLoss())
@@ -354,6 +367,25 @@ LaunchOp HostEmitter::createLaunch() {
 
   // One block per row: the product of every dim but the class axis.
   rewriter.setInsertionPointToStart(body);
+  // What the kernels take for each feature they compute (getRowKernelArgTypes
+  // decides which): the run-time value, or the attribute's as a constant.
+  auto scalar = [&](Value runtime, bool present, Attribute attr) -> Value {
+    if (!present)
+      return Value();
+    if (runtime)
+      return runtime;
+    return arith::ConstantOp::create(rewriter, loc, cast<TypedAttr>(attr));
+  };
+  ignoreIndex =
+      scalar(scalars.ignoreIndex, !config.probabilityTargets,
+             rewriter.getI64IntegerAttr(config.ignoreIndex));
+  labelSmoothing =
+      scalar(scalars.labelSmoothing, config.hasLabelSmoothing(),
+             rewriter.getF32FloatAttr(config.labelSmoothing));
+  zLossScale = scalar(scalars.zLossScale, config.hasZLoss(),
+                      rewriter.getF32FloatAttr(config.zLossScale));
+  softcap = scalar(scalars.softcap, config.hasSoftcap(),
+                   rewriter.getF32FloatAttr(config.softcap.value_or(0.0f)));
   numRows = arith::ConstantIndexOp::create(rewriter, loc, 1);
   for (int64_t d : elementDims)
     numRows = arith::MulIOp::create(rewriter, loc, numRows,
@@ -382,6 +414,8 @@ void HostEmitter::launchPrologue() {
         return buildPrologueKernel(b, loc, name, spec, geometry);
       });
   auto args = getSharedArgs<PrologueKernelArgs<Value>>();
+  if (spec.needsStats())
+    args.ignoreIndex = ignoreIndex;
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
   launch(prologue, one, args.list(), geometry.threads);
 }
@@ -400,6 +434,10 @@ void HostEmitter::launchRowKernel() {
   args.lse = lse;
   args.argmax = argmax;
   args.dlogits = dlogits;
+  args.ignoreIndex = ignoreIndex;
+  args.labelSmoothing = labelSmoothing;
+  args.zLossScale = zLossScale;
+  args.softcap = softcap;
   if (!hasResidentPath(spec, geometry)) {
     launch(rowKernel, numRows, args.list(), geometry.threads);
     return;
@@ -521,10 +559,6 @@ std::optional<std::string> mlir::xent::getKernelUnsupportedReason(
   if (!family)
     return ("there is no kernel for '" + op->getName().getStringRef() + "'")
         .str();
-  if (!family.getLossScalars().getValues().empty())
-    return std::string("the kernels do not take run-time scalars "
-                       "(ignore_index, label_smoothing, z_loss_scale, softcap "
-                       "operands) yet");
   if (Operation *device = getDeviceCodeParent(op))
     return ("it is in device code (inside '" +
             device->getName().getStringRef() +

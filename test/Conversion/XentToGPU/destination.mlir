@@ -7,7 +7,7 @@
 // CHECK-SAME: %[[SD:[^:]*]]: memref<4x100xf32, strided<[128, 1], offset: ?>>)
 // CHECK-NOT: gpu.alloc (
 // CHECK:     %[[SDV:.*]] = memref.cast %[[SD]] : memref<4x100xf32, strided<[128, 1], offset: ?>> to memref<?x?xf32, strided<[?, ?], offset: ?>>
-// CHECK:     gpu.launch_func @xent_kernels::@{{xent_grad_[0-9]+}} {{.*}} args({{.*}}, %[[SDV]] : memref<?x?xf32, strided<[?, ?], offset: ?>>)
+// CHECK:     gpu.launch_func @xent_kernels::@{{xent_grad_[0-9]+}} {{.*}} args({{.*}}, %[[SDV]] : memref<?x?xf32, strided<[?, ?], offset: ?>>, %{{.*}} : i64)
 // CHECK-NOT: materialize_in_destination
 func.func @into_strided_destination(%x: tensor<4x100xf32>, %t: tensor<4xi64>, %g: tensor<f32>,
                                     %dx: memref<4x100xf32, strided<[128, 1], offset: ?>>) {
@@ -27,9 +27,9 @@ func.func @into_strided_destination(%x: tensor<4x100xf32>, %t: tensor<4xi64>, %g
 // CHECK-SAME: (%[[X:.*]]: memref<8x1000xf16>, %[[T:.*]]: memref<8xi32>, %[[G:.*]]: memref<8xf32>, %[[L:.*]]: memref<8xf32>, %[[D:.*]]: memref<8x1000xf16>)
 // CHECK-NOT: gpu.alloc
 // CHECK:     %[[LV:.*]] = memref.cast %[[L]] : memref<8xf32> to memref<?xf32, strided<[?], offset: ?>>
-// CHECK:     gpu.launch_func @xent_kernels::@[[LOSS:xent_loss_[0-9]+]] {{.*}} args({{.*}}, %[[LV]] : memref<?xf32, strided<[?], offset: ?>>)
+// CHECK:     gpu.launch_func @xent_kernels::@[[LOSS:xent_loss_[0-9]+]] {{.*}} args({{.*}}, %[[LV]] : memref<?xf32, strided<[?], offset: ?>>, %{{.*}} : i64, %{{.*}} : f32)
 // CHECK:     %[[DV:.*]] = memref.cast %[[D]] : memref<8x1000xf16> to memref<?x?xf16, strided<[?, ?], offset: ?>>
-// CHECK:     gpu.launch_func @xent_kernels::@[[GRAD:xent_grad_[0-9]+]] {{.*}} args({{.*}}, %[[DV]] : memref<?x?xf16, strided<[?, ?], offset: ?>>)
+// CHECK:     gpu.launch_func @xent_kernels::@[[GRAD:xent_grad_[0-9]+]] {{.*}} args({{.*}}, %[[DV]] : memref<?x?xf16, strided<[?, ?], offset: ?>>, %{{.*}} : i64, %{{.*}} : f32)
 // CHECK-NOT: gpu.alloc
 // CHECK-NOT: materialize_in_destination
 // CHECK:     return

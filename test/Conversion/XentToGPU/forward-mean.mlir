@@ -11,15 +11,16 @@
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?xbf16>, %[[T:.*]]: tensor<?xi64>)
 // CHECK-DAG:   %[[C1:.*]] = arith.constant 1 : index
 // CHECK-DAG:   %[[C256:.*]] = arith.constant 256 : index
+// CHECK-DAG:   %[[II:.*]] = arith.constant -100 : i64
 // CHECK-DAG:   %[[XB:.*]] = bufferization.to_buffer %[[X]] : tensor<?x?xbf16> to memref<?x?xbf16, strided<[?, ?], offset: ?>>
 // CHECK-DAG:   %[[TB:.*]] = bufferization.to_buffer %[[T]] : tensor<?xi64> to memref<?xi64, strided<[?], offset: ?>>
 // CHECK:       %[[LOSS:.*]] = gpu.alloc () : memref<f32>
 // CHECK:       %[[LOSSV:.*]] = memref.cast %[[LOSS]] : memref<f32> to memref<f32, strided<[], offset: ?>>
 // CHECK:       %[[N:.*]] = tensor.dim %[[X]], %{{.*}}
 // CHECK:       %[[STATS:.*]] = gpu.alloc () : memref<2xf32>
-// CHECK:       gpu.launch_func @xent_kernels::@[[PROLOGUE:xent_prologue_[0-9]+]] blocks in (%[[C1]], %[[C1]], %[[C1]]) threads in (%[[C256]], %[[C1]], %[[C1]]) args(%[[TB]] : memref<?xi64, strided<[?], offset: ?>>, %[[STATS]] : memref<2xf32>, %[[LOSSV]] : memref<f32, strided<[], offset: ?>>)
+// CHECK:       gpu.launch_func @xent_kernels::@[[PROLOGUE:xent_prologue_[0-9]+]] blocks in (%[[C1]], %[[C1]], %[[C1]]) threads in (%[[C256]], %[[C1]], %[[C1]]) args(%[[TB]] : memref<?xi64, strided<[?], offset: ?>>, %[[STATS]] : memref<2xf32>, %[[LOSSV]] : memref<f32, strided<[], offset: ?>>, %[[II]] : i64)
 // CHECK:       %[[GRID:.*]] = arith.maxui %[[N]], %[[C1]] : index
-// CHECK:       gpu.launch_func @xent_kernels::@[[ROW:xent_loss_[0-9]+]] blocks in (%[[GRID]], %[[C1]], %[[C1]]) threads in (%[[C256]], %[[C1]], %[[C1]]) args(%[[XB]] : memref<?x?xbf16, strided<[?, ?], offset: ?>>, %[[TB]] : memref<?xi64, strided<[?], offset: ?>>, %[[STATS]] : memref<2xf32>, %[[LOSSV]] : memref<f32, strided<[], offset: ?>>)
+// CHECK:       gpu.launch_func @xent_kernels::@[[ROW:xent_loss_[0-9]+]] blocks in (%[[GRID]], %[[C1]], %[[C1]]) threads in (%[[C256]], %[[C1]], %[[C1]]) args(%[[XB]] : memref<?x?xbf16, strided<[?, ?], offset: ?>>, %[[TB]] : memref<?xi64, strided<[?], offset: ?>>, %[[STATS]] : memref<2xf32>, %[[LOSSV]] : memref<f32, strided<[], offset: ?>>, %[[II]] : i64)
 // CHECK:       gpu.dealloc %[[STATS]]
 // CHECK:       %[[R:.*]] = bufferization.to_tensor %[[LOSS]] : memref<f32> to tensor<f32>
 // CHECK:       return %[[R]]
@@ -39,13 +40,13 @@ func.func @mean(%x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> tensor<f32> {
 // CHECK:   arith.cmpf oeq
 // CHECK:   memref.store %{{.*}}, %{{.*}}[] : memref<f32, strided<[], offset: ?>>
 // CHECK:   gpu.return
-// CHECK: gpu.func @[[ROW]](%[[KX:.*]]: memref<?x?xbf16, strided<[?, ?], offset: ?>>, %[[KT:.*]]: memref<?xi64, strided<[?], offset: ?>>, %[[KS:.*]]: memref<2xf32>, %[[KL:.*]]: memref<f32, strided<[], offset: ?>>) workgroup(%[[SHM:.*]] : memref<4x32xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK: gpu.func @[[ROW]](%[[KX:.*]]: memref<?x?xbf16, strided<[?, ?], offset: ?>>, %[[KT:.*]]: memref<?xi64, strided<[?], offset: ?>>, %[[KS:.*]]: memref<2xf32>, %[[KL:.*]]: memref<f32, strided<[], offset: ?>>, %[[KII:.*]]: i64) workgroup(%[[SHM:.*]] : memref<4x32xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // CHECK:   %[[TID:.*]] = gpu.thread_id x
 // CHECK:   %[[ROWID:.*]] = gpu.block_id x
 // CHECK:   %[[INSIDE:.*]] = arith.cmpi ult, %[[ROWID]], %{{.*}} : index
 // CHECK:   scf.if %[[INSIDE]] {
 // CHECK:   %[[TGT:.*]] = memref.load %[[KT]][%[[ROWID]]]
-// CHECK:   %[[KEPT:.*]] = arith.cmpi ne, %[[TGT]], %{{.*}} : i64
+// CHECK:   %[[KEPT:.*]] = arith.cmpi ne, %[[TGT]], %[[KII]] : i64
 // The class axis is last here: when C is a multiple of 8, the class stride 1
 // and the row 16-byte aligned (checked at run time: a row of a padded
 // vocabulary may not be), each thread reads 8 logits per 16-byte vector

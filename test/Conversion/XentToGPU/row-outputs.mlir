@@ -13,8 +13,8 @@
 // CHECK-LABEL: func.func @lse
 // CHECK:       xent.launch {{.*}} tied [-1, -1] -> (tensor<f32>, tensor<8xf32>)
 // CHECK:       ^bb0(%{{.*}}: memref<?x?xbf16, strided<[?, ?], offset: ?>>, %{{.*}}: memref<?xi64, strided<[?], offset: ?>>, %{{.*}}: memref<f32, strided<[], offset: ?>>, %[[LSE:.*]]: memref<?xf32, strided<[?], offset: ?>>):
-// CHECK:       gpu.launch_func @xent_kernels::@xent_loss_0 {{.*}}, %[[LSE]] : memref<?xf32, strided<[?], offset: ?>>)
-// CHECK:       gpu.func @xent_loss_0({{.*}}, %[[KLSE:.*]]: memref<?xf32, strided<[?], offset: ?>>)
+// CHECK:       gpu.launch_func @xent_kernels::@xent_loss_0 {{.*}}, %[[LSE]] : memref<?xf32, strided<[?], offset: ?>>, %{{.*}} : i64)
+// CHECK:       gpu.func @xent_loss_0({{.*}}, %[[KLSE:.*]]: memref<?xf32, strided<[?], offset: ?>>, %{{.*}}: i64)
 // lse = m + log Σ, stored by thread 0 for every row (not only kept ones).
 // CHECK:       %[[LG2:.*]] = llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"
 // CHECK-NEXT:  %[[LN:.*]] = arith.mulf %[[LG2]], %{{.*}} : f32
@@ -39,15 +39,15 @@ func.func @lse(%x: tensor<8x64xbf16>, %t: tensor<8xi64>) -> (tensor<f32>, tensor
 // REMARK: remark: [Passed] kernel {{.*}}Function=joint_accuracy
 // CHECK-LABEL: func.func @joint_accuracy
 // CHECK:       ^bb0({{.*}}, %[[ACC:.*]]: memref<f32, strided<[], offset: ?>>, %{{.*}}: memref<?x?xf32, strided<[?, ?], offset: ?>>):
-// CHECK:       gpu.launch_func @xent_kernels::@xent_prologue_0 {{.*}}, %[[ACC]] : memref<f32, strided<[], offset: ?>>)
-// CHECK:       gpu.launch_func @xent_kernels::@xent_loss_grad_0 {{.*}}, %[[ACC]] : memref<f32, strided<[], offset: ?>>, %{{.*}} : memref<?x?xf32, strided<[?, ?], offset: ?>>)
-// CHECK:       gpu.func @xent_prologue_0({{.*}}, %[[STATS:.*]]: memref<2xf32>, %{{.*}}: memref<f32, strided<[], offset: ?>>, %[[PACC:.*]]: memref<f32, strided<[], offset: ?>>)
+// CHECK:       gpu.launch_func @xent_kernels::@xent_prologue_0 {{.*}}, %[[ACC]] : memref<f32, strided<[], offset: ?>>, %{{.*}} : i64)
+// CHECK:       gpu.launch_func @xent_kernels::@xent_loss_grad_0 {{.*}}, %[[ACC]] : memref<f32, strided<[], offset: ?>>, %{{.*}} : memref<?x?xf32, strided<[?, ?], offset: ?>>, %{{.*}} : i64)
+// CHECK:       gpu.func @xent_prologue_0({{.*}}, %[[STATS:.*]]: memref<2xf32>, %{{.*}}: memref<f32, strided<[], offset: ?>>, %[[PACC:.*]]: memref<f32, strided<[], offset: ?>>, %{{.*}}: i64)
 // CHECK:         memref.store %{{.*}}, %[[STATS]][%c0] : memref<2xf32>
 // CHECK-NEXT:    memref.store %[[COUNT:.*]], %[[STATS]][%c1] : memref<2xf32>
 // CHECK:         %[[NONE:.*]] = arith.cmpf oeq, %[[COUNT]], %{{.*}} : f32
 // CHECK-NEXT:    %[[INIT:.*]] = arith.select %[[NONE]], %{{.*}}, %{{.*}} : f32
 // CHECK-NEXT:    memref.store %[[INIT]], %[[PACC]][]
-// CHECK:       gpu.func @xent_loss_grad_0({{.*}}, %[[KSTATS:.*]]: memref<2xf32>, %{{.*}}: memref<f32, strided<[], offset: ?>>, %{{.*}}: memref<f32, strided<[], offset: ?>>, %[[KACC:.*]]: memref<f32, strided<[], offset: ?>>, %{{.*}}: memref<?x?xf32, strided<[?, ?], offset: ?>>)
+// CHECK:       gpu.func @xent_loss_grad_0({{.*}}, %[[KSTATS:.*]]: memref<2xf32>, %{{.*}}: memref<f32, strided<[], offset: ?>>, %{{.*}}: memref<f32, strided<[], offset: ?>>, %[[KACC:.*]]: memref<f32, strided<[], offset: ?>>, %{{.*}}: memref<?x?xf32, strided<[?, ?], offset: ?>>, %{{.*}}: i64)
 // CHECK:         %[[T:.*]] = memref.load %{{.*}} : memref<?xi64, strided<[?], offset: ?>>
 // CHECK:         %[[KEPT:.*]] = arith.cmpi ne, %[[T]], %{{.*}} : i64
 // The thread's walk carries the index with max and Σexp.
@@ -78,7 +78,7 @@ func.func @joint_accuracy(%g: tensor<f32>, %x: tensor<8x64xf32>, %t: tensor<8xi6
 
 // REMARK: remark: [Passed] kernel {{.*}}Function=per_element
 // CHECK-LABEL: func.func @per_element
-// CHECK:       gpu.func @xent_loss_0({{.*}}, %[[KL:.*]]: memref<?xf32, strided<[?], offset: ?>>, %[[KZ:.*]]: memref<?xf32, strided<[?], offset: ?>>, %[[KLSE:.*]]: memref<?xf32, strided<[?], offset: ?>>, %[[KAM:.*]]: memref<?xi32, strided<[?], offset: ?>>, %[[KACC:.*]]: memref<?xbf16, strided<[?], offset: ?>>) workgroup(%{{.*}} : memref<5x32xf32, #gpu.address_space<workgroup>>)
+// CHECK:       gpu.func @xent_loss_0({{.*}}, %[[KL:.*]]: memref<?xf32, strided<[?], offset: ?>>, %[[KZ:.*]]: memref<?xf32, strided<[?], offset: ?>>, %[[KLSE:.*]]: memref<?xf32, strided<[?], offset: ?>>, %[[KAM:.*]]: memref<?xi32, strided<[?], offset: ?>>, %[[KACC:.*]]: memref<?xbf16, strided<[?], offset: ?>>, %{{.*}}: i64, %{{.*}}: f32, %{{.*}}: f32) workgroup(%{{.*}} : memref<5x32xf32, #gpu.address_space<workgroup>>)
 // CHECK:         scf.for {{.*}} -> (f32, f32, f32, f32, i32)
 // CHECK:           memref.store %{{.*}}, %[[KLSE]][%{{.*}}] : memref<?xf32, strided<[?], offset: ?>>
 // CHECK:           memref.store %[[AM:.*]], %[[KAM]][%{{.*}}] : memref<?xi32, strided<[?], offset: ?>>

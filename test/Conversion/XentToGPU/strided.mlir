@@ -13,8 +13,8 @@
 // CHECK:       %[[D2:.*]] = tensor.dim %{{.*}}, %c2
 // CHECK:       %[[ROWS:.*]] = arith.muli %[[D0]], %[[D2]] : index
 // CHECK:       %[[GRID:.*]] = arith.maxui %[[ROWS]], %c1
-// CHECK:       gpu.launch_func @xent_kernels::@[[K:xent_loss_[0-9]+]] blocks in (%[[GRID]], %c1, %c1) {{.*}} args(%{{.*}} : memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, %{{.*}} : memref<?x?xi32, strided<[?, ?], offset: ?>>, %{{.*}} : memref<?x?xf32, strided<[?, ?], offset: ?>>)
-// CHECK:       gpu.func @[[K]](%[[X:.*]]: memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, %[[T:.*]]: memref<?x?xi32, strided<[?, ?], offset: ?>>, %[[L:.*]]: memref<?x?xf32, strided<[?, ?], offset: ?>>)
+// CHECK:       gpu.launch_func @xent_kernels::@[[K:xent_loss_[0-9]+]] blocks in (%[[GRID]], %c1, %c1) {{.*}} args(%{{.*}} : memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, %{{.*}} : memref<?x?xi32, strided<[?, ?], offset: ?>>, %{{.*}} : memref<?x?xf32, strided<[?, ?], offset: ?>>, %{{.*}} : i64)
+// CHECK:       gpu.func @[[K]](%[[X:.*]]: memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, %[[T:.*]]: memref<?x?xi32, strided<[?, ?], offset: ?>>, %[[L:.*]]: memref<?x?xf32, strided<[?, ?], offset: ?>>, %{{.*}}: i64)
 // CHECK:         %[[B:.*]] = gpu.block_id x
 // CHECK:         %[[C:.*]] = memref.dim %[[X]], %c1
 // CHECK:         %[[N2:.*]] = memref.dim %[[X]], %c2
@@ -42,7 +42,7 @@ func.func @class_axis_1(%x: tensor<?x?x?xf32>, %t: tensor<?x?xi32>) -> tensor<?x
 // BUF-SAME: (%[[X:.*]]: memref<?x?xbf16, strided<[?, ?], offset: ?>>, %[[T:.*]]: memref<?xi64, strided<[?], offset: ?>>, %[[DX:.*]]: memref<?x?xbf16, strided<[?, ?], offset: ?>>
 // BUF-NOT:  memref.alloc
 // BUF-NOT:  memref.copy
-// BUF:      gpu.launch_func @xent_kernels::@xent_loss_grad_{{[0-9]+}} {{.*}} args(%[[X]] : memref<?x?xbf16, strided<[?, ?], offset: ?>>, %[[T]] : memref<?xi64, strided<[?], offset: ?>>, {{.*}}, %[[DX]] : memref<?x?xbf16, strided<[?, ?], offset: ?>>)
+// BUF:      gpu.launch_func @xent_kernels::@xent_loss_grad_{{[0-9]+}} {{.*}} args(%[[X]] : memref<?x?xbf16, strided<[?, ?], offset: ?>>, %[[T]] : memref<?xi64, strided<[?], offset: ?>>, {{.*}}, %[[DX]] : memref<?x?xbf16, strided<[?, ?], offset: ?>>, %{{.*}} : i64)
 // BUF-NOT:  memref.copy
 // BUF:      return
 func.func @views(%x: memref<?x?xbf16, strided<[?, ?], offset: ?>>, %t: memref<?xi64, strided<[?], offset: ?>>,

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // The op's structure: which result is written into which operand, the
-// dynamic sizes of each result and the buffers its body takes. How it
+// dynamic sizes of each result and the buffers (and scalars) its body takes. How it
 // bufferizes is in Transforms/BufferizableOpInterfaceImpl.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -69,6 +69,10 @@ LogicalResult LaunchOp::verify() {
     if (taken.test(index))
       return emitOpError("operand #") << index << " is tied to two results";
     taken.set(index);
+    if (!isa<RankedTensorType>(getOperand(index).getType()))
+      return emitOpError("result #")
+             << i << " is tied to operand #" << index
+             << ", a scalar (only a tensor has a buffer)";
     if (getOperand(index).getType() != getResult(i).getType())
       return emitOpError("result #")
              << i << " has type " << getResult(i).getType()
@@ -95,10 +99,20 @@ LogicalResult LaunchOp::verify() {
            << " (one buffer per input and per result)";
   SmallVector<Type> tensors(getInputs().getTypes());
   llvm::append_range(tensors, getResultTypes());
-  for (auto [k, arg, type] : llvm::enumerate(body.getArguments(), tensors))
-    if (!isBufferOf(arg.getType(), cast<RankedTensorType>(type)))
+  for (auto [k, arg, type] : llvm::enumerate(body.getArguments(), tensors)) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor) {
+      // A scalar input reaches the body as it is.
+      if (arg.getType() != type)
+        return emitOpError("body argument #")
+               << k << " has type " << arg.getType() << ", not " << type
+               << " (a scalar input is passed as it is)";
+      continue;
+    }
+    if (!isBufferOf(arg.getType(), tensor))
       return emitOpError("body argument #")
              << k << " has type " << arg.getType()
              << ", not a memref with the element type and shape of " << type;
+  }
   return success();
 }

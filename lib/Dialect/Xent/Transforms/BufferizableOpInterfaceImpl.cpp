@@ -7,7 +7,8 @@
 // One-shot bufferization decides where each result of `xent.launch` is
 // written: into a destination it is tied to, into an input's buffer when the
 // analysis finds that in place, or into device memory the op allocates. The
-// body, buffer code on block arguments, is then inlined on those buffers.
+// body, buffer code on block arguments, is then inlined on those buffers
+// (and on the scalar inputs, which are not buffers).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,8 +28,12 @@ using namespace mlir::xent;
 
 namespace {
 
+/// Whether `operand` is one of the inputs' tensors. (A scalar input is no
+/// buffer: the analysis never asks about it, and it reaches the body as it
+/// is.)
 bool isInput(LaunchOp op, OpOperand &operand) {
-  return op.getInputs().getBeginOperandIndex() <= operand.getOperandNumber() &&
+  return isa<TensorType>(operand.get().getType()) &&
+         op.getInputs().getBeginOperandIndex() <= operand.getOperandNumber() &&
          operand.getOperandNumber() <
              op.getInputs().getBeginOperandIndex() + op.getInputs().size();
 }
@@ -153,6 +158,10 @@ struct LaunchOpInterface
       return buffer;
     };
     for (Value input : launch.getInputs()) {
+      if (!isa<TensorType>(input.getType())) {
+        args.push_back(input);
+        continue;
+      }
       FailureOr<Value> buffer = getOperandBuffer(input);
       if (failed(buffer) || failed(addArg(*buffer)))
         return failure();

@@ -341,7 +341,11 @@ def Xent_LaunchOp : Xent_Op<"launch", [
     arguments are the buffers of the `inputs`, then those of the results, as
     memrefs of the same element types and ranks (with any layout; the buffers
     are cast to them). The body reads the inputs' buffers and writes the
-    results' buffers.
+    results' buffers. An input may also be a scalar (integer, index or
+    float: a value the kernels take as an argument, such as a run-time
+    `label_smoothing`); its block argument is the scalar itself, of the same
+    type. A scalar is no buffer: it is not read from or written to memory,
+    aliases nothing and no result can be tied to it.
 
     Where each result's buffer comes from is decided by one-shot
     bufferization, through the op's `BufferizableOpInterface`:
@@ -367,9 +371,17 @@ def Xent_LaunchOp : Xent_Op<"launch", [
          %lb: memref<f32, strided<[], offset: ?>>, %db: ...):
       gpu.launch_func @xent_kernels::@xent_loss_grad_0 ...
     }
+    // A run-time scalar beside the tensors: passed to the body as it is.
+    %l = xent.launch ins(%x, %t, %eps : tensor<?x?xbf16>, tensor<?xi64>, f32)
+        tied [-1] -> (tensor<f32>) {
+    ^bb0(%xb: ..., %tb: ..., %e: f32, %lb: memref<f32, strided<[], offset: ?>>):
+      gpu.launch_func @xent_kernels::@xent_loss_0 ... args(..., %e : f32)
+    }
     ```
   }];
-  let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
+  let arguments = (ins Variadic<AnyTypeOf<[AnyRankedTensor,
+                                            AnySignlessIntegerOrIndex,
+                                            AnyFloat]>>:$inputs,
                        Variadic<AnyRankedTensor>:$inits,
                        Variadic<Index>:$result_dims,
                        DenseI64ArrayAttr:$tied_operands);
