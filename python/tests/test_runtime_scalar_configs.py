@@ -61,9 +61,22 @@ def test_entry_takes_the_values(change):
     for key, kw, arg, _ in kernels._SCALARS:
         assert (f" {kw} {arg}" in text) == bool(c[key])
         assert f"{key} =" not in text  # no attribute bakes a value in
-    # Valid MLIR, and the scalars reach the op through the lowering.
-    lowered = _run(["--convert-xent-to-gpu"], text)
+    # Valid MLIR; the kernels take the op (mode=kernel refuses anything
+    # else) and the entry's scalars reach their launch as arguments.
+    lowered = _run(["--convert-xent-to-gpu=mode=kernel"], text)
     assert "xent.cross_entropy" not in lowered and present
+    launch = next(line for line in lowered.splitlines() if "xent.launch ins(" in line)
+    assert launch.split(" : ")[1].split(")")[0].endswith(", ".join(ty for _, ty in present))
+
+
+def test_checked_in_pipeline_input():
+    """test/Conversion/XentToGPU/Inputs/runtime-scalars-entry.mlir (the lit
+    test of the whole GPU pipeline) is kernel_module's output."""
+    c = kernels.kernel_config(**{**BASE, "z_loss_scale": 1e-4}, runtime_scalars=True)
+    path = os.path.join(ROOT, "..", "test", "Conversion", "XentToGPU", "Inputs",
+                        "runtime-scalars-entry.mlir")
+    with open(path) as f:
+        assert f.read() == kernels.kernel_module(c)
 
 
 def _config_for(dtype, target, rank, weighted, reduction, ignore_index, label_smoothing,

@@ -77,3 +77,33 @@ func.func @arg_type(%x: tensor<4xf32>) {
   }
   return
 }
+
+// -----
+
+func.func @tied_scalar(%x: tensor<4xf32>, %e: f32) {
+  // expected-error @+1 {{result #0 is tied to operand #1, a scalar (only a tensor has a buffer)}}
+  %r = xent.launch ins(%x, %e : tensor<4xf32>, f32) tied [1] -> (tensor<4xf32>) {
+  ^bb0(%a: memref<4xf32>, %s: f32, %b: memref<4xf32>):
+  }
+  return
+}
+
+// -----
+
+func.func @scalar_arg(%x: tensor<4xf32>, %i: i64) {
+  // expected-error @+1 {{body argument #1 has type 'i32', not 'i64' (a scalar input is passed as it is)}}
+  %r = xent.launch ins(%x, %i : tensor<4xf32>, i64) tied [-1] -> (tensor<4xf32>) {
+  ^bb0(%a: memref<4xf32>, %s: i32, %b: memref<4xf32>):
+  }
+  return
+}
+
+// -----
+
+func.func @vector_input(%x: tensor<4xf32>, %v: vector<4xf32>) {
+  // expected-error @+1 {{operand #1 must be variadic of ranked tensor of any type values or signless integer or index or floating-point}}
+  %r = xent.launch ins(%x, %v : tensor<4xf32>, vector<4xf32>) tied [-1] -> (tensor<4xf32>) {
+  ^bb0(%a: memref<4xf32>, %s: vector<4xf32>, %b: memref<4xf32>):
+  }
+  return
+}

@@ -121,3 +121,32 @@ func.func @destination(%x: tensor<8xf32>, %dest: memref<8xf32>) -> tensor<f32> {
   }
   return %s : tensor<f32>
 }
+
+// -----
+
+#strided2 = strided<[?, ?], offset: ?>
+
+// A scalar input (a run-time value for the kernels) is no buffer: it
+// reaches the body as it is, and the result tied to the tensor input still
+// takes that input's buffer.
+// ROUNDTRIP-LABEL: func.func @scalar_input
+// ROUNDTRIP:       xent.launch ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x?xf32>, f32, i64) dims(%{{.*}}, %{{.*}}) tied [0] -> (tensor<?x?xf32>) {
+// ROUNDTRIP-NEXT:  ^bb0(%{{.*}}: memref<?x?xf32, strided<[?, ?], offset: ?>>, %{{.*}}: f32, %{{.*}}: i64, %{{.*}}: memref<?x?xf32, strided<[?, ?], offset: ?>>):
+
+// CHECK-LABEL: func.func @scalar_input
+// CHECK-SAME:  (%[[X:.*]]: memref<?x?xf32>, %[[E:.*]]: f32, %[[I:.*]]: i64)
+// CHECK-NOT:   gpu.alloc
+// CHECK:       %[[V:.*]] = memref.cast %[[X]]
+// CHECK:       "test.write"(%[[V]], %[[E]], %[[I]], %[[V]])
+// CHECK:       return %[[X]]
+func.func @scalar_input(%x: tensor<?x?xf32>, %e: f32, %i: i64) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %c = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %r = xent.launch ins(%x, %e, %i : tensor<?x?xf32>, f32, i64) dims(%n, %c) tied [0] -> (tensor<?x?xf32>) {
+  ^bb0(%in: memref<?x?xf32, #strided2>, %s: f32, %k: i64, %out: memref<?x?xf32, #strided2>):
+    "test.write"(%in, %s, %k, %out) : (memref<?x?xf32, #strided2>, f32, i64, memref<?x?xf32, #strided2>) -> ()
+  }
+  return %r : tensor<?x?xf32>
+}
