@@ -73,7 +73,7 @@ def test_checked_in_pipeline_input():
     """test/Conversion/XentToGPU/Inputs/runtime-scalars-entry.mlir (the lit
     test of the whole GPU pipeline) is kernel_module's output."""
     c = kernels.kernel_config(**{**BASE, "z_loss_scale": 1e-4}, runtime_scalars=True)
-    path = os.path.join(ROOT, "..", "test", "Conversion", "XentToGPU", "Inputs",
+    path = os.path.join(ROOT, "test", "Conversion", "XentToGPU", "Inputs",
                         "runtime-scalars-entry.mlir")
     with open(path) as f:
         assert f.read() == kernels.kernel_module(c)
