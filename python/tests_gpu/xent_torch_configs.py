@@ -128,5 +128,30 @@ def swapped():
     return out
 
 
+# (dtype, reduction, with_grad, (return_lse, return_argmax, return_accuracy))
+ROW_CASES = [("bf16", "mean", True, (True, True, True)),
+             ("f32", "none", True, (True, True, True)),
+             ("bf16", "sum", False, (True, False, False)),
+             ("bf16", "mean", True, (False, True, False)),
+             ("f32", "mean", False, (False, False, True))]
+
+
+def rows():
+    """What test_dropin_rows.py calls: the per-row outputs through
+    xent.torch (ROW_CASES), with the threads xent.torch picks for its row
+    lengths (1000 and 300000 classes)."""
+    from xent.runtime.kernels import has_resident_path
+    out = []
+    for dtype, reduction, with_grad, (lse, am, acc) in ROW_CASES:
+        attrs = dict(dtype=dtype, target="i64", rank=2, weighted=False, reduction=reduction,
+                     ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0, softcap=None,
+                     with_grad=with_grad)
+        extra = dict(return_lse=lse, return_argmax=am, return_accuracy=acc)
+        out.append(kernel_config(**attrs, **extra))
+        if has_resident_path(**attrs):
+            out.append(kernel_config(**attrs, **extra, threads=256))
+    return out
+
+
 CONFIGS = (matrix() + specials() + two_pass() + small_rows() + bench_attributes() + native()
-           + swapped())
+           + swapped() + rows())

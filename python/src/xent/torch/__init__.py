@@ -23,7 +23,7 @@ such a machine), running needs only the cache and the CUDA driver.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import torch
 
@@ -35,19 +35,41 @@ from .fx_swap import backend, last_report, patch
 # tracing, functional or subclass tensors) goes through torch.ops.xent.
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
-__all__ = ["backend", "cross_entropy", "CrossEntropyLoss", "last_report", "patch", "kernel_config", "kernel_module", "precompile"]
+__all__ = ["backend", "cross_entropy", "CrossEntropyLoss", "CrossEntropyOutput", "last_report",
+           "patch", "kernel_config", "kernel_module", "precompile"]
+
+
+class CrossEntropyOutput(NamedTuple):
+    """What :func:`cross_entropy` returns when a per-row output is asked for
+    (None for each one that is not)."""
+    loss: torch.Tensor
+    z_loss: Optional[torch.Tensor]
+    lse: Optional[torch.Tensor]
+    predicted_tokens: Optional[torch.Tensor]
+    token_accuracy: Optional[torch.Tensor]
 
 
 def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor] = None,
                   ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0,
                   z_loss_scale: float = 0.0, softcap: Optional[float] = None,
-                  return_z_loss: bool = False, loss_dtype: Optional[torch.dtype] = None):
+                  return_z_loss: bool = False, loss_dtype: Optional[torch.dtype] = None,
+                  return_lse: bool = False, return_predicted_tokens: bool = False,
+                  return_token_accuracy: bool = False):
     """``torch.nn.functional.cross_entropy`` with xent's fused CUDA kernels.
 
     Returns the loss (in the logits' dtype, like PyTorch, or in float32 with
     ``loss_dtype=torch.float32``: what F.cross_entropy returns under autocast;
     it is computed in float32 either way), and the z-loss part too when
-    ``return_z_loss``. Differentiable with respect to ``logits``."""
+    ``return_z_loss``. Differentiable with respect to ``logits``.
+
+    The per-row outputs come from the same kernel (no extra pass over the
+    logits): ``return_lse`` the log-sum-exp of each element's (soft-capped)
+    logits (float32), ``return_predicted_tokens`` the argmax per element
+    (int64, the first index on ties as ``torch.argmax``),
+    ``return_token_accuracy`` the share of kept elements whose argmax is the
+    target, reduced like the loss (float32; per element for ``none``). With
+    any of them the result is a :class:`CrossEntropyOutput`; they are not
+    differentiable."""
     if not logits.is_cuda:
         raise ValueError("xent.torch.cross_entropy runs on CUDA tensors")
     if loss_dtype not in (None, logits.dtype, torch.float32):
@@ -57,6 +79,13 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
     args = (logits, target, weight, reduction, int(ignore_index), float(label_smoothing),
             float(z_loss_scale), None if softcap is None else float(softcap))
     with_grad = torch.is_grad_enabled() and logits.requires_grad
+    rows = (bool(return_lse), bool(return_predicted_tokens), bool(return_token_accuracy))
+    if any(rows):
+        loss, z, lse, predicted, accuracy, _ = torch.ops.xent.cross_entropy_rows(
+            *args, f32_loss, *rows, with_grad)
+        return CrossEntropyOutput(loss, z if return_z_loss else None,
+                                  lse if rows[0] else None, predicted if rows[1] else None,
+                                  accuracy if rows[2] else None)
     if (type(logits) in _PLAIN and not torch.compiler.is_compiling()
             and ops.native() is not None):
         # Eager on plain tensors (not fake, functional or a subclass): one C++

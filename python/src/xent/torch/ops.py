@@ -39,8 +39,13 @@ from . import native as _native_ext
 from ..runtime.kernels import (has_resident_path, kernel_config, kernel_module, pipeline_args,
                                threads_for)
 
-__all__ = ["config_for", "cross_entropy", "cross_entropy_with_grad", "eager", "native",
-           "scale_grad_"]
+__all__ = ["config_for", "cross_entropy", "cross_entropy_rows", "cross_entropy_with_grad",
+           "eager", "native", "scale_grad_"]
+
+# The per-row outputs a call may ask for, in the entry function's order
+# (xent.runtime.kernels.ROW_OUTPUTS): lse, argmax (predicted tokens),
+# accuracy.
+_NO_ROWS = (False, False, False)
 
 _DTYPES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16",
            torch.int64: "i64", torch.int32: "i32"}
@@ -72,7 +77,7 @@ def _library(config: Dict) -> gpu.GpuLibrary:
 
 
 def config_for(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ignore_index,
-               label_smoothing, z_loss_scale, softcap, with_grad) -> Dict:
+               label_smoothing, z_loss_scale, softcap, with_grad, rows=_NO_ROWS) -> Dict:
     """The kernel configuration of one call; raises as ``F.cross_entropy`` on bad arguments."""
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -100,9 +105,12 @@ def config_for(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ig
                  weighted=weight is not None, reduction=reduction, ignore_index=ignore_index,
                  label_smoothing=label_smoothing, z_loss_scale=z_loss_scale, softcap=softcap,
                  with_grad=with_grad)
+    if rows[2] and probs:
+        raise ValueError("xent: return_token_accuracy needs class-index targets")
     classes = logits.shape[1 if logits.dim() > 1 else 0]
     threads = threads_for(attrs["dtype"], classes, has_resident_path(**attrs))
-    return kernel_config(**attrs, threads=threads)
+    return kernel_config(**attrs, threads=threads, return_lse=rows[0], return_argmax=rows[1],
+                         return_accuracy=rows[2])
 
 
 _ONES: Dict[torch.device, torch.Tensor] = {}
@@ -176,14 +184,14 @@ _PLANS: Dict[tuple, tuple] = {}
 
 
 def _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
-               softcap, with_grad):
+               softcap, with_grad, rows=_NO_ROWS):
     key = (logits.shape, logits.dtype, target.shape, target.dtype,
            None if weight is None else weight.shape, reduction, ignore_index, label_smoothing,
-           z_loss_scale, softcap, with_grad)
+           z_loss_scale, softcap, with_grad, rows)
     plan = _PLANS.get(key)
     if plan is None:
         config = config_for(logits, target, weight, reduction, ignore_index, label_smoothing,
-                            z_loss_scale, softcap, with_grad)
+                            z_loss_scale, softcap, with_grad, rows)
         lib = _library(config)
         handles = (tuple(_handle(lib, f) for f in ("xent_entry", "xent_scale_grad",
                                                     "xent_scale_grad_dt"))
@@ -319,6 +327,90 @@ def _scale_grad(dlogits: torch.Tensor, grad_output: torch.Tensor) -> None:
         nat.scale_grad_(_handle(lib, "xent_scale_grad"), dlogits, grad_output)
     else:
         lib.tensor_call("xent_scale_grad")(dlogits.view(-1), grad_output)
+
+
+def _rows_layout(logits, reduction, rows):
+    """The buffers of the per-row outputs asked for: lse (f32) and argmax
+    (i64) per element, accuracy (f32) reduced like the loss."""
+    per_element = _element_shape(logits, "none")
+    reduced = _element_shape(logits, reduction)
+    return [(per_element, torch.float32), (per_element, torch.int64),
+            (reduced, torch.float32)], [r for r in rows]
+
+
+@torch.library.custom_op("xent::cross_entropy_rows", mutates_args=(), device_types="cuda")
+def cross_entropy_rows(logits: torch.Tensor, target: torch.Tensor,
+                       weight: Optional[torch.Tensor], reduction: str, ignore_index: int,
+                       label_smoothing: float, z_loss_scale: float, softcap: Optional[float],
+                       f32_loss: bool, return_lse: bool, return_argmax: bool,
+                       return_accuracy: bool, with_grad: bool
+                       ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                                  torch.Tensor, torch.Tensor]:
+    """Loss, z-loss, the per-row outputs (lse, argmax, accuracy; an empty
+    tensor for each not asked for) and, with `with_grad`, the gradient for
+    grad_output = 1 (else an empty tensor), in one kernel call."""
+    rows = (return_lse, return_argmax, return_accuracy)
+    plan = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
+                      z_loss_scale, softcap, with_grad, rows)
+    lib, shape, fn = plan[0], plan[1], plan[2]
+    dev = logits.device
+    loss = torch.empty(shape, device=dev, dtype=torch.float32)
+    z = torch.empty(shape, device=dev, dtype=torch.float32)
+    layout, wanted = _rows_layout(logits, reduction, rows)
+    extras = [torch.empty(s_, device=dev, dtype=d_) if w_ else torch.empty(0, device=dev, dtype=d_)
+              for (s_, d_), w_ in zip(layout, wanted)]
+    dlogits = (torch.empty(logits.shape, device=dev, dtype=logits.dtype) if with_grad
+               else torch.empty(0, device=dev, dtype=logits.dtype))
+    args = [logits, target]
+    if weight is not None:
+        args.append(weight.to(torch.float32))
+    if with_grad:
+        args.append(_scalar_one(dev) if reduction != "none" else
+                    torch.ones(shape, device=dev, dtype=torch.float32))
+    args += [loss, z] + [e for e, w_ in zip(extras, wanted) if w_]
+    if with_grad:
+        args.append(dlogits)
+    nat = native()
+    if nat is not None:
+        nat.call(fn, args)
+    else:
+        lib.tensor_call("xent_entry")(*args)
+    return ((loss if f32_loss else loss.to(logits.dtype)), z.to(logits.dtype), extras[0],
+            extras[1], extras[2], dlogits)
+
+
+@cross_entropy_rows.register_fake
+def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap,
+      f32_loss, return_lse, return_argmax, return_accuracy, with_grad):
+    rows = (return_lse, return_argmax, return_accuracy)
+    config_for(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
+               softcap, with_grad, rows)
+    shape = _element_shape(logits, reduction)
+    layout, wanted = _rows_layout(logits, reduction, rows)
+    extras = [logits.new_empty(s_ if w_ else (0,), dtype=d_)
+              for (s_, d_), w_ in zip(layout, wanted)]
+    dlogits = (torch.empty_like(logits, memory_format=torch.contiguous_format) if with_grad
+               else logits.new_empty((0,)))
+    return (logits.new_empty(shape, dtype=torch.float32 if f32_loss else logits.dtype),
+            logits.new_empty(shape), *extras, dlogits)
+
+
+def _rows_setup_context(ctx, inputs, output):
+    ctx.save_for_backward(output[5])
+    ctx.reduced = inputs[3] != "none"
+    ctx.with_grad = inputs[12]
+    ctx.mark_non_differentiable(*output[1:])
+
+
+def _rows_backward(ctx, grad_loss, *_):
+    if not ctx.with_grad:
+        dx = None
+    else:
+        dx = _backward(ctx, grad_loss, None, None)[0]
+    return (dx,) + (None,) * 12
+
+
+cross_entropy_rows.register_autograd(_rows_backward, setup_context=_rows_setup_context)
 
 
 def eager(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,

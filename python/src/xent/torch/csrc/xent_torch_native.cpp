@@ -26,6 +26,8 @@
 //   grad_output in the gradient's dtype, or `xent_scale_grad`, in f32; both
 //   return at once for a grad_output of 1) and hands it out.
 // * `scale_grad_(fn, dlogits, grad_output)`: that scaling alone.
+// * `call(fn, args)`: any entry point on tensors the caller allocated (the
+//   per-row outputs' path, xent::cross_entropy_rows).
 //
 // Loss and z-loss come out of the kernels in f32 and are returned in the
 // logits' dtype, like F.cross_entropy (the z-loss stays f32 with
@@ -144,7 +146,7 @@ const Entry &entry(int64_t handle) {
 // TORCH_CHECK that streamed an integer crashed inside libstdc++'s num_put
 // (seen with g++ 13 against the PyTorch 2.11 wheel), strings never did.
 constexpr int kMaxRank = 8;
-constexpr int kMaxArgs = 8;
+constexpr int kMaxArgs = 12;
 
 /// A memref descriptor of any rank up to kMaxRank: allocated and aligned
 /// pointers, offset, sizes, strides (in elements), the layout of
@@ -183,7 +185,7 @@ template <size_t N> void invokeN(void *function, Descriptor *d) {
 /// `device`, restoring the runtime's previous stream; raises the runtime's
 /// error log when a call failed.
 void call(const Entry &e, c10::DeviceIndex device,
-          std::initializer_list<at::Tensor> tensors) {
+          c10::ArrayRef<at::Tensor> tensors) {
   TORCH_CHECK(tensors.size() <= kMaxArgs, "xent_native: too many arguments");
   std::array<Descriptor, kMaxArgs> descriptors;
   size_t n = 0;
@@ -209,6 +211,10 @@ void call(const Entry &e, c10::DeviceIndex device,
     XENT_CASE(6)
     XENT_CASE(7)
     XENT_CASE(8)
+    XENT_CASE(9)
+    XENT_CASE(10)
+    XENT_CASE(11)
+    XENT_CASE(12)
 #undef XENT_CASE
   default:
     TORCH_CHECK(false, "xent_native: no arguments");
@@ -403,6 +409,16 @@ lossOp(int64_t fn, int64_t /*scaleFn*/, int64_t /*scaleDtFn*/,
 
 } // namespace
 
+/// Any entry point on the tensors as they are (the caller allocated the
+/// outputs): the per-row outputs' path.
+void callOp(int64_t fn, at::TensorList args) {
+  TORCH_CHECK(!args.empty(), "xent_native::call takes at least one tensor");
+  for (const at::Tensor &t : args)
+    TORCH_CHECK(t.is_cuda() && t.get_device() == args[0].get_device(),
+                "xent_native::call takes CUDA tensors on one device");
+  call(entry(fn), args[0].get_device(), args);
+}
+
 TORCH_LIBRARY(xent_native, m) {
   m.def("register(str runtime, str library, str function) -> int",
         &registerFunction);
@@ -419,6 +435,7 @@ TORCH_LIBRARY(xent_native, m) {
         "f32_loss=False) -> "
         "(Tensor, Tensor)");
   m.def("scale_grad_(int fn, Tensor(a!) dlogits, Tensor grad_output) -> ()");
+  m.def("call(int fn, Tensor(a!)[] args) -> ()");
 }
 
 TORCH_LIBRARY_IMPL(xent_native, CUDA, m) {
@@ -426,6 +443,7 @@ TORCH_LIBRARY_IMPL(xent_native, CUDA, m) {
   m.impl("forward_with_grad", &forwardWithGradOp);
   m.impl("loss", &lossOp);
   m.impl("scale_grad_", &scaleGradOp);
+  m.impl("call", &callOp);
 }
 
 TORCH_LIBRARY_IMPL(xent_native, Autograd, m) { m.impl("loss", &lossAutograd); }
