@@ -209,3 +209,34 @@ def test_loss_dtype_float32(nat):
     assert ((x.grad.double() - x64.grad).norm() / x64.grad.norm()).item() < 2e-2
     with pytest.raises(ValueError):
         xt.cross_entropy(x, t, loss_dtype=torch.float16)
+
+
+def test_one_library_serves_every_value(nat):
+    # Run-time scalars (the default on the native path): every value of
+    # ignore_index, label smoothing, z-loss scale and softcap goes to one
+    # library per feature set, and gives PyTorch's numbers.
+    if not ops._RUNTIME_SCALARS:
+        pytest.skip("XENT_RUNTIME_SCALARS=0")
+    x, t = _inputs(torch.float32)
+    libraries = set()
+    for eps, ii in ((0.05, -100), (0.1, 3), (0.3, -100)):
+        t2 = t.clone()
+        t2[::5] = ii
+        x.grad = None
+        loss = xt.cross_entropy(x, t2, ignore_index=ii, label_smoothing=eps)
+        loss.backward()
+        x64 = x.detach().double().requires_grad_()
+        ref = F.cross_entropy(x64, t2, ignore_index=ii, label_smoothing=eps)
+        ref.backward()
+        torch.testing.assert_close(loss.double(), ref.detach(), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(x.grad.double(), x64.grad, rtol=1e-4, atol=1e-7)
+        plan = ops._call_plan(x, t2, None, "mean", ii, eps, 0.0, None, True)
+        assert plan[5] == ii and plan[6] == [eps]
+        libraries.add(plan[0].path)
+    assert len(libraries) == 1, libraries
+    for cap in (10.0, 30.0):
+        x.grad = None
+        loss = xt.cross_entropy(x, t, softcap=cap)
+        x64 = x.detach().double()
+        ref = F.cross_entropy(cap * torch.tanh(x64 / cap), t)
+        torch.testing.assert_close(loss.double(), ref, rtol=1e-5, atol=1e-6)

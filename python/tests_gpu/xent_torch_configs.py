@@ -153,5 +153,36 @@ def rows():
     return out
 
 
-CONFIGS = (matrix() + specials() + two_pass() + small_rows() + bench_attributes() + native()
+def runtime_variant(c):
+    """The configuration xent.torch's native path asks for instead of the
+    static `c` (XENT_RUNTIME_SCALARS, the default): the same kernel with
+    the attribute values as run-time arguments."""
+    from xent.runtime import kernels
+    keys = ("dtype", "target", "rank", "weighted", "reduction", "ignore_index",
+            "label_smoothing", "z_loss_scale", "softcap", "with_grad")
+    saved = kernels.RESIDENT_ROWS
+    kernels.RESIDENT_ROWS = c["resident_rows"]
+    try:
+        return kernel_config(**{k: c[k] for k in keys}, threads=c["threads"],
+                             runtime_scalars=True,
+                             **{k: True for k in kernels.ROW_OUTPUTS if c.get(k)})
+    finally:
+        kernels.RESIDENT_ROWS = saved
+
+
+def with_runtime_variants(configs):
+    out, seen = list(configs), set()
+    for c in configs:
+        r = runtime_variant(c)
+        key = tuple(sorted((k, str(v)) for k, v in r.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+
+
+STATIC_CONFIGS = (matrix() + specials() + two_pass() + small_rows() + bench_attributes() + native()
            + swapped() + rows())
+# The native path asks for the run-time-scalar variants; the ctypes fallback
+# (and XENT_RUNTIME_SCALARS=0) for the static ones.
+CONFIGS = with_runtime_variants(STATIC_CONFIGS)

@@ -77,7 +77,8 @@ def _library(config: Dict) -> gpu.GpuLibrary:
 
 
 def config_for(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ignore_index,
-               label_smoothing, z_loss_scale, softcap, with_grad, rows=_NO_ROWS) -> Dict:
+               label_smoothing, z_loss_scale, softcap, with_grad, rows=_NO_ROWS,
+               runtime_scalars: bool = False) -> Dict:
     """The kernel configuration of one call; raises as ``F.cross_entropy`` on bad arguments."""
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -110,7 +111,7 @@ def config_for(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ig
     classes = logits.shape[1 if logits.dim() > 1 else 0]
     threads = threads_for(attrs["dtype"], classes, has_resident_path(**attrs))
     return kernel_config(**attrs, threads=threads, return_lse=rows[0], return_argmax=rows[1],
-                         return_accuracy=rows[2])
+                         return_accuracy=rows[2], runtime_scalars=runtime_scalars)
 
 
 _ONES: Dict[torch.device, torch.Tensor] = {}
@@ -146,7 +147,7 @@ def _scale_library(dtype: torch.dtype) -> gpu.GpuLibrary:
         lib = _SCALE_LIBRARIES[dtype] = _library(kernel_config(
             dtype=_DTYPES[dtype], target="i64", rank=2, weighted=False, reduction="mean",
             ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0, softcap=None,
-            with_grad=True))
+            with_grad=True, runtime_scalars=native() is not None and _RUNTIME_SCALARS))
     return lib
 
 
@@ -162,6 +163,23 @@ def native():
 
 
 _HANDLES: Dict[tuple, int] = {}
+
+# XENT_RUNTIME_SCALARS=0: one library per attribute value on the native path
+# too (as the ctypes path does).
+_RUNTIME_SCALARS = os.environ.get("XENT_RUNTIME_SCALARS", "1") != "0"
+
+
+def _scalar_args(config, ignore_index, label_smoothing, z_loss_scale, softcap):
+    """The native call's run-time values for `config`: (ignore_index or None,
+    [the present f32 values in the order label smoothing, z-loss scale,
+    softcap]); (None, []) for a library that bakes them in."""
+    if not config.get("runtime_scalars"):
+        return (None, [])
+    floats = [float(v) for key, v in (("label_smoothing", label_smoothing),
+                                      ("z_loss_scale", z_loss_scale), ("softcap", softcap))
+              if config[key]]
+    ii = int(ignore_index) if config["ignore_index"] is not None else None
+    return (ii, floats)
 
 
 def _handle(lib: gpu.GpuLibrary, name: str) -> int:
@@ -190,13 +208,18 @@ def _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
            z_loss_scale, softcap, with_grad, rows)
     plan = _PLANS.get(key)
     if plan is None:
+        # On the native path the values are run-time arguments of a library
+        # compiled once per feature set (kernels.runtime_scalar_configs);
+        # the ctypes path passes tensors only, so its libraries bake them in.
+        runtime = native() is not None and _RUNTIME_SCALARS
         config = config_for(logits, target, weight, reduction, ignore_index, label_smoothing,
-                            z_loss_scale, softcap, with_grad, rows)
+                            z_loss_scale, softcap, with_grad, rows, runtime)
         lib = _library(config)
         handles = (tuple(_handle(lib, f) for f in ("xent_entry", "xent_scale_grad",
                                                     "xent_scale_grad_dt"))
                    if native() is not None else (-1, -1, -1))
-        plan = (lib, _element_shape(logits, reduction)) + handles
+        scalars = _scalar_args(config, ignore_index, label_smoothing, z_loss_scale, softcap)
+        plan = (lib, _element_shape(logits, reduction)) + handles + scalars
         if len(_PLANS) >= 256:
             _PLANS.clear()
         _PLANS[key] = plan
@@ -239,10 +262,10 @@ def cross_entropy_with_grad(logits: torch.Tensor, target: torch.Tensor,
     in the logits' dtype."""
     nat = native()
     if nat is not None:
-        fn = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
-                        z_loss_scale, softcap, True)[2]
-        return nat.forward_with_grad(fn, logits, target, weight, reduction != "none", True,
-                                     f32_loss)
+        plan = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
+                          z_loss_scale, softcap, True)
+        return nat.forward_with_grad(plan[2], logits, target, weight, reduction != "none", True,
+                                     f32_loss, plan[5], plan[6])
     # Dense, whatever the logits' strides (backward flattens it).
     dlogits = torch.empty(logits.shape, device=logits.device, dtype=logits.dtype)
     loss, z = _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
@@ -303,9 +326,10 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
     """Loss and z-loss, no gradient (the loss in float32 with `f32_loss`)."""
     nat = native()
     if nat is not None:
-        fn = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
-                        z_loss_scale, softcap, False)[2]
-        return nat.forward(fn, logits, target, weight, reduction != "none", True, f32_loss)
+        plan = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
+                          z_loss_scale, softcap, False)
+        return nat.forward(plan[2], logits, target, weight, reduction != "none", True, f32_loss,
+                           plan[5], plan[6])
     return _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
                    z_loss_scale, softcap, None, f32_loss)
 
@@ -372,7 +396,7 @@ def cross_entropy_rows(logits: torch.Tensor, target: torch.Tensor,
         args.append(dlogits)
     nat = native()
     if nat is not None:
-        nat.call(fn, args)
+        nat.call(fn, args, plan[5], plan[6])
     else:
         lib.tensor_call("xent_entry")(*args)
     return ((loss if f32_loss else loss.to(logits.dtype)), z.to(logits.dtype), extras[0],
@@ -418,14 +442,15 @@ def eager(logits, target, weight, reduction, ignore_index, label_smoothing, z_lo
     """An eager call on the native path (``native()`` is not None): loss and
     z-loss (in f32 unless `want_z`), differentiable through the C++ autograd
     formula when `with_grad`."""
-    _, _, fn, scale_fn, scale_dt_fn = _call_plan(logits, target, weight, reduction,
-                                                 ignore_index, label_smoothing, z_loss_scale,
-                                                 softcap, with_grad)
+    _, _, fn, scale_fn, scale_dt_fn, ii, floats = _call_plan(
+        logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
+        softcap, with_grad)
     nat = _NATIVE[0]
     if with_grad:
         return nat.loss(fn, scale_fn, scale_dt_fn, logits, target, weight, reduction != "none",
-                        want_z, f32_loss)
-    return nat.forward(fn, logits, target, weight, reduction != "none", want_z, f32_loss)
+                        want_z, f32_loss, ii, floats)
+    return nat.forward(fn, logits, target, weight, reduction != "none", want_z, f32_loss, ii,
+                       floats)
 
 
 @torch.library.custom_op("xent::scale_grad_", mutates_args=("dlogits",), device_types="cuda")

@@ -61,8 +61,10 @@ namespace {
 #if TORCH_VERSION_MAJOR > 2 ||                                                 \
     (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
 using OptionalTensor = std::optional<at::Tensor>;
+using OptionalInt = std::optional<int64_t>;
 #else
 using OptionalTensor = c10::optional<at::Tensor>;
+using OptionalInt = c10::optional<int64_t>;
 #endif
 
 /// The functions of libxent_cuda_runtime.so a call needs.
@@ -169,23 +171,77 @@ struct Descriptor {
   }
 };
 
-template <size_t> using Pointer = void *;
+/// The run-time values of a library compiled with runtime scalars
+/// (xent.runtime.kernels, runtime_scalars=True): the entry function's last
+/// arguments, ignore_index as i64 when the targets are class indices, then
+/// the present ones of label smoothing, z-loss scale and softcap as f32.
+struct Scalars {
+  bool hasIgnoreIndex = false;
+  int64_t ignoreIndex = 0;
+  size_t numFloats = 0;
+  std::array<float, 3> floats = {0, 0, 0};
 
-template <size_t... I>
-void invoke(void *function, Descriptor *d, std::index_sequence<I...>) {
-  using Fn = void (*)(Pointer<I>...);
-  reinterpret_cast<Fn>(function)(static_cast<void *>(&d[I])...);
+  static Scalars get(const OptionalInt &ignoreIndex,
+                     c10::ArrayRef<double> values) {
+    TORCH_CHECK(values.size() <= 3, "xent_native: at most 3 f32 scalars");
+    Scalars s;
+    s.hasIgnoreIndex = ignoreIndex.has_value();
+    s.ignoreIndex = ignoreIndex.value_or(0);
+    s.numFloats = values.size();
+    for (size_t i = 0; i < values.size(); ++i)
+      s.floats[i] = static_cast<float>(values[i]);
+    return s;
+  }
+};
+
+template <size_t> using Pointer = void *;
+template <size_t> using Float = float;
+
+template <size_t... I, size_t... J>
+void invoke(void *function, Descriptor *d, const Scalars &s,
+            std::index_sequence<I...>, std::index_sequence<J...>,
+            std::true_type /*ignore_index*/) {
+  using Fn = void (*)(Pointer<I>..., int64_t, Float<J>...);
+  reinterpret_cast<Fn>(function)(static_cast<void *>(&d[I])..., s.ignoreIndex,
+                                 s.floats[J]...);
 }
 
-template <size_t N> void invokeN(void *function, Descriptor *d) {
-  invoke(function, d, std::make_index_sequence<N>{});
+template <size_t... I, size_t... J>
+void invoke(void *function, Descriptor *d, const Scalars &s,
+            std::index_sequence<I...>, std::index_sequence<J...>,
+            std::false_type /*ignore_index*/) {
+  using Fn = void (*)(Pointer<I>..., Float<J>...);
+  reinterpret_cast<Fn>(function)(static_cast<void *>(&d[I])..., s.floats[J]...);
+}
+
+/// `function(descriptors[0..N), scalars)` with the C types of its signature.
+template <size_t N>
+void invokeN(void *function, Descriptor *d, const Scalars &s) {
+  auto p = std::make_index_sequence<N>{};
+  switch (s.numFloats * 2 + (s.hasIgnoreIndex ? 1 : 0)) {
+#define XENT_SCALARS(f, i, tag)                                                \
+  case f * 2 + i:                                                              \
+    invoke(function, d, s, p, std::make_index_sequence<f>{}, tag{});           \
+    break;
+    XENT_SCALARS(0, 0, std::false_type)
+    XENT_SCALARS(0, 1, std::true_type)
+    XENT_SCALARS(1, 0, std::false_type)
+    XENT_SCALARS(1, 1, std::true_type)
+    XENT_SCALARS(2, 0, std::false_type)
+    XENT_SCALARS(2, 1, std::true_type)
+    XENT_SCALARS(3, 0, std::false_type)
+    XENT_SCALARS(3, 1, std::true_type)
+#undef XENT_SCALARS
+  default:
+    TORCH_CHECK(false, "xent_native: bad scalar arguments");
+  }
 }
 
 /// Calls `e` with the tensors' descriptors on PyTorch's current stream of
 /// `device`, restoring the runtime's previous stream; raises the runtime's
 /// error log when a call failed.
 void call(const Entry &e, c10::DeviceIndex device,
-          c10::ArrayRef<at::Tensor> tensors) {
+          c10::ArrayRef<at::Tensor> tensors, const Scalars &scalars = {}) {
   TORCH_CHECK(tensors.size() <= kMaxArgs, "xent_native: too many arguments");
   std::array<Descriptor, kMaxArgs> descriptors;
   size_t n = 0;
@@ -201,7 +257,7 @@ void call(const Entry &e, c10::DeviceIndex device,
   switch (n) {
 #define XENT_CASE(k)                                                           \
   case k:                                                                      \
-    invokeN<k>(e.function, descriptors.data());                                \
+    invokeN<k>(e.function, descriptors.data(), scalars);                       \
     break;
     XENT_CASE(1)
     XENT_CASE(2)
@@ -270,7 +326,7 @@ void checkInputs(const at::Tensor &logits, const at::Tensor &target) {
 std::tuple<at::Tensor, at::Tensor>
 run(int64_t fn, const at::Tensor &logits, const at::Tensor &target,
     const OptionalTensor &weight, bool reduced, bool convertZ, bool f32Loss,
-    const at::Tensor &dlogits) {
+    const at::Tensor &dlogits, const Scalars &sc) {
   checkInputs(logits, target);
   const Entry &e = entry(fn);
   auto options = logits.options().dtype(at::kFloat);
@@ -284,13 +340,13 @@ run(int64_t fn, const at::Tensor &logits, const at::Tensor &target,
   if (dlogits.defined()) {
     at::Tensor ones = reduced ? scalarOne(logits) : at::ones(shape, options);
     if (w.defined())
-      call(e, device, {logits, target, w, ones, loss, z, dlogits});
+      call(e, device, {logits, target, w, ones, loss, z, dlogits}, sc);
     else
-      call(e, device, {logits, target, ones, loss, z, dlogits});
+      call(e, device, {logits, target, ones, loss, z, dlogits}, sc);
   } else if (w.defined()) {
-    call(e, device, {logits, target, w, loss, z});
+    call(e, device, {logits, target, w, loss, z}, sc);
   } else {
-    call(e, device, {logits, target, loss, z});
+    call(e, device, {logits, target, loss, z}, sc);
   }
   // The z-loss in f32 when the caller drops it (one conversion less).
   return {f32Loss ? loss : loss.to(logits.scalar_type()),
@@ -300,20 +356,21 @@ run(int64_t fn, const at::Tensor &logits, const at::Tensor &target,
 std::tuple<at::Tensor, at::Tensor>
 forwardOp(int64_t fn, const at::Tensor &logits, const at::Tensor &target,
           const OptionalTensor &weight, bool reduced, bool convertZ,
-          bool f32Loss) {
+          bool f32Loss, const OptionalInt &ignoreIndex,
+          c10::ArrayRef<double> scalars) {
   return run(fn, logits, target, weight, reduced, convertZ, f32Loss,
-             at::Tensor());
+             at::Tensor(), Scalars::get(ignoreIndex, scalars));
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor>
-forwardWithGradOp(int64_t fn, const at::Tensor &logits,
-                  const at::Tensor &target, const OptionalTensor &weight,
-                  bool reduced, bool convertZ, bool f32Loss) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> forwardWithGradOp(
+    int64_t fn, const at::Tensor &logits, const at::Tensor &target,
+    const OptionalTensor &weight, bool reduced, bool convertZ, bool f32Loss,
+    const OptionalInt &ignoreIndex, c10::ArrayRef<double> scalars) {
   // Dense, whatever the logits' strides.
   at::Tensor dlogits =
       at::empty(logits.sizes(), logits.options(), at::MemoryFormat::Contiguous);
-  auto [loss, z] =
-      run(fn, logits, target, weight, reduced, convertZ, f32Loss, dlogits);
+  auto [loss, z] = run(fn, logits, target, weight, reduced, convertZ, f32Loss,
+                       dlogits, Scalars::get(ignoreIndex, scalars));
   return {loss, z, dlogits};
 }
 
@@ -337,12 +394,14 @@ struct Loss : public torch::autograd::Function<Loss> {
   static torch::autograd::variable_list
   forward(torch::autograd::AutogradContext *ctx, at::Tensor logits,
           at::Tensor target, OptionalTensor weight, int64_t fn, int64_t scaleFn,
-          int64_t scaleDtFn, bool reduced, bool convertZ, bool f32Loss) {
+          int64_t scaleDtFn, bool reduced, bool convertZ, bool f32Loss,
+          OptionalInt ignoreIndex, std::vector<double> scalars) {
     at::AutoDispatchBelowADInplaceOrView guard;
     // An unused z-loss needs no zero gradient (no fill kernel).
     ctx->set_materialize_grads(false);
-    auto [loss, z, dlogits] = forwardWithGradOp(fn, logits, target, weight,
-                                                reduced, convertZ, f32Loss);
+    auto [loss, z, dlogits] =
+        forwardWithGradOp(fn, logits, target, weight, reduced, convertZ,
+                          f32Loss, ignoreIndex, scalars);
     ctx->save_for_backward({dlogits});
     ctx->saved_data["scale_fn"] = scaleFn;
     ctx->saved_data["scale_dt_fn"] = scaleDtFn;
@@ -379,9 +438,10 @@ struct Loss : public torch::autograd::Function<Loss> {
     } else {
       dx = at::Tensor();
     }
-    return {dx,           at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor()};
+    // One gradient per forward argument: the logits', then none.
+    torch::autograd::variable_list result(11);
+    result[0] = dx;
+    return result;
   }
 };
 
@@ -389,9 +449,11 @@ std::tuple<at::Tensor, at::Tensor>
 lossAutograd(int64_t fn, int64_t scaleFn, int64_t scaleDtFn,
              const at::Tensor &logits, const at::Tensor &target,
              const OptionalTensor &weight, bool reduced, bool convertZ,
-             bool f32Loss) {
-  auto outputs = Loss::apply(logits, target, weight, fn, scaleFn, scaleDtFn,
-                             reduced, convertZ, f32Loss);
+             bool f32Loss, const OptionalInt &ignoreIndex,
+             c10::ArrayRef<double> scalars) {
+  auto outputs =
+      Loss::apply(logits, target, weight, fn, scaleFn, scaleDtFn, reduced,
+                  convertZ, f32Loss, ignoreIndex, scalars.vec());
   return {outputs[0], outputs[1]};
 }
 
@@ -400,10 +462,11 @@ lossAutograd(int64_t fn, int64_t scaleFn, int64_t scaleDtFn,
 std::tuple<at::Tensor, at::Tensor>
 lossOp(int64_t fn, int64_t /*scaleFn*/, int64_t /*scaleDtFn*/,
        const at::Tensor &logits, const at::Tensor &target,
-       const OptionalTensor &weight, bool reduced, bool convertZ,
-       bool f32Loss) {
+       const OptionalTensor &weight, bool reduced, bool convertZ, bool f32Loss,
+       const OptionalInt &ignoreIndex, c10::ArrayRef<double> scalars) {
   auto [loss, z, dlogits] =
-      forwardWithGradOp(fn, logits, target, weight, reduced, convertZ, f32Loss);
+      forwardWithGradOp(fn, logits, target, weight, reduced, convertZ, f32Loss,
+                        ignoreIndex, scalars);
   return {loss, z};
 }
 
@@ -411,31 +474,37 @@ lossOp(int64_t fn, int64_t /*scaleFn*/, int64_t /*scaleDtFn*/,
 
 /// Any entry point on the tensors as they are (the caller allocated the
 /// outputs): the per-row outputs' path.
-void callOp(int64_t fn, at::TensorList args) {
+void callOp(int64_t fn, at::TensorList args, const OptionalInt &ignoreIndex,
+            c10::ArrayRef<double> scalars) {
   TORCH_CHECK(!args.empty(), "xent_native::call takes at least one tensor");
   for (const at::Tensor &t : args)
     TORCH_CHECK(t.is_cuda() && t.get_device() == args[0].get_device(),
                 "xent_native::call takes CUDA tensors on one device");
-  call(entry(fn), args[0].get_device(), args);
+  call(entry(fn), args[0].get_device(), args,
+       Scalars::get(ignoreIndex, scalars));
 }
 
+// The run-time values (libraries compiled with runtime scalars) are the
+// last arguments of every call: ignore_index, and the f32 ones in the order
+// label smoothing, z-loss scale, softcap (those present).
 TORCH_LIBRARY(xent_native, m) {
   m.def("register(str runtime, str library, str function) -> int",
         &registerFunction);
   m.def("forward(int fn, Tensor logits, Tensor target, Tensor? weight, "
-        "bool reduced, bool convert_z=True, bool f32_loss=False) -> (Tensor, "
-        "Tensor)");
+        "bool reduced, bool convert_z=True, bool f32_loss=False, int? "
+        "ignore_index=None, float[] scalars=[]) "
+        "-> (Tensor, Tensor)");
   m.def("forward_with_grad(int fn, Tensor logits, Tensor target, "
-        "Tensor? weight, bool reduced, bool convert_z=True, bool "
-        "f32_loss=False) -> "
+        "Tensor? weight, bool reduced, bool convert_z=True, "
+        "bool f32_loss=False, int? ignore_index=None, float[] scalars=[]) -> "
         "(Tensor, Tensor, Tensor)");
   m.def("loss(int fn, int scale_fn, int scale_dt_fn, Tensor logits, "
-        "Tensor target, "
-        "Tensor? weight, bool reduced, bool convert_z=True, bool "
-        "f32_loss=False) -> "
+        "Tensor target, Tensor? weight, bool reduced, bool convert_z=True, "
+        "bool f32_loss=False, int? ignore_index=None, float[] scalars=[]) -> "
         "(Tensor, Tensor)");
   m.def("scale_grad_(int fn, Tensor(a!) dlogits, Tensor grad_output) -> ()");
-  m.def("call(int fn, Tensor(a!)[] args) -> ()");
+  m.def("call(int fn, Tensor(a!)[] args, int? ignore_index=None, float[] "
+        "scalars=[]) -> ()");
 }
 
 TORCH_LIBRARY_IMPL(xent_native, CUDA, m) {
