@@ -102,6 +102,14 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
            "it can take the op), kernel (always; an error where it cannot) "
            "or inline (always the decomposition)",
            "::mlir::xent::getLoweringModeValues()">,
+    Option<"linearChunkRows", "linear-chunk-rows", "int64_t",
+           /*default=*/"0",
+           "Rows per chunk of a linear cross-entropy op (0: as many as "
+           "linear-chunk-mib allows)">,
+    Option<"linearChunkMiB", "linear-chunk-mib", "int64_t",
+           /*default=*/"1024",
+           "With linear-chunk-rows=0, the most rows (a multiple of 128, at "
+           "least 128) whose f32 logits fit in this many MiB">,
     Option<"allowDecomposition", "allow-decomposition", "bool",
            /*default=*/"true",
            "Ops may take the decomposition (false: an op that would is an "
@@ -110,6 +118,7 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",

@@ -17,6 +17,7 @@
 
 #include "xent/Conversion/XentToGPU/XentToGPU.h"
 
+#include "HostLowering.h"
 #include "KernelBuilder.h"
 
 #include "xent/Conversion/XentToGPU/NVIDIAChip.h"
@@ -26,6 +27,7 @@
 // The dialects the pass depends on (its generated base registers them).
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -56,9 +58,8 @@ using namespace mlir::xent;
 
 static constexpr llvm::StringLiteral kKernelModuleName = "xent_kernels";
 
-/// The gpu.module that holds xent's kernels, created on first use.
-static gpu::GPUModuleOp getOrCreateKernelModule(RewriterBase &rewriter,
-                                                ModuleOp module) {
+gpu::GPUModuleOp mlir::xent::getOrCreateKernelModule(RewriterBase &rewriter,
+                                                     ModuleOp module) {
   if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName))
     return existing;
   OpBuilder::InsertionGuard guard(rewriter);
@@ -70,8 +71,8 @@ static gpu::GPUModuleOp getOrCreateKernelModule(RewriterBase &rewriter,
   return gpu::GPUModuleOp::create(rewriter, module.getLoc(), kKernelModuleName);
 }
 
-/// A kernel name not yet used in `kernels`.
-static std::string getUniqueName(gpu::GPUModuleOp kernels, StringRef prefix) {
+std::string mlir::xent::getUniqueName(gpu::GPUModuleOp kernels,
+                                      StringRef prefix) {
   for (unsigned n = 0;; ++n) {
     std::string name = (prefix + "_" + Twine(n)).str();
     if (!kernels.lookupSymbol(name))
@@ -447,7 +448,7 @@ static LogicalResult checkOptions(Operation *module,
                "chip must name an NVIDIA chip sm_80 or newer, such as "
                "'sm_90', got '")
            << options.chip << "'";
-  return success();
+  return checkLinearOptions(module, options);
 }
 
 //===----------------------------------------------------------------------===//
@@ -494,14 +495,12 @@ static Operation *getDeviceCodeParent(Operation *op) {
 
 std::optional<std::string> mlir::xent::getKernelUnsupportedReason(
     Operation *op, const ConvertXentToGPUOptions & /*options*/) {
-  if (isa<LinearCrossEntropyOpInterface>(op))
-    return std::string("there is no kernel for its projection (a device GEMM); "
-                       "its decomposition is a matmul and a cross-entropy op");
   auto family = dyn_cast<CrossEntropyOpInterface>(op);
-  if (!family)
+  auto linear = dyn_cast<LinearCrossEntropyOpInterface>(op);
+  if (!family && !linear)
     return ("there is no kernel for '" + op->getName().getStringRef() + "'")
         .str();
-  if (family.computesRowOutputs())
+  if (family && family.computesRowOutputs())
     return std::string("the kernels do not compute the per-row outputs (lse, "
                        "argmax, accuracy)");
   if (Operation *device = getDeviceCodeParent(op))
@@ -518,24 +517,14 @@ std::optional<std::string> mlir::xent::getKernelUnsupportedReason(
     return ("the module's symbol @" + kKernelModuleName +
             ", which the kernels go into, is not a gpu.module")
         .str();
+  if (linear)
+    return getLinearUnsupportedReason(linear, module);
   return std::nullopt;
 }
 
-namespace {
-/// The lowering of one op under a mode, and why.
-struct LoweringChoice {
-  /// The kernels take the op; otherwise its decomposition does, unless
-  /// `ruledOut`.
-  bool kernel = false;
-  /// mode=kernel on an op the kernels cannot take.
-  bool ruledOut = false;
-  /// The mode, and why the kernels cannot take the op where they do not.
-  std::string reason;
-};
-} // namespace
-
-static LoweringChoice chooseLowering(Operation *op,
-                                     const ConvertXentToGPUOptions &options) {
+LoweringChoice
+mlir::xent::chooseLowering(Operation *op,
+                           const ConvertXentToGPUOptions &options) {
   if (options.mode == LoweringMode::Inline)
     return {/*kernel=*/false, /*ruledOut=*/false, "mode=inline"};
   std::optional<std::string> unsupported =
@@ -600,8 +589,7 @@ static LogicalResult checkLowerings(Operation *root,
 
 static constexpr llvm::StringLiteral kRemarkCategory = "convert-xent-to-gpu";
 
-/// The remark's options for `op`: its name, the category, the function.
-static remark::RemarkOpts getRemarkOpts(Operation *op, StringRef name) {
+remark::RemarkOpts mlir::xent::getRemarkOpts(Operation *op, StringRef name) {
   StringRef function;
   if (auto func = op->getParentOfType<FunctionOpInterface>())
     function = func.getName();
@@ -707,6 +695,7 @@ void mlir::xent::populateXentToGPUConversionPatterns(
     RewritePatternSet &patterns, const ConvertXentToGPUOptions &options) {
   patterns.add<CrossEntropyLowering, DecompositionLowering>(
       patterns.getContext(), options);
+  populateLinearLoweringPatterns(patterns, options);
 }
 
 LogicalResult
