@@ -456,8 +456,15 @@ SmallVector<Value> LinearEmitter::emit() {
   // Sizes and scratch.
   bool grad = op.computesGradient();
   bool narrow = !hiddenType.isF32();
-  Value numRows = dim(hidden, 0), features = dim(hidden, 1);
-  Value classes = dim(weight, 0);
+  // Sizes the op's types state are constants (a static V gives a constant
+  // chunk size).
+  auto size = [&](Value buffer, RankedTensorType type, int64_t d) -> Value {
+    return type.isDynamicDim(d) ? dim(buffer, d) : index(type.getDimSize(d));
+  };
+  RankedTensorType weightType = op.getWeight().getType();
+  Value numRows = size(hidden, rowsType, 0);
+  Value features = size(weight, weightType, 1);
+  Value classes = size(weight, weightType, 0);
   auto roundUp = [&](Value v, int64_t multiple) -> Value {
     Value m = index(multiple);
     return arith::MulIOp::create(
@@ -554,10 +561,6 @@ SmallVector<Value> LinearEmitter::emit() {
     Value h = slice(hidden, {i, c0}, {r, features});
     Value t = slice(target, {i}, {r});
     Value logits = slice(logitsBuf, {c0, c0}, {r, classes});
-    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, i,
-                                        zero);
-    Value beta = arith::SelectOp::create(b, loc, first, f32Constant(0.0),
-                                         f32Constant(1.0));
     // logits = h · weightᵀ (+ bias)
     callGemm(h, weight, bias32, logits, /*transA=*/false, /*transB=*/true,
              f32Constant(0.0));
@@ -575,6 +578,12 @@ SmallVector<Value> LinearEmitter::emit() {
     launch(rowKernel, r, row.list(), geometry.threads);
 
     if (grad) {
+      // The first chunk writes the weight's and the bias's gradients, the
+      // others add to them.
+      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          i, zero);
+      Value beta = arith::SelectOp::create(b, loc, first, f32Constant(0.0),
+                                           f32Constant(1.0));
       Value dl = logits;
       if (narrow) {
         dl = slice(lowBuf, {c0, c0}, {r, classes});

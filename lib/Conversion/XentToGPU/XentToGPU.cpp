@@ -640,7 +640,11 @@ struct DecompositionLowering
     : public OpInterfaceRewritePattern<linalg::AggregatedOpInterface> {
   DecompositionLowering(MLIRContext *ctx,
                         const ConvertXentToGPUOptions &options)
-      : OpInterfaceRewritePattern(ctx), options(options) {}
+      : OpInterfaceRewritePattern(ctx), options(options) {
+    // A linear op's decomposition holds a cross-entropy op, which this
+    // pattern lowers in turn under mode=inline.
+    setHasBoundedRewriteRecursion();
+  }
 
   LogicalResult matchAndRewrite(linalg::AggregatedOpInterface op,
                                 PatternRewriter &rewriter) const override {
