@@ -86,3 +86,21 @@ def in_place_config(resident_rows: bool) -> dict:
 
 def in_place_pipeline(resident_rows: bool) -> list:
     return [f"--xent-gpu-pipeline=resident-rows={'true' if resident_rows else 'false'}"]
+
+
+# The linear + cross-entropy op (test_linear_gpu.py): every dtype x reduction
+# x bias at chunks of 128 rows (N is never a multiple of it there), the
+# automatic chunk size, f16 with int32 targets and ignore_index 0; the
+# benchmark's configurations (xent.bench.linear_cross_entropy) are among them.
+def linear_configs() -> list:
+    from xent.runtime.linear import linear_config
+    configs = [linear_config(dtype=d, reduction=r, bias=b, chunk_rows=LINEAR_CHUNK_ROWS)
+               for d in ("bf16", "f32") for r in ("mean", "sum", "none") for b in (False, True)]
+    configs += [linear_config(dtype=d, reduction="mean", bias=b)
+                for d in ("bf16", "f32") for b in (False, True)]
+    configs.append(linear_config(dtype="f16", reduction="mean", bias=True,
+                                 chunk_rows=LINEAR_CHUNK_ROWS, ignore_index=0, target="i32"))
+    return configs
+
+
+LINEAR_CHUNK_ROWS = 128

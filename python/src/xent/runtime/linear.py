@@ -1,0 +1,121 @@
+"""The linear + cross-entropy op on the GPU through ``xent-gpu-pipeline``.
+
+One entry function per configuration computes
+``xent.linear_cross_entropy_and_grad``: the loss and the gradients of the
+hidden states, the weight and (with a bias) the bias, for a given
+``grad_output``, chunked over rows (docs/linear-cross-entropy.md: each
+chunk's logits and their gradient through cuBLASLt GEMMs of the CUDA
+runtime, the loss kernel in place over the chunk's f32 logits). The module
+text and the configurations are free of torch, so a machine without a GPU
+can compile them into a cache (:func:`precompile`);
+:func:`linear_cross_entropy_and_grad` calls the compiled function with CUDA
+tensors on PyTorch's current stream (the results are fresh device memory).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Dict, Iterable, Optional, Tuple
+
+from . import gpu
+
+__all__ = ["linear_config", "linear_module", "linear_pipeline_args", "linear_library",
+           "linear_cross_entropy_and_grad", "precompile", "ENTRY"]
+
+ENTRY = "linear_cross_entropy_and_grad"
+_DTYPES = ("bf16", "f16", "f32")
+_REDUCTIONS = ("mean", "sum", "none")
+CHIP = os.environ.get("XENT_CHIP", "sm_90")
+
+
+def linear_config(*, dtype: str, reduction: str, bias: bool, ignore_index: int = -100,
+                  chunk_rows: int = 0, target: str = "i64") -> Dict:
+    """The KernelCache configuration of one entry function (`chunk_rows` 0:
+    the pipeline's automatic chunks)."""
+    if dtype not in _DTYPES or reduction not in _REDUCTIONS or target not in ("i32", "i64"):
+        raise ValueError(f"unsupported linear configuration {dtype}/{reduction}/{target}")
+    config = {"op": "linear_cross_entropy_and_grad", "dtype": dtype, "reduction": reduction,
+              "bias": bool(bias), "ignore_index": int(ignore_index),
+              "chunk_rows": int(chunk_rows), "target": target, "chip": CHIP}
+    config["source"] = hashlib.sha256(linear_module(config).encode()).hexdigest()[:16]
+    return config
+
+
+def _types(c: Dict):
+    t = c["dtype"]
+    per_row = c["reduction"] == "none"
+    loss = "tensor<?xf32>" if per_row else "tensor<f32>"
+    inputs = [("g", loss), ("h", f"tensor<?x?x{t}>"), ("w", f"tensor<?x?x{t}>")]
+    if c["bias"]:
+        inputs.append(("b", f"tensor<?x{t}>"))
+    inputs.append(("t", f"tensor<?x{c['target']}>"))
+    results = [("l", loss), ("dh", f"tensor<?x?x{t}>"), ("dw", f"tensor<?x?x{t}>")]
+    if c["bias"]:
+        results.append(("db", f"tensor<?x{t}>"))
+    return inputs, results
+
+
+def linear_module(c: Dict) -> str:
+    """The MLIR of the configuration's entry function (dynamic sizes)."""
+    inputs, results = _types(c)
+    args = ", ".join(f"%{n}: {ty}" for n, ty in inputs)
+    operands = "%g, %h, %w" + (" bias %b" if c["bias"] else "") + ", %t"
+    in_types = ", ".join(ty for _, ty in inputs)
+    out_types = ", ".join(ty for _, ty in results)
+    names = ", ".join(f"%{n}" for n, _ in results)
+    return f"""\
+func.func @{ENTRY}({args}) -> ({out_types}) attributes {{llvm.emit_c_interface}} {{
+  {names} = xent.linear_cross_entropy_and_grad {c['reduction']} {operands}
+      {{ignore_index = {c['ignore_index']} : i64}}
+      : ({in_types}) -> ({out_types})
+  return {names} : {out_types}
+}}
+"""
+
+
+def linear_pipeline_args(c: Dict):
+    options = [f"chip={c['chip']}"]
+    if c["chunk_rows"]:
+        options.append(f"linear-chunk-rows={c['chunk_rows']}")
+    return ["--xent-gpu-pipeline=" + " ".join(options)]
+
+
+def _memref(tensor_type: str) -> str:
+    return tensor_type.replace("tensor<", "memref<")
+
+
+def linear_library(config: Dict, cache: Optional[gpu.KernelCache] = None) -> gpu.GpuFunction:
+    """The compiled entry function of `config` (from the cache, or compiled
+    with ``$XENT_OPT`` where LLVM is at hand)."""
+    cache = cache or gpu.KernelCache(os.environ.get("XENT_CACHE_DIR"))
+    lib = cache.get(config, lambda: linear_module(config), linear_pipeline_args(config),
+                    os.environ.get("XENT_OPT"))
+    inputs, results = _types(config)
+    return lib.function(ENTRY, [_memref(t) for _, t in inputs], [_memref(t) for _, t in results])
+
+
+def linear_cross_entropy_and_grad(hidden, weight, target, bias=None, *, grad_output,
+                                  reduction: str = "mean", ignore_index: int = -100,
+                                  chunk_rows: int = 0) -> Tuple:
+    """(loss, d_hidden, d_weight[, d_bias]) of ``cross_entropy(hidden @
+    weight.T + bias, target)`` for `grad_output` (0-d f32, or per row for
+    ``none``), on the tensors' device and PyTorch's current stream. `hidden`
+    is ``[N, H]``, `weight` ``[V, H]``, `target` ``[N]`` int64/int32."""
+    dtype = {"torch.bfloat16": "bf16", "torch.float16": "f16",
+             "torch.float32": "f32"}[str(hidden.dtype)]
+    config = linear_config(dtype=dtype, reduction=reduction, bias=bias is not None,
+                           ignore_index=ignore_index, chunk_rows=chunk_rows,
+                           target="i32" if str(target.dtype) == "torch.int32" else "i64")
+    fn = linear_library(config)
+    args = [grad_output, hidden, weight] + ([bias] if bias is not None else []) + [target]
+    return fn(*args)
+
+
+def precompile(configs: Iterable[Dict], cache_dir: Optional[str] = None) -> None:
+    """Compiles `configs` into the cache (no GPU needed)."""
+    cache = gpu.KernelCache(cache_dir or os.environ.get("XENT_CACHE_DIR"))
+    for config in configs:
+        cache.path(config, lambda c=config: linear_module(c),
+                   pipeline_args=linear_pipeline_args(config),
+                   opt_tool=os.environ.get("XENT_OPT"))
