@@ -90,8 +90,9 @@ def in_place_pipeline(resident_rows: bool) -> list:
 
 # The linear + cross-entropy op (test_linear_gpu.py): every dtype x reduction
 # x bias at chunks of 128 rows (N is never a multiple of it there), the
-# automatic chunk size, f16 with int32 targets and ignore_index 0; the
-# benchmark's configurations (xent.bench.linear_cross_entropy) are among them.
+# automatic chunk size, f16 with int32 targets and ignore_index 0, results
+# written into the caller's buffers; the benchmark's configurations
+# (xent.bench.linear_cross_entropy) are among them.
 def linear_configs() -> list:
     from xent.runtime.linear import linear_config
     configs = [linear_config(dtype=d, reduction=r, bias=b, chunk_rows=LINEAR_CHUNK_ROWS)
@@ -100,6 +101,11 @@ def linear_configs() -> list:
                 for d in ("bf16", "f32") for b in (False, True)]
     configs.append(linear_config(dtype="f16", reduction="mean", bias=True,
                                  chunk_rows=LINEAR_CHUNK_ROWS, ignore_index=0, target="i32"))
+    # Results into the caller's buffers (and so CUDA graphs).
+    configs += [linear_config(dtype="bf16", reduction="mean", bias=True,
+                              chunk_rows=LINEAR_CHUNK_ROWS, destinations=True),
+                linear_config(dtype="f32", reduction="none", bias=False,
+                              chunk_rows=LINEAR_CHUNK_ROWS, destinations=True)]
     return configs
 
 

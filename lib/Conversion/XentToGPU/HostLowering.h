@@ -17,6 +17,7 @@
 #include "xent/Conversion/XentToGPU/XentToGPU.h"
 #include "xent/Dialect/Xent/IR/XentOps.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -32,6 +33,11 @@ gpu::GPUModuleOp getOrCreateKernelModule(RewriterBase &rewriter,
                                          ModuleOp module);
 /// A kernel name not yet used in `kernels`.
 std::string getUniqueName(gpu::GPUModuleOp kernels, StringRef prefix);
+
+/// The destination `result` is written into directly: its only use
+/// materializes it into a writable, restrict buffer of its element type
+/// (with any strides, which the kernels write through). Null otherwise.
+bufferization::MaterializeInDestinationOp getDestination(Value result);
 
 /// The lowering of one op under a mode, and why.
 struct LoweringChoice {

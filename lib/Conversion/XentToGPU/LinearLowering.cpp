@@ -398,7 +398,9 @@ SmallVector<Value> LinearEmitter::emit() {
   }
   auto rowsType = cast<RankedTensorType>(rows.getType());
   SmallVector<Type> resultTypes;
-  SmallVector<Value> dims;
+  SmallVector<Value> dims, inits;
+  SmallVector<int64_t> tied;
+  SmallVector<bufferization::MaterializeInDestinationOp> sinks;
   for (Value result : op->getResults()) {
     auto type = cast<RankedTensorType>(result.getType());
     SmallVector<int64_t> shape(type.getShape());
@@ -414,11 +416,32 @@ SmallVector<Value> LinearEmitter::emit() {
     for (auto [k, size] : llvm::enumerate(shape))
       if (ShapedType::isDynamic(size))
         dims.push_back(tensor::DimOp::create(b, loc, source, k));
-    resultTypes.push_back(RankedTensorType::get(shape, type.getElementType()));
+    auto launchType = RankedTensorType::get(shape, type.getElementType());
+    resultTypes.push_back(launchType);
+    // A result materialized into a caller's buffer is written there (its
+    // rows collapsed like the launch's).
+    auto sink = getDestination(result);
+    if (!sink) {
+      tied.push_back(-1);
+      continue;
+    }
+    auto destType = cast<MemRefType>(sink.getDest().getType());
+    Value dest = bufferization::ToTensorOp::create(
+        b, loc, RankedTensorType::get(destType.getShape(), type.getElementType()),
+        sink.getDest(), /*restrict=*/b.getUnitAttr(),
+        /*writable=*/b.getUnitAttr());
+    if (rowResult)
+      dest = collapseRows(b, loc, dest, rowDims);
+    if (dest.getType() != launchType)
+      dest = tensor::CastOp::create(b, loc, launchType, dest);
+    tied.push_back(inputs.size() + inits.size());
+    inits.push_back(dest);
+    sinks.push_back(sink);
   }
-  SmallVector<int64_t> tied(resultTypes.size(), -1);
+  for (auto sink : sinks)
+    b.eraseOp(sink);
   auto launchOp =
-      LaunchOp::create(b, loc, resultTypes, inputs, ValueRange{}, dims, tied);
+      LaunchOp::create(b, loc, resultTypes, inputs, inits, dims, tied);
   SmallVector<Type> argTypes;
   for (Type type : llvm::concat<Type>(TypeRange(ValueRange(inputs)),
                                       TypeRange(resultTypes))) {

@@ -120,10 +120,8 @@ static KernelSpec getKernelSpec(CrossEntropyOpInterface op) {
   return spec;
 }
 
-/// The destination `result` is written into directly: its only use
-/// materializes it into a writable, restrict buffer of its element type
-/// (with any strides, which the kernels write through). Null otherwise.
-static bufferization::MaterializeInDestinationOp getDestination(Value result) {
+bufferization::MaterializeInDestinationOp
+mlir::xent::getDestination(Value result) {
   if (!result.hasOneUse())
     return nullptr;
   auto sink = dyn_cast<bufferization::MaterializeInDestinationOp>(

@@ -10,6 +10,7 @@
 // RUN: xent-opt %s --convert-xent-to-gpu --cse | FileCheck %s
 // RUN: xent-opt %s --convert-xent-to-gpu --remarks-filter=convert-xent-to-gpu --remark-format=emitRemark 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: xent-opt %s --convert-xent-to-gpu=mode=inline | FileCheck %s --check-prefix=INLINE
+// RUN: xent-opt %s --convert-xent-to-gpu --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s --check-prefix=BUFFERS
 
 // REMARK: remark: [Passed] kernel | Category:convert-xent-to-gpu | Function=joint | ChunkRows="auto (f32 logits <= 1024 MiB)", Gemms="xentGemmBias_bf16_f32, xentGemm_bf16_bf16, xentGemm_bf16_f32", Kernels="xent_linear_convert_0, xent_prologue_0, xent_loss_grad_0, xent_linear_convert_1", Reason="mode=auto, and the kernels take this op", Remark="lowered to row chunks: cuBLASLt GEMMs and the fused kernels in place over each chunk's logits"
 // REMARK: remark: [Passed] kernel | Category:convert-xent-to-gpu | Function=per_row_f32 | ChunkRows="auto (f32 logits <= 1024 MiB)", Gemms=xentGemm_f32_f32, Kernels=xent_loss_grad_1
@@ -145,4 +146,35 @@ func.func @loss_only(%h: tensor<?x64xf16>, %w: tensor<50257x64xf16>, %t: tensor<
   %l = xent.linear_cross_entropy sum %h, %w, %t {ignore_index = 0 : i64}
       : (tensor<?x64xf16>, tensor<50257x64xf16>, tensor<?xi64>) -> tensor<f16>
   return %l : tensor<f16>
+}
+
+// Results materialized into the caller's buffers are written there: the
+// launch's inits, with [B, T, H] rows collapsed like its own; after
+// bufferization the only device memory the op allocates is its scratch, and
+// nothing is copied.
+// CHECK-LABEL: func.func @destinations
+// CHECK:       xent.launch ins({{.*}} : tensor<f32>, tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?xi64>) outs({{.*}} : tensor<f32>, tensor<?x64xbf16>, tensor<?x64xbf16>) dims({{.*}}) tied [4, 5, 6]
+// CHECK-NOT:   bufferization.materialize_in_destination
+// BUFFERS-LABEL: func.func @destinations(
+// BUFFERS-SAME:    %[[LOSS:[^:]*]]: memref<f32>, %[[DH:[^:]*]]: memref<2x?x64xbf16>, %[[DW:[^:]*]]: memref<?x64xbf16, strided<[?, ?], offset: ?>>)
+// BUFFERS:       %[[DHROWS:.*]] = memref.collapse_shape %[[DH]] {{\[\[}}0, 1], [2]]
+// BUFFERS-DAG:   %[[LOSSC:.*]] = memref.cast %[[LOSS]] : memref<f32> to memref<f32, strided<[], offset: ?>>
+// BUFFERS-DAG:   %[[DHC:.*]] = memref.cast %[[DHROWS]] : memref<?x64xbf16> to memref<?x?xbf16, strided<[?, ?], offset: ?>>
+// BUFFERS-DAG:   %[[DWC:.*]] = memref.cast %[[DW]] : memref<?x64xbf16, strided<[?, ?], offset: ?>> to memref<?x?xbf16, strided<[?, ?], offset: ?>>
+// BUFFERS-NOT:   memref.copy
+// BUFFERS:       gpu.launch_func  @xent_kernels::@xent_prologue_{{.*}} args({{.*}}, %[[LOSSC]] : memref<f32, strided<[], offset: ?>>)
+// BUFFERS:       %[[DHCHUNK:.*]] = memref.subview %[[DHC]][
+// BUFFERS:       func.call @xentGemm_bf16_bf16(%{{.*}}, %{{.*}}, %[[DHCHUNK]],
+// BUFFERS:       gpu.launch_func  @xent_kernels::@xent_linear_convert_{{.*}} args(%{{.*}} : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[DWC]] :
+// BUFFERS-NOT:   memref.copy
+// BUFFERS:       return
+func.func @destinations(%g: tensor<f32>, %h: tensor<2x?x64xbf16>, %w: tensor<?x64xbf16>, %t: tensor<2x?xi64>,
+    %loss: memref<f32>, %dh: memref<2x?x64xbf16>, %dw: memref<?x64xbf16, strided<[?, ?], offset: ?>>) {
+  %l, %a, %b = xent.linear_cross_entropy_and_grad sum %g, %h, %w, %t
+      : (tensor<f32>, tensor<2x?x64xbf16>, tensor<?x64xbf16>, tensor<2x?xi64>)
+      -> (tensor<f32>, tensor<2x?x64xbf16>, tensor<?x64xbf16>)
+  bufferization.materialize_in_destination %l in restrict writable %loss : (tensor<f32>, memref<f32>) -> ()
+  bufferization.materialize_in_destination %a in restrict writable %dh : (tensor<2x?x64xbf16>, memref<2x?x64xbf16>) -> ()
+  bufferization.materialize_in_destination %b in restrict writable %dw : (tensor<?x64xbf16>, memref<?x64xbf16, strided<[?, ?], offset: ?>>) -> ()
+  return
 }

@@ -30,14 +30,16 @@ CHIP = os.environ.get("XENT_CHIP", "sm_90")
 
 
 def linear_config(*, dtype: str, reduction: str, bias: bool, ignore_index: int = -100,
-                  chunk_rows: int = 0, target: str = "i64") -> Dict:
+                  chunk_rows: int = 0, target: str = "i64", destinations: bool = False) -> Dict:
     """The KernelCache configuration of one entry function (`chunk_rows` 0:
-    the pipeline's automatic chunks)."""
+    the pipeline's automatic chunks; `destinations`: the results are written
+    into buffers the caller passes after the inputs, instead of returned)."""
     if dtype not in _DTYPES or reduction not in _REDUCTIONS or target not in ("i32", "i64"):
         raise ValueError(f"unsupported linear configuration {dtype}/{reduction}/{target}")
     config = {"op": "linear_cross_entropy_and_grad", "dtype": dtype, "reduction": reduction,
               "bias": bool(bias), "ignore_index": int(ignore_index),
-              "chunk_rows": int(chunk_rows), "target": target, "chip": CHIP}
+              "chunk_rows": int(chunk_rows), "target": target, "chip": CHIP,
+              "destinations": bool(destinations)}
     config["source"] = hashlib.sha256(linear_module(config).encode()).hexdigest()[:16]
     return config
 
@@ -64,14 +66,17 @@ def linear_module(c: Dict) -> str:
     in_types = ", ".join(ty for _, ty in inputs)
     out_types = ", ".join(ty for _, ty in results)
     names = ", ".join(f"%{n}" for n, _ in results)
-    return f"""\
-func.func @{ENTRY}({args}) -> ({out_types}) attributes {{llvm.emit_c_interface}} {{
-  {names} = xent.linear_cross_entropy_and_grad {c['reduction']} {operands}
-      {{ignore_index = {c['ignore_index']} : i64}}
-      : ({in_types}) -> ({out_types})
-  return {names} : {out_types}
-}}
-"""
+    op = (f"  {names} = xent.linear_cross_entropy_and_grad {c['reduction']} {operands}\n"
+          f"      {{ignore_index = {c['ignore_index']} : i64}}\n"
+          f"      : ({in_types}) -> ({out_types})\n")
+    if not c.get("destinations"):
+        return (f"func.func @{ENTRY}({args}) -> ({out_types}) attributes "
+                f"{{llvm.emit_c_interface}} {{\n{op}  return {names} : {out_types}\n}}\n")
+    outs = ", ".join(f"%{n}_out: {_memref(ty)}" for n, ty in results)
+    sinks = "".join(f"  bufferization.materialize_in_destination %{n} in restrict writable "
+                    f"%{n}_out : ({ty}, {_memref(ty)}) -> ()\n" for n, ty in results)
+    return (f"func.func @{ENTRY}({args}, {outs}) attributes {{llvm.emit_c_interface}} {{\n"
+            f"{op}{sinks}  return\n}}\n")
 
 
 def linear_pipeline_args(c: Dict):
@@ -92,24 +97,36 @@ def linear_library(config: Dict, cache: Optional[gpu.KernelCache] = None) -> gpu
     lib = cache.get(config, lambda: linear_module(config), linear_pipeline_args(config),
                     os.environ.get("XENT_OPT"))
     inputs, results = _types(config)
-    return lib.function(ENTRY, [_memref(t) for _, t in inputs], [_memref(t) for _, t in results])
+    types = [_memref(t) for _, t in inputs]
+    if config.get("destinations"):
+        return lib.function(ENTRY, types + [_memref(t) for _, t in results], [])
+    return lib.function(ENTRY, types, [_memref(t) for _, t in results])
 
 
 def linear_cross_entropy_and_grad(hidden, weight, target, bias=None, *, grad_output,
                                   reduction: str = "mean", ignore_index: int = -100,
-                                  chunk_rows: int = 0) -> Tuple:
+                                  chunk_rows: int = 0, out=None) -> Tuple:
     """(loss, d_hidden, d_weight[, d_bias]) of ``cross_entropy(hidden @
     weight.T + bias, target)`` for `grad_output` (0-d f32, or per row for
     ``none``), on the tensors' device and PyTorch's current stream. `hidden`
-    is ``[N, H]``, `weight` ``[V, H]``, `target` ``[N]`` int64/int32."""
+    is ``[N, H]``, `weight` ``[V, H]``, `target` ``[N]`` int64/int32. With
+    `out` (the four or three result tensors: f32 loss, then the gradients in
+    the hidden's dtype, contiguous) the results are written there and `out`
+    is returned (nothing is allocated but the op's scratch, which is freed
+    in the call's stream order: CUDA-graph capturable after a first call on
+    the capturing stream)."""
     dtype = {"torch.bfloat16": "bf16", "torch.float16": "f16",
              "torch.float32": "f32"}[str(hidden.dtype)]
     config = linear_config(dtype=dtype, reduction=reduction, bias=bias is not None,
                            ignore_index=ignore_index, chunk_rows=chunk_rows,
-                           target="i32" if str(target.dtype) == "torch.int32" else "i64")
+                           target="i32" if str(target.dtype) == "torch.int32" else "i64",
+                           destinations=out is not None)
     fn = linear_library(config)
     args = [grad_output, hidden, weight] + ([bias] if bias is not None else []) + [target]
-    return fn(*args)
+    if out is None:
+        return fn(*args)
+    fn(*args, *out)
+    return tuple(out)
 
 
 def precompile(configs: Iterable[Dict], cache_dir: Optional[str] = None) -> None:
