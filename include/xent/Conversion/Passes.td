@@ -46,7 +46,7 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     them (loss into the op's accumulators or rows, with the prologue's
     statistics of all rows, and dlogits over the logits), then
     `d_hidden = dlogits · weight` and `d_weight += dlogitsᵀ · hidden`,
-    `d_bias += dlogitsᵀ · 1` in f32. The products are calls of the runtime's
+    `d_bias += 1ᵀ · dlogits` in f32. The products are calls of the runtime's
     `xentGemm*` functions (cuBLASLt, f32 accumulation), declared in the
     module, whose arguments say which operand is transposed and the beta;
     for bf16/f16 the chunk's dlogits are rounded to that type for them.

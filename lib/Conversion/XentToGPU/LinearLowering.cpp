@@ -16,7 +16,7 @@
 //     dl = dlogits, rounded to the hidden's type unless it is f32
 //     d_hidden[i:i+r]     = dl · weight                          beta 0
 //     d_weight (f32)     += dlᵀ · hidden[i:i+r]                  beta 0, 1, …
-//     d_bias (f32)       += dlᵀ · ones[r]                        beta 0, 1, …
+//     d_bias (f32)       += ones[r] · dl                         beta 0, 1, …
 //   f32 accumulators rounded to the results; scratch freed
 //
 // The GEMMs are calls of the runtime's xentGemm* functions (cuBLASLt,
@@ -514,8 +514,10 @@ SmallVector<Value> LinearEmitter::emit() {
       scratch.push_back(dBiasAcc);
     }
   }
+  Value onesStride;
   if (grad && bias) {
-    ones = alloc(hiddenType, {allocRows});
+    onesStride = roundUp(allocRows, kRowAlignBytes / 2);
+    ones = alloc(hiddenType, {onesStride});
     scratch.push_back(ones);
     gpu::MemsetOp::create(b, loc, Type(), ValueRange{}, ones,
                           arith::ConstantOp::create(
@@ -525,8 +527,9 @@ SmallVector<Value> LinearEmitter::emit() {
     // The epilogue's bias: f32 and contiguous.
     bias32 = alloc(f32, {classes});
     scratch.push_back(bias32);
-    convert(asMatrix(bias, one, classes, classes, one),
-            asMatrix(asArg(bias32), one, classes, classes, one));
+    Value biasRow = asMatrix(bias, one, classes, classes, one);
+    Value bias32Row = asMatrix(asArg(bias32), one, classes, classes, one);
+    convert(biasRow, bias32Row);
     bias32 = asArg(bias32);
   }
 
@@ -616,19 +619,24 @@ SmallVector<Value> LinearEmitter::emit() {
       callGemm(dl, weight, Value(), slice(dHidden, {i, c0}, {r, features}),
                false, false, f32Constant(0.0));
       callGemm(dl, h, Value(), asArg(dWeightAcc), true, false, beta);
-      if (bias)
-        callGemm(dl, asMatrix(asArg(ones), r, one, one, one), Value(),
-                 asMatrix(asArg(dBiasAcc), classes, one, one, one), true,
-                 false, beta);
+      // d_bias (1 x V) += ones (1 x r) · dl: a GEMV, the ones' row stride
+      // (cuBLASLt's leading dimension) a multiple of 16 bytes.
+      if (bias) {
+        Value onesRow = asMatrix(asArg(ones), one, r, onesStride, one);
+        Value dBiasRow = asMatrix(asArg(dBiasAcc), one, classes, classes, one);
+        callGemm(onesRow, dl, Value(), dBiasRow, false, false, beta);
+      }
     }
   }
 
   // The results from their f32 accumulators; the scratch freed.
   if (dWeightAcc != dWeight)
     convert(asArg(dWeightAcc), dWeight);
-  if (dBiasAcc != dBias)
-    convert(asMatrix(asArg(dBiasAcc), one, classes, classes, one),
-            asMatrix(dBias, one, classes, classes, one));
+  if (dBiasAcc != dBias) {
+    Value accRow = asMatrix(asArg(dBiasAcc), one, classes, classes, one);
+    Value dBiasRow = asMatrix(dBias, one, classes, classes, one);
+    convert(accRow, dBiasRow);
+  }
   for (auto [acc, out] : {std::pair{lossAcc, loss}, {zLossAcc, zLoss}}) {
     if (acc == out)
       continue;

@@ -105,11 +105,14 @@ ColumnMajor getColumnMajor(const Matrix &m) {
   bool colMajor = (m.rows <= 1 || m.rowStride == 1) &&
                   (m.cols <= 1 || m.colStride >= rows);
   if (rowMajor) {
+    // One row: its stride is never stepped, any leading dimension fits.
     view = {true, true, static_cast<uint64_t>(m.cols),
-            static_cast<uint64_t>(m.rows), m.rows <= 1 ? cols : m.rowStride};
+            static_cast<uint64_t>(m.rows),
+            m.rows <= 1 ? std::max(m.rowStride, cols) : m.rowStride};
   } else if (colMajor) {
     view = {true, false, static_cast<uint64_t>(m.rows),
-            static_cast<uint64_t>(m.cols), m.cols <= 1 ? rows : m.colStride};
+            static_cast<uint64_t>(m.cols),
+            m.cols <= 1 ? std::max(m.colStride, rows) : m.colStride};
   }
   return view;
 }

@@ -38,7 +38,7 @@
 // CHECK:         %[[LOW:.*]] = gpu.alloc  (%[[CHUNK_ROWS]], %{{.*}}) : memref<?x?xbf16>
 // CHECK:         %[[DW32:.*]] = gpu.alloc  (%[[V]], %{{.*}}) : memref<?x?xf32>
 // CHECK:         %[[DB32:.*]] = gpu.alloc  (%[[V]]) : memref<?xf32>
-// CHECK:         %[[ONES:.*]] = gpu.alloc  (%[[CHUNK_ROWS]]) : memref<?xbf16>
+// CHECK:         %[[ONES:.*]] = gpu.alloc  (%{{.*}}) : memref<?xbf16>
 // CHECK:         gpu.memset  %[[ONES]], %{{.*}} : memref<?xbf16>, bf16
 // The bias in f32 for the GEMM's epilogue.
 // CHECK:         %[[BIAS32:.*]] = gpu.alloc  (%[[V]]) : memref<?xf32>
@@ -73,10 +73,10 @@
 // d_weight (f32) += dlᵀ · h
 // CHECK:           %[[DWA:.*]] = memref.cast %[[DW32]]
 // CHECK:           func.call @xentGemm_bf16_f32(%[[DL]], %[[HC]], %[[DWA]], %[[TRANS]], %[[NOT]], %[[ONE]], %[[BETA]])
-// d_bias (f32, as V x 1) += dlᵀ · ones (r x 1)
-// CHECK:           %[[DBA:.*]] = memref.reinterpret_cast {{.*}} sizes: [%[[V]], %c1]
-// CHECK:           %[[ONESR:.*]] = memref.reinterpret_cast {{.*}} sizes: [%[[R]], %c1]
-// CHECK:           func.call @xentGemm_bf16_f32(%[[DL]], %[[ONESR]], %[[DBA]], %[[TRANS]], %[[NOT]], %[[ONE]], %[[BETA]])
+// d_bias (f32, as 1 x V) += ones (1 x r) · dl: a GEMV
+// CHECK:           %[[ONESR:.*]] = memref.reinterpret_cast {{.*}} sizes: [%c1, %[[R]]]
+// CHECK:           %[[DBA:.*]] = memref.reinterpret_cast {{.*}} sizes: [%c1, %[[V]]]
+// CHECK:           func.call @xentGemm_bf16_f32(%[[ONESR]], %[[DL]], %[[DBA]], %[[NOT]], %[[NOT]], %[[ONE]], %[[BETA]])
 // CHECK:         }
 // The f32 accumulators rounded once, the scratch freed.
 // CHECK:         gpu.launch_func  @xent_kernels::@xent_linear_convert_1 {{.*}} args(%{{.*}} : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[DW]] :
