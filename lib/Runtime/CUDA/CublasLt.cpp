@@ -25,6 +25,7 @@
 
 #include "xent/Runtime/CUDA/XentCudaRuntime.h"
 
+#include "GemmPlan.h"
 #include "RuntimeInternal.h"
 
 #include <algorithm>
@@ -65,13 +66,6 @@ const char *elementName(Element type) {
   return "?";
 }
 
-/// A rank-2 memref as the call passes it: logical row-major indices, any
-/// strides (in elements).
-struct Matrix {
-  char *data;
-  int64_t rows, cols, rowStride, colStride;
-};
-
 /// A rank-1 memref.
 struct Vector {
   char *data;
@@ -88,35 +82,6 @@ struct Gemm {
   const Vector *bias; // f32 [N], or null
 };
 
-/// How cuBLASLt (column-major) sees a stored matrix: either the transpose of
-/// a row-major matrix or the matrix itself.
-struct ColumnMajor {
-  bool ok = false;
-  bool transposed = false; // the column-major matrix is the logical one's ᵀ
-  uint64_t rows = 0, cols = 0;
-  int64_t ld = 1;
-};
-
-ColumnMajor getColumnMajor(const Matrix &m) {
-  ColumnMajor view;
-  int64_t rows = std::max<int64_t>(m.rows, 1), cols = std::max<int64_t>(m.cols, 1);
-  bool rowMajor = (m.cols <= 1 || m.colStride == 1) &&
-                  (m.rows <= 1 || m.rowStride >= cols);
-  bool colMajor = (m.rows <= 1 || m.rowStride == 1) &&
-                  (m.cols <= 1 || m.colStride >= rows);
-  if (rowMajor) {
-    // One row: its stride is never stepped, any leading dimension fits.
-    view = {true, true, static_cast<uint64_t>(m.cols),
-            static_cast<uint64_t>(m.rows),
-            m.rows <= 1 ? std::max(m.rowStride, cols) : m.rowStride};
-  } else if (colMajor) {
-    view = {true, false, static_cast<uint64_t>(m.rows),
-            static_cast<uint64_t>(m.cols),
-            m.cols <= 1 ? std::max(m.colStride, rows) : m.colStride};
-  }
-  return view;
-}
-
 void fail(const char *where, int code, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
 void fail(const char *where, int code, const char *format, ...) {
@@ -128,29 +93,15 @@ void fail(const char *where, int code, const char *format, ...) {
   recordFailure(where, code, message);
 }
 
-/// The sizes of op(A) · op(B) agree with C and the bias; M, N, K set.
-bool checkShapes(const Gemm &g, int64_t &m, int64_t &n, int64_t &k) {
-  m = g.transA ? g.a.cols : g.a.rows;
-  k = g.transA ? g.a.rows : g.a.cols;
-  int64_t kb = g.transB ? g.b.cols : g.b.rows;
-  n = g.transB ? g.b.rows : g.b.cols;
-  if (k != kb || m != g.out.rows || n != g.out.cols) {
-    fail(g.where, CUDA_ERROR_INVALID_VALUE,
-         "op(A) is %ldx%ld, op(B) %ldx%ld and C %ldx%ld: not a product",
-         static_cast<long>(m), static_cast<long>(k), static_cast<long>(kb),
-         static_cast<long>(n), static_cast<long>(g.out.rows),
-         static_cast<long>(g.out.cols));
-    return false;
-  }
-  if (g.bias && (g.bias->size != n || (n > 1 && g.bias->stride != 1))) {
-    fail(g.where, CUDA_ERROR_INVALID_VALUE,
-         "the bias has %ld elements of stride %ld; it needs %ld contiguous "
-         "ones",
-         static_cast<long>(g.bias->size), static_cast<long>(g.bias->stride),
-         static_cast<long>(n));
-    return false;
-  }
-  return true;
+/// The bias has one contiguous f32 per column of C.
+bool checkBias(const Gemm &g, int64_t n) {
+  if (!g.bias || (g.bias->size == n && (n <= 1 || g.bias->stride == 1)))
+    return true;
+  fail(g.where, CUDA_ERROR_INVALID_VALUE,
+       "the bias has %ld elements of stride %ld; it needs %ld contiguous ones",
+       static_cast<long>(g.bias->size), static_cast<long>(g.bias->stride),
+       static_cast<long>(n));
+  return false;
 }
 
 /// C = beta · C for a product over nothing (K = 0): zeros when beta is 0.
@@ -323,16 +274,7 @@ struct Descriptors {
   }
 };
 
-/// The column-major product: D(m×n) = alpha · opA(A) · opB(B) + beta · C.
-struct Product {
-  const char *aData, *bData;
-  ColumnMajor a, b;
-  cublasOperation_t opA, opB;
-  uint64_t m, n, k;
-  int64_t ldc;
-};
-
-void runCublas(const Gemm &g, const Product &p, CUstream stream) {
+void runCublas(const Gemm &g, const GemmPlan &p, CUstream stream) {
   const CublasLt &api = getCublasLt();
   if (!api.error.empty()) {
     fail(g.where, CUDA_ERROR_NOT_FOUND, "%s", api.error.c_str());
@@ -342,20 +284,22 @@ void runCublas(const Gemm &g, const Product &p, CUstream stream) {
   if (!checkResult(cuCtxGetCurrent(&context), g.where, "cuCtxGetCurrent"))
     return;
   AlgoKey key{static_cast<int>(g.ab), static_cast<int>(g.c),
-              p.opA == CUBLAS_OP_T, p.opB == CUBLAS_OP_T, g.bias != nullptr,
-              p.m, p.n, p.k, p.a.ld, p.b.ld, p.ldc,
+              p.transA, p.transB, g.bias != nullptr,
+              p.m(), p.n(), p.k(), p.a.ld, p.b.ld, p.c.ld,
               getAlignment(p.aData), getAlignment(p.bData),
               getAlignment(g.out.data)};
 
   Descriptors d{api};
+  cublasOperation_t opA = p.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = p.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   cudaDataType_t abType = getDataType(g.ab), cType = getDataType(g.c);
   if (!checkCublas(api.descCreate(&d.matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F),
                    g.where, "cublasLtMatmulDescCreate") ||
-      !checkCublas(api.descSet(d.matmul, CUBLASLT_MATMUL_DESC_TRANSA, &p.opA,
-                               sizeof(p.opA)),
+      !checkCublas(api.descSet(d.matmul, CUBLASLT_MATMUL_DESC_TRANSA, &opA,
+                               sizeof(opA)),
                    g.where, "cublasLtMatmulDescSetAttribute(TRANSA)") ||
-      !checkCublas(api.descSet(d.matmul, CUBLASLT_MATMUL_DESC_TRANSB, &p.opB,
-                               sizeof(p.opB)),
+      !checkCublas(api.descSet(d.matmul, CUBLASLT_MATMUL_DESC_TRANSB, &opB,
+                               sizeof(opB)),
                    g.where, "cublasLtMatmulDescSetAttribute(TRANSB)"))
     return;
   if (g.bias) {
@@ -379,7 +323,7 @@ void runCublas(const Gemm &g, const Product &p, CUstream stream) {
                    g.where, "cublasLtMatrixLayoutCreate(A)") ||
       !checkCublas(api.layoutCreate(&d.b, abType, p.b.rows, p.b.cols, p.b.ld),
                    g.where, "cublasLtMatrixLayoutCreate(B)") ||
-      !checkCublas(api.layoutCreate(&d.c, cType, p.m, p.n, p.ldc), g.where,
+      !checkCublas(api.layoutCreate(&d.c, cType, p.m(), p.n(), p.c.ld), g.where,
                    "cublasLtMatrixLayoutCreate(C)"))
     return;
 
@@ -435,8 +379,8 @@ void runCublas(const Gemm &g, const Product &p, CUstream stream) {
       fail(g.where, CUDA_ERROR_NOT_SUPPORTED,
            "cuBLASLt has no algorithm for %s x %s -> %s, m %lu n %lu k %lu",
            elementName(g.ab), elementName(g.ab), elementName(g.c),
-           static_cast<unsigned long>(p.m), static_cast<unsigned long>(p.n),
-           static_cast<unsigned long>(p.k));
+           static_cast<unsigned long>(p.m()), static_cast<unsigned long>(p.n()),
+           static_cast<unsigned long>(p.k()));
       return;
     }
     algo = result.algo;
@@ -452,49 +396,45 @@ void runCublas(const Gemm &g, const Product &p, CUstream stream) {
 
 #endif // XENT_HAVE_CUBLASLT
 
-/// The row-major product as cuBLASLt's column-major one: Cᵀ = op(B)ᵀ ·
-/// op(A)ᵀ, so cuBLASLt's A is our B and its B our A, each transposed or not
-/// as its storage says.
+/// The row-major product through cuBLASLt's column-major one (GemmPlan.h).
 void gemm(const Gemm &g) {
-  int64_t m = 0, n = 0, k = 0;
-  if (!checkShapes(g, m, n, k))
+  GemmPlan plan;
+  GemmPlanError error = planGemm(g.a, g.transA, g.b, g.transB, g.out, plan);
+  if (error == GemmPlanError::Shapes) {
+    int64_t depthB = g.transB ? g.b.cols : g.b.rows;
+    fail(g.where, CUDA_ERROR_INVALID_VALUE,
+         "op(A) is %ldx%ld, op(B) %ldx%ld and C %ldx%ld: not a product",
+         static_cast<long>(plan.rows), static_cast<long>(plan.depth),
+         static_cast<long>(depthB), static_cast<long>(plan.cols),
+         static_cast<long>(g.out.rows), static_cast<long>(g.out.cols));
     return;
-  ColumnMajor a = getColumnMajor(g.a), b = getColumnMajor(g.b),
-              c = getColumnMajor(g.out);
-  for (auto [view, name] : {std::pair{&a, "A"}, {&b, "B"}, {&c, "C"}}) {
-    const Matrix &mat = view == &a ? g.a : view == &b ? g.b : g.out;
-    if (!view->ok || (view == &c && !view->transposed)) {
-      fail(g.where, CUDA_ERROR_INVALID_VALUE,
-           "%s (%ldx%ld, strides [%ld, %ld]) is not a matrix cuBLASLt can %s",
-           name, static_cast<long>(mat.rows), static_cast<long>(mat.cols),
-           static_cast<long>(mat.rowStride), static_cast<long>(mat.colStride),
-           view == &c ? "write (it needs unit column stride)"
-                      : "read (it needs a unit stride)");
-      return;
-    }
   }
+  if (error != GemmPlanError::None) {
+    bool isC = error == GemmPlanError::C;
+    const Matrix &mat = error == GemmPlanError::A   ? g.a
+                        : error == GemmPlanError::B ? g.b
+                                                    : g.out;
+    fail(g.where, CUDA_ERROR_INVALID_VALUE,
+         "%s (%ldx%ld, strides [%ld, %ld]) is not a matrix cuBLASLt can %s",
+         error == GemmPlanError::A ? "A" : isC ? "C" : "B",
+         static_cast<long>(mat.rows), static_cast<long>(mat.cols),
+         static_cast<long>(mat.rowStride), static_cast<long>(mat.colStride),
+         isC ? "write (it needs unit column stride)"
+             : "read (it needs a unit stride)");
+    return;
+  }
+  if (!checkBias(g, plan.cols))
+    return;
   CUstream stream = nullptr;
   bool callerStream = getCallerStream(&stream);
   ContextScope scope(getStreamContext(stream, g.where), g.where);
-  if (!scope || m == 0 || n == 0)
+  if (!scope || plan.rows == 0 || plan.cols == 0)
     return;
-  if (k == 0) {
+  if (plan.depth == 0) {
     scaleEmpty(g, stream);
   } else {
 #ifdef XENT_HAVE_CUBLASLT
-    Product p;
-    p.aData = g.b.data;
-    p.bData = g.a.data;
-    p.a = b;
-    p.b = a;
-    // A row-major stored operand is transposed in cuBLASLt's view already.
-    p.opA = (g.transB != !b.transposed) ? CUBLAS_OP_T : CUBLAS_OP_N;
-    p.opB = (g.transA != !a.transposed) ? CUBLAS_OP_T : CUBLAS_OP_N;
-    p.m = n;
-    p.n = m;
-    p.k = k;
-    p.ldc = c.ld;
-    runCublas(g, p, stream);
+    runCublas(g, plan, stream);
 #else
     fail(g.where, CUDA_ERROR_NOT_SUPPORTED,
          "xent's CUDA runtime was built without cuBLASLt (CMake found no "
