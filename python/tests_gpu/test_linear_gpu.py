@@ -15,8 +15,6 @@ Runs where PyTorch sees a GPU; the libraries come from ``$XENT_CACHE_DIR``
 or are compiled on first use where LLVM is at hand.
 """
 
-import os
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -35,27 +33,6 @@ FLOOR = {"bf16": 2e-4, "f16": 5e-5, "f32": 2e-6}
 # (N, H, V): N = 2·128 + 44 and 7·128 + 104 rows; V = 1000 (rows of the
 # rounded dlogits not a multiple of 16 bytes: padded), 32000.
 SHAPES = [(300, 64, 1000), (1000, 256, 32000)]
-
-
-def _use_wheel_cublaslt():
-    """Points the runtime at PyTorch's cuBLASLt when the system has none on
-    the loader's path (the runtime opens it at the first GEMM)."""
-    if os.environ.get("XENT_CUBLASLT"):
-        return
-    try:
-        import nvidia.cublas as wheel
-    except ImportError:
-        return
-    for root in getattr(wheel, "__path__", []):
-        lib = os.path.join(root, "lib")
-        names = sorted(n for n in os.listdir(lib) if n.startswith("libcublasLt.so")) \
-            if os.path.isdir(lib) else []
-        if names:
-            os.environ["XENT_CUBLASLT"] = os.path.join(lib, names[-1])
-            return
-
-
-_use_wheel_cublaslt()
 
 
 def function(config):

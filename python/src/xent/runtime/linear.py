@@ -86,6 +86,26 @@ def linear_pipeline_args(c: Dict):
     return ["--xent-gpu-pipeline=" + " ".join(options)]
 
 
+def _find_wheel_cublaslt() -> None:
+    """Points the runtime at PyTorch's cuBLASLt (its ``nvidia-cublas`` wheel)
+    unless ``XENT_CUBLASLT`` names one: the runtime opens cuBLASLt at the
+    first GEMM, by that variable, else by soname (which finds the copy
+    PyTorch loaded, if it did), else at the path of the build machine."""
+    if os.environ.get("XENT_CUBLASLT"):
+        return
+    try:
+        import nvidia.cublas as wheel
+    except ImportError:
+        return
+    for root in getattr(wheel, "__path__", []):
+        lib = os.path.join(root, "lib")
+        names = sorted(n for n in os.listdir(lib) if n.startswith("libcublasLt.so")) \
+            if os.path.isdir(lib) else []
+        if names:
+            os.environ["XENT_CUBLASLT"] = os.path.join(lib, names[-1])
+            return
+
+
 def _memref(tensor_type: str) -> str:
     return tensor_type.replace("tensor<", "memref<")
 
@@ -93,6 +113,7 @@ def _memref(tensor_type: str) -> str:
 def linear_library(config: Dict, cache: Optional[gpu.KernelCache] = None) -> gpu.GpuFunction:
     """The compiled entry function of `config` (from the cache, or compiled
     with ``$XENT_OPT`` where LLVM is at hand)."""
+    _find_wheel_cublaslt()
     cache = cache or gpu.KernelCache(os.environ.get("XENT_CACHE_DIR"))
     lib = cache.get(config, lambda: linear_module(config), linear_pipeline_args(config),
                     os.environ.get("XENT_OPT"))
