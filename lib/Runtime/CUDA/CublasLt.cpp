@@ -159,6 +159,22 @@ const CublasLt &getCublasLt() {
   static CublasLt api;
   static std::once_flag once;
   std::call_once(once, [] {
+#ifdef XENT_CUBLASLT_LINKED
+    // Linked at build time (XENT_LINK_CUBLASLT): the loader resolved it.
+    api.create = &cublasLtCreate;
+    api.statusString = &cublasLtGetStatusString;
+    api.descCreate = &cublasLtMatmulDescCreate;
+    api.descDestroy = &cublasLtMatmulDescDestroy;
+    api.descSet = &cublasLtMatmulDescSetAttribute;
+    api.layoutCreate = &cublasLtMatrixLayoutCreate;
+    api.layoutDestroy = &cublasLtMatrixLayoutDestroy;
+    api.prefCreate = &cublasLtMatmulPreferenceCreate;
+    api.prefDestroy = &cublasLtMatmulPreferenceDestroy;
+    api.prefSet = &cublasLtMatmulPreferenceSetAttribute;
+    api.heuristic = &cublasLtMatmulAlgoGetHeuristic;
+    api.matmul = &cublasLtMatmul;
+    return;
+#endif
     const char *candidates[] = {std::getenv("XENT_CUBLASLT"),
                                 XENT_CUBLASLT_SONAME, XENT_CUBLASLT_PATH};
     void *lib = nullptr;
