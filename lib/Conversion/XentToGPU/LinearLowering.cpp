@@ -34,7 +34,6 @@
 #include "HostLowering.h"
 #include "KernelBuilder.h"
 
-#include "xent/Dialect/Xent/IR/XentDecomposition.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -385,41 +384,26 @@ SmallVector<Value> LinearEmitter::emit() {
   int64_t rowDims = op.getHidden().getType().getRank() - 1;
   bool perRow = op.getReduction() == Reduction::none;
 
-  // The launch on the flattened problem: [N, H] rows, [N] targets.
-  SmallVector<Value> inputs;
-  Value rows;
-  for (OpOperand &operand : op->getOpOperands()) {
-    Value v = operand.get();
-    bool rowValue = v == op.getHidden() || v == op.getTarget() ||
-                    (v == op.getGradOutput() && perRow);
-    inputs.push_back(rowValue ? collapseRows(b, loc, v, rowDims) : v);
-    if (v == op.getHidden())
-      rows = inputs.back();
-  }
-  auto rowsType = cast<RankedTensorType>(rows.getType());
-  SmallVector<Type> resultTypes;
+  // The launch takes the op's operands and results as they are; the body
+  // flattens [B, T, ...] to rows (a memref.collapse_shape of each buffer:
+  // tensors and destinations have contiguous rows).
+  SmallVector<Value> inputs(op->getOperands());
   SmallVector<Value> dims, inits;
   SmallVector<int64_t> tied;
   SmallVector<bufferization::MaterializeInDestinationOp> sinks;
   for (Value result : op->getResults()) {
     auto type = cast<RankedTensorType>(result.getType());
-    SmallVector<int64_t> shape(type.getShape());
-    // Per-row values and d_hidden have the flattened rows.
-    bool rowResult = result == op.getDHidden() ||
-                     (perRow && (result == op.getLoss() ||
-                                 result == op.getZLoss()));
-    Value source = rowResult ? rows : op.getWeight();
-    if (rowResult) {
-      shape.erase(shape.begin(), shape.begin() + rowDims);
-      shape.insert(shape.begin(), rowsType.getDimSize(0));
-    }
-    for (auto [k, size] : llvm::enumerate(shape))
-      if (ShapedType::isDynamic(size))
+    // Per-row values and d_hidden have the hidden's rows; the others the
+    // weight's sizes.
+    Value source = result == op.getDHidden() ? op.getHidden()
+                   : type.getRank() == 0     ? Value()
+                   : result == op.getDWeight() || result == op.getDBias()
+                       ? Value(op.getWeight())
+                       : Value(op.getTarget());
+    for (int64_t k = 0; k < type.getRank(); ++k)
+      if (type.isDynamicDim(k))
         dims.push_back(tensor::DimOp::create(b, loc, source, k));
-    auto launchType = RankedTensorType::get(shape, type.getElementType());
-    resultTypes.push_back(launchType);
-    // A result materialized into a caller's buffer is written there (its
-    // rows collapsed like the launch's).
+    // A result materialized into a caller's buffer is written there.
     auto sink = getDestination(result);
     if (!sink) {
       tied.push_back(-1);
@@ -430,21 +414,19 @@ SmallVector<Value> LinearEmitter::emit() {
         b, loc, RankedTensorType::get(destType.getShape(), type.getElementType()),
         sink.getDest(), /*restrict=*/b.getUnitAttr(),
         /*writable=*/b.getUnitAttr());
-    if (rowResult)
-      dest = collapseRows(b, loc, dest, rowDims);
-    if (dest.getType() != launchType)
-      dest = tensor::CastOp::create(b, loc, launchType, dest);
+    if (dest.getType() != type)
+      dest = tensor::CastOp::create(b, loc, type, dest);
     tied.push_back(inputs.size() + inits.size());
     inits.push_back(dest);
     sinks.push_back(sink);
   }
   for (auto sink : sinks)
     b.eraseOp(sink);
-  auto launchOp =
-      LaunchOp::create(b, loc, resultTypes, inputs, inits, dims, tied);
+  auto launchOp = LaunchOp::create(b, loc, op->getResultTypes(), inputs, inits,
+                                   dims, tied);
   SmallVector<Type> argTypes;
   for (Type type : llvm::concat<Type>(TypeRange(ValueRange(inputs)),
-                                      TypeRange(resultTypes))) {
+                                      op->getResultTypes())) {
     auto tensor = cast<RankedTensorType>(type);
     argTypes.push_back(
         getBufferType(ctx, tensor.getRank(), tensor.getElementType()));
@@ -453,23 +435,34 @@ SmallVector<Value> LinearEmitter::emit() {
                               SmallVector<Location>(argTypes.size(), loc));
   b.setInsertionPointToStart(body);
 
-  // The body's buffers, by name.
+  // The body's buffers, by name, with [B, T, ...] flattened to rows.
+  auto flatten = [&](Value buffer) -> Value {
+    auto type = cast<MemRefType>(buffer.getType());
+    if (rowDims == 1 || type.getRank() == 0)
+      return buffer;
+    SmallVector<ReassociationIndices> groups = {{0, 1}};
+    for (int64_t k = 2; k < type.getRank(); ++k)
+      groups.push_back({k});
+    return memref::CollapseShapeOp::create(
+        b, loc, getBufferType(ctx, type.getRank() - 1, type.getElementType()),
+        buffer, groups);
+  };
   auto args = body->getArguments();
   unsigned next = 0;
-  Value gradOutput = op.getGradOutput() ? args[next++] : Value();
-  Value hidden = args[next++], weight = args[next++];
+  Value gradOutput = op.getGradOutput() ? flatten(args[next++]) : Value();
+  Value hidden = flatten(args[next++]), weight = args[next++];
   Value bias = op.getBias() ? args[next++] : Value();
-  Value target = args[next++];
+  Value target = flatten(args[next++]);
   Value classWeight = op.getClassWeight() ? args[next++] : Value();
   Value loss, zLoss, dHidden, dWeight, dBias;
   for (Value result : op->getResults()) {
     Value arg = args[next++];
     if (result == op.getLoss())
-      loss = arg;
+      loss = flatten(arg);
     else if (result == op.getZLoss())
-      zLoss = arg;
+      zLoss = flatten(arg);
     else if (result == op.getDHidden())
-      dHidden = arg;
+      dHidden = flatten(arg);
     else if (result == op.getDWeight())
       dWeight = arg;
     else
@@ -485,7 +478,10 @@ SmallVector<Value> LinearEmitter::emit() {
     return type.isDynamicDim(d) ? dim(buffer, d) : index(type.getDimSize(d));
   };
   RankedTensorType weightType = op.getWeight().getType();
-  Value numRows = size(hidden, rowsType, 0);
+  ArrayRef<int64_t> rowShape = op.getHidden().getType().getShape().drop_back();
+  Value numRows = llvm::any_of(rowShape, ShapedType::isDynamic)
+                      ? dim(hidden, 0)
+                      : index(llvm::product_of(rowShape));
   Value features = size(weight, weightType, 1);
   Value classes = size(weight, weightType, 0);
   auto roundUp = [&](Value v, int64_t multiple) -> Value {
@@ -651,11 +647,7 @@ SmallVector<Value> LinearEmitter::emit() {
     gpu::DeallocOp::create(b, loc, Type(), ValueRange{}, buffer);
 
   b.setInsertionPointAfter(launchOp);
-  SmallVector<Value> results;
-  for (auto [value, result] : llvm::zip(launchOp.getResults(), op->getResults()))
-    results.push_back(
-        restoreRows(b, loc, value, op.getHidden(), result.getType()));
-  return results;
+  return SmallVector<Value>(launchOp.getResults());
 }
 
 namespace {

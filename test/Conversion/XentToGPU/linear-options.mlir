@@ -40,3 +40,16 @@ func.func @wide(%h: tensor<?x64xbf16>, %w: tensor<8192x64xbf16>, %t: tensor<?xi6
   %l = xent.linear_cross_entropy sum %h, %w, %t : (tensor<?x64xbf16>, tensor<8192x64xbf16>, tensor<?xi64>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// [B, T, H] with B and T both dynamic goes through the whole pipeline: the
+// body collapses the buffers' rows (memref.collapse_shape); nothing expands
+// a dimension into two dynamic ones (which LLVM 22's
+// expand-strided-metadata crashes on).
+// PIPELINE-DAG: llvm.func @_mlir_ciface_rows3d(
+func.func @rows3d(%g: tensor<?x?xf32>, %h: tensor<?x?x64xbf16>, %w: tensor<?x64xbf16>, %t: tensor<?x?xi64>)
+    -> (tensor<?x?xf32>, tensor<?x?x64xbf16>, tensor<?x64xbf16>) attributes {llvm.emit_c_interface} {
+  %l, %dh, %dw = xent.linear_cross_entropy_and_grad none %g, %h, %w, %t
+      : (tensor<?x?xf32>, tensor<?x?x64xbf16>, tensor<?x64xbf16>, tensor<?x?xi64>)
+      -> (tensor<?x?xf32>, tensor<?x?x64xbf16>, tensor<?x64xbf16>)
+  return %l, %dh, %dw : tensor<?x?xf32>, tensor<?x?x64xbf16>, tensor<?x64xbf16>
+}

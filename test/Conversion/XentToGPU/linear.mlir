@@ -102,14 +102,18 @@ func.func @joint(%g: tensor<f32>, %h: tensor<?x64xbf16>, %w: tensor<?x64xbf16>, 
   return %l, %dh, %dw, %db : tensor<f32>, tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?xbf16>
 }
 
-// f32, per row, [B, T, H]: the rows flattened; loss and grad_output sliced
+// f32, per row, [B, T, H]: the launch takes the tensors as they are and
+// its body flattens the rows of each buffer; loss and grad_output sliced
 // per chunk; nothing to round, so d_weight accumulates in its result and
 // the chunk's dlogits feed the GEMMs as they are.
 // CHECK-LABEL: func.func @per_row_f32
-// CHECK:       tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<2x?xf32> into tensor<?xf32>
-// CHECK:       tensor.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : tensor<2x?x32xf32> into tensor<?x32xf32>
-// CHECK:       xent.launch
-// CHECK-NEXT:  ^bb0(%[[G:.*]]: memref<?xf32, strided<[?], offset: ?>>, %[[H:.*]]: memref<?x?xf32, {{.*}}>, %[[W:.*]]: memref<?x?xf32, {{.*}}>, %[[T:.*]]: memref<?xi32, {{.*}}>, %[[L:.*]]: memref<?xf32, {{.*}}>, %[[DH:.*]]: memref<?x?xf32, {{.*}}>, %[[DW:.*]]: memref<?x?xf32, {{.*}}>):
+// CHECK:       xent.launch ins({{.*}} : tensor<2x?xf32>, tensor<2x?x32xf32>, tensor<?x32xf32>, tensor<2x?xi32>) dims({{.*}}) tied [-1, -1, -1] -> (tensor<2x?xf32>, tensor<2x?x32xf32>, tensor<?x32xf32>)
+// CHECK-NEXT:  ^bb0(%[[G3:[^:]*]]: memref<?x?xf32, {{.*}}>, %[[H3:[^:]*]]: memref<?x?x?xf32, {{.*}}>, %[[W:[^:]*]]: memref<?x?xf32, {{.*}}>, %[[T3:[^:]*]]: memref<?x?xi32, {{.*}}>, %[[L3:[^:]*]]: memref<?x?xf32, {{.*}}>, %[[DH3:[^:]*]]: memref<?x?x?xf32, {{.*}}>, %[[DW:[^:]*]]: memref<?x?xf32, {{.*}}>):
+// CHECK-NEXT:    %[[G:.*]] = memref.collapse_shape %[[G3]] {{\[\[}}0, 1]]
+// CHECK-NEXT:    %[[H:.*]] = memref.collapse_shape %[[H3]] {{\[\[}}0, 1], [2]]
+// CHECK-NEXT:    %[[T:.*]] = memref.collapse_shape %[[T3]] {{\[\[}}0, 1]]
+// CHECK-NEXT:    %[[L:.*]] = memref.collapse_shape %[[L3]] {{\[\[}}0, 1]]
+// CHECK-NEXT:    %[[DH:.*]] = memref.collapse_shape %[[DH3]] {{\[\[}}0, 1], [2]]
 // CHECK-NOT:     gpu.launch_func {{.*}}xent_prologue
 // CHECK:         scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK:           %[[HC:.*]] = memref.subview %[[H]][%[[I]], 0]
@@ -123,8 +127,7 @@ func.func @joint(%g: tensor<f32>, %h: tensor<?x64xbf16>, %w: tensor<?x64xbf16>, 
 // CHECK:           func.call @xentGemm_f32_f32(%[[X]], %[[HC]], %[[DW]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
 // CHECK:         }
 // CHECK-NOT:     xent_linear_convert
-// CHECK:       tensor.expand_shape
-// CHECK:       tensor.expand_shape
+// CHECK:       return %[[R:.*]]#0, %[[R]]#1, %[[R]]#2
 func.func @per_row_f32(%g: tensor<2x?xf32>, %h: tensor<2x?x32xf32>, %w: tensor<?x32xf32>, %t: tensor<2x?xi32>)
     -> (tensor<2x?xf32>, tensor<2x?x32xf32>, tensor<?x32xf32>) {
   %l, %dh, %dw = xent.linear_cross_entropy_and_grad none %g, %h, %w, %t
@@ -149,21 +152,20 @@ func.func @loss_only(%h: tensor<?x64xf16>, %w: tensor<50257x64xf16>, %t: tensor<
 }
 
 // Results materialized into the caller's buffers are written there: the
-// launch's inits, with [B, T, H] rows collapsed like its own; after
-// bufferization the only device memory the op allocates is its scratch, and
-// nothing is copied.
+// launch's inits; after bufferization the only device memory the op
+// allocates is its scratch, and nothing is copied.
 // CHECK-LABEL: func.func @destinations
-// CHECK:       xent.launch ins({{.*}} : tensor<f32>, tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?xi64>) outs({{.*}} : tensor<f32>, tensor<?x64xbf16>, tensor<?x64xbf16>) dims({{.*}}) tied [4, 5, 6]
+// CHECK:       xent.launch ins({{.*}} : tensor<f32>, tensor<2x?x64xbf16>, tensor<?x64xbf16>, tensor<2x?xi64>) outs({{.*}} : tensor<f32>, tensor<2x?x64xbf16>, tensor<?x64xbf16>) dims({{.*}}) tied [4, 5, 6]
 // CHECK-NOT:   bufferization.materialize_in_destination
 // BUFFERS-LABEL: func.func @destinations(
 // BUFFERS-SAME:    %[[LOSS:[^:]*]]: memref<f32>, %[[DH:[^:]*]]: memref<2x?x64xbf16>, %[[DW:[^:]*]]: memref<?x64xbf16, strided<[?, ?], offset: ?>>)
-// BUFFERS:       %[[DHROWS:.*]] = memref.collapse_shape %[[DH]] {{\[\[}}0, 1], [2]]
 // BUFFERS-DAG:   %[[LOSSC:.*]] = memref.cast %[[LOSS]] : memref<f32> to memref<f32, strided<[], offset: ?>>
-// BUFFERS-DAG:   %[[DHC:.*]] = memref.cast %[[DHROWS]] : memref<?x64xbf16> to memref<?x?xbf16, strided<[?, ?], offset: ?>>
+// BUFFERS-DAG:   %[[DHC:.*]] = memref.cast %[[DH]] : memref<2x?x64xbf16> to memref<?x?x?xbf16, strided<[?, ?, ?], offset: ?>>
 // BUFFERS-DAG:   %[[DWC:.*]] = memref.cast %[[DW]] : memref<?x64xbf16, strided<[?, ?], offset: ?>> to memref<?x?xbf16, strided<[?, ?], offset: ?>>
+// BUFFERS:       %[[DHROWS:.*]] = memref.collapse_shape %[[DHC]] {{\[\[}}0, 1], [2]]
 // BUFFERS-NOT:   memref.copy
 // BUFFERS:       gpu.launch_func  @xent_kernels::@xent_prologue_{{.*}} args({{.*}}, %[[LOSSC]] : memref<f32, strided<[], offset: ?>>)
-// BUFFERS:       %[[DHCHUNK:.*]] = memref.subview %[[DHC]][
+// BUFFERS:       %[[DHCHUNK:.*]] = memref.subview %[[DHROWS]][
 // BUFFERS:       func.call @xentGemm_bf16_bf16(%{{.*}}, %{{.*}}, %[[DHCHUNK]],
 // BUFFERS:       gpu.launch_func  @xent_kernels::@xent_linear_convert_{{.*}} args(%{{.*}} : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[DWC]] :
 // BUFFERS-NOT:   memref.copy

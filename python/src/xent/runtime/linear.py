@@ -30,44 +30,75 @@ CHIP = os.environ.get("XENT_CHIP", "sm_90")
 
 
 def linear_config(*, dtype: str, reduction: str, bias: bool, ignore_index: int = -100,
-                  chunk_rows: int = 0, target: str = "i64", destinations: bool = False) -> Dict:
-    """The KernelCache configuration of one entry function (`chunk_rows` 0:
-    the pipeline's automatic chunks; `destinations`: the results are written
-    into buffers the caller passes after the inputs, instead of returned)."""
-    if dtype not in _DTYPES or reduction not in _REDUCTIONS or target not in ("i32", "i64"):
-        raise ValueError(f"unsupported linear configuration {dtype}/{reduction}/{target}")
+                  chunk_rows: int = 0, target: str = "i64", destinations: bool = False,
+                  rank: int = 2, class_weight: bool = False, label_smoothing: float = 0.0,
+                  z_loss_scale: float = 0.0, softcap: Optional[float] = None) -> Dict:
+    """The KernelCache configuration of one entry function: the dtype of
+    hidden / weight / bias, the reduction, the op's attributes (a z-loss adds
+    the ``z_loss`` result after the loss), hidden ``[N, H]`` (rank 2) or
+    ``[B, T, H]`` (rank 3), f32 class weights; `chunk_rows` 0 for the
+    pipeline's automatic chunks; `destinations`: the results are written into
+    buffers the caller passes after the inputs, instead of returned."""
+    if dtype not in _DTYPES or reduction not in _REDUCTIONS or target not in ("i32", "i64") \
+            or rank not in (2, 3):
+        raise ValueError(f"unsupported linear configuration {dtype}/{reduction}/{target}/"
+                         f"rank {rank}")
     config = {"op": "linear_cross_entropy_and_grad", "dtype": dtype, "reduction": reduction,
               "bias": bool(bias), "ignore_index": int(ignore_index),
               "chunk_rows": int(chunk_rows), "target": target, "chip": CHIP,
-              "destinations": bool(destinations)}
+              "destinations": bool(destinations), "rank": int(rank),
+              "class_weight": bool(class_weight), "label_smoothing": float(label_smoothing),
+              "z_loss_scale": float(z_loss_scale),
+              "softcap": None if softcap is None else float(softcap)}
     config["source"] = hashlib.sha256(linear_module(config).encode()).hexdigest()[:16]
     return config
 
 
+def _tensor(rank: int, dtype: str) -> str:
+    return "tensor<" + "?x" * rank + dtype + ">"
+
+
 def _types(c: Dict):
-    t = c["dtype"]
+    t, rows = c["dtype"], c.get("rank", 2) - 1
     per_row = c["reduction"] == "none"
-    loss = "tensor<?xf32>" if per_row else "tensor<f32>"
-    inputs = [("g", loss), ("h", f"tensor<?x?x{t}>"), ("w", f"tensor<?x?x{t}>")]
+    loss = _tensor(rows if per_row else 0, "f32")
+    inputs = [("g", loss), ("h", _tensor(rows + 1, t)), ("w", _tensor(2, t))]
     if c["bias"]:
-        inputs.append(("b", f"tensor<?x{t}>"))
-    inputs.append(("t", f"tensor<?x{c['target']}>"))
-    results = [("l", loss), ("dh", f"tensor<?x?x{t}>"), ("dw", f"tensor<?x?x{t}>")]
+        inputs.append(("b", _tensor(1, t)))
+    inputs.append(("t", _tensor(rows, c["target"])))
+    if c.get("class_weight"):
+        inputs.append(("cw", _tensor(1, "f32")))
+    results = [("l", loss)]
+    if c.get("z_loss_scale"):
+        results.append(("z", loss))
+    results += [("dh", _tensor(rows + 1, t)), ("dw", _tensor(2, t))]
     if c["bias"]:
-        results.append(("db", f"tensor<?x{t}>"))
+        results.append(("db", _tensor(1, t)))
     return inputs, results
+
+
+def _attributes(c: Dict) -> str:
+    attrs = [f"ignore_index = {c['ignore_index']} : i64"]
+    if c.get("label_smoothing"):
+        attrs.append(f"label_smoothing = {c['label_smoothing']!r} : f32")
+    if c.get("z_loss_scale"):
+        attrs.append(f"z_loss_scale = {c['z_loss_scale']!r} : f32")
+    if c.get("softcap") is not None:
+        attrs.append(f"softcap = {c['softcap']!r} : f32")
+    return "{" + ", ".join(attrs) + "}"
 
 
 def linear_module(c: Dict) -> str:
     """The MLIR of the configuration's entry function (dynamic sizes)."""
     inputs, results = _types(c)
     args = ", ".join(f"%{n}: {ty}" for n, ty in inputs)
-    operands = "%g, %h, %w" + (" bias %b" if c["bias"] else "") + ", %t"
+    operands = "%g, %h, %w" + (" bias %b" if c["bias"] else "") + ", %t" + \
+        (" class_weight %cw" if c.get("class_weight") else "")
     in_types = ", ".join(ty for _, ty in inputs)
     out_types = ", ".join(ty for _, ty in results)
     names = ", ".join(f"%{n}" for n, _ in results)
     op = (f"  {names} = xent.linear_cross_entropy_and_grad {c['reduction']} {operands}\n"
-          f"      {{ignore_index = {c['ignore_index']} : i64}}\n"
+          f"      {_attributes(c)}\n"
           f"      : ({in_types}) -> ({out_types})\n")
     if not c.get("destinations"):
         return (f"func.func @{ENTRY}({args}) -> ({out_types}) attributes "
@@ -126,24 +157,32 @@ def linear_library(config: Dict, cache: Optional[gpu.KernelCache] = None) -> gpu
 
 def linear_cross_entropy_and_grad(hidden, weight, target, bias=None, *, grad_output,
                                   reduction: str = "mean", ignore_index: int = -100,
+                                  class_weight=None, label_smoothing: float = 0.0,
+                                  z_loss_scale: float = 0.0, softcap: Optional[float] = None,
                                   chunk_rows: int = 0, out=None) -> Tuple:
-    """(loss, d_hidden, d_weight[, d_bias]) of ``cross_entropy(hidden @
-    weight.T + bias, target)`` for `grad_output` (0-d f32, or per row for
+    """(loss[, z_loss], d_hidden, d_weight[, d_bias]) of ``cross_entropy(
+    hidden @ weight.T + bias, target)`` with the op's attributes (z_loss
+    when `z_loss_scale` is set) for `grad_output` (0-d f32, or per row for
     ``none``), on the tensors' device and PyTorch's current stream. `hidden`
-    is ``[N, H]``, `weight` ``[V, H]``, `target` ``[N]`` int64/int32. With
-    `out` (the four or three result tensors: f32 loss, then the gradients in
-    the hidden's dtype, contiguous) the results are written there and `out`
-    is returned (nothing is allocated but the op's scratch, which is freed
-    in the call's stream order: CUDA-graph capturable after a first call on
-    the capturing stream)."""
+    is ``[N, H]`` or ``[B, T, H]``, `weight` ``[V, H]``, `target` int64/int32
+    shaped like `hidden` without its last dim, `class_weight` f32 ``[V]``.
+    With `out` (the result tensors: f32 losses, then the gradients in the
+    hidden's dtype, contiguous) the results are written there and `out` is
+    returned (nothing is allocated but the op's scratch, which is freed in
+    the call's stream order: CUDA-graph capturable after a first call on the
+    capturing stream)."""
     dtype = {"torch.bfloat16": "bf16", "torch.float16": "f16",
              "torch.float32": "f32"}[str(hidden.dtype)]
     config = linear_config(dtype=dtype, reduction=reduction, bias=bias is not None,
                            ignore_index=ignore_index, chunk_rows=chunk_rows,
                            target="i32" if str(target.dtype) == "torch.int32" else "i64",
-                           destinations=out is not None)
+                           destinations=out is not None, rank=hidden.dim(),
+                           class_weight=class_weight is not None,
+                           label_smoothing=label_smoothing, z_loss_scale=z_loss_scale,
+                           softcap=softcap)
     fn = linear_library(config)
-    args = [grad_output, hidden, weight] + ([bias] if bias is not None else []) + [target]
+    args = [grad_output, hidden, weight] + ([bias] if bias is not None else []) + [target] + \
+        ([class_weight] if class_weight is not None else [])
     if out is None:
         return fn(*args)
     fn(*args, *out)
