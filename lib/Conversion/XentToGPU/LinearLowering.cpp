@@ -34,7 +34,6 @@
 #include "HostLowering.h"
 #include "KernelBuilder.h"
 
-
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
