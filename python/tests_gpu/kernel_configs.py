@@ -90,7 +90,8 @@ def in_place_pipeline(resident_rows: bool) -> list:
 
 # The linear + cross-entropy op (test_linear_gpu.py): every dtype x reduction
 # x bias at chunks of 128 rows (N is never a multiple of it there), the
-# automatic chunk size, f16 with int32 targets and ignore_index 0, results
+# automatic chunk size, f16 with int32 targets and ignore_index 0, every
+# attribute with class weights on [B, T, H] rows, results
 # written into the caller's buffers; the benchmark's configurations
 # (xent.bench.linear_cross_entropy) are among them.
 def linear_configs() -> list:
@@ -101,6 +102,10 @@ def linear_configs() -> list:
                 for d in ("bf16", "f32") for b in (False, True)]
     configs.append(linear_config(dtype="f16", reduction="mean", bias=True,
                                  chunk_rows=LINEAR_CHUNK_ROWS, ignore_index=0, target="i32"))
+    # Every attribute at once, class weights, [B, T, H] rows.
+    configs += [linear_config(dtype=d, reduction=r, bias=True, chunk_rows=LINEAR_CHUNK_ROWS,
+                              rank=3, **LINEAR_ATTRIBUTES)
+                for d in ("bf16", "f32") for r in ("mean", "none")]
     # Results into the caller's buffers (and so CUDA graphs).
     configs += [linear_config(dtype="bf16", reduction="mean", bias=True,
                               chunk_rows=LINEAR_CHUNK_ROWS, destinations=True),
@@ -110,3 +115,5 @@ def linear_configs() -> list:
 
 
 LINEAR_CHUNK_ROWS = 128
+LINEAR_ATTRIBUTES = dict(class_weight=True, label_smoothing=0.1, z_loss_scale=1e-4,
+                         softcap=30.0, ignore_index=0)

@@ -91,7 +91,9 @@ def check(config, outputs, hidden, weight, bias, target, grad):
 
 
 CHUNKED = [c for c in kernel_configs.linear_configs()
-           if c["chunk_rows"] == kernel_configs.LINEAR_CHUNK_ROWS and not c["destinations"]]
+           if c["chunk_rows"] == kernel_configs.LINEAR_CHUNK_ROWS and not c["destinations"]
+           and c["rank"] == 2]
+ATTRIBUTES = [c for c in kernel_configs.linear_configs() if c["rank"] == 3]
 DESTINATIONS = [c for c in kernel_configs.linear_configs() if c["destinations"]]
 
 
@@ -240,3 +242,47 @@ def test_cuda_graph(config):
     for r, d in zip(replayed[1:], direct[1:]):
         assert torch.equal(r, d)
     check(config, replayed, hidden, weight, bias, target, grad)
+
+
+@pytest.mark.parametrize("config", ATTRIBUTES, ids=lambda c: f"{c['dtype']}-{c['reduction']}")
+def test_every_attribute(config):
+    """Class weights, label smoothing, z-loss and softcap at once on [B, T, H]
+    rows (T = 150: chunks across the batch dim), against the float64
+    reference of xent.testing (loss including the z-loss, z-loss alone,
+    gradients)."""
+    import numpy as np
+    from xent.testing import reference
+
+    b, t, h, v = 2, 150, 64, 1000
+    gen = torch.Generator(device="cuda").manual_seed(21)
+    dtype = DTYPES[config["dtype"]]
+    hidden = torch.randn(b, t, h, device="cuda", generator=gen).to(dtype)
+    weight = (torch.randn(v, h, device="cuda", generator=gen) * 0.5).to(dtype)
+    bias = torch.randn(v, device="cuda", generator=gen).to(dtype)
+    target = torch.randint(0, v, (b, t), device="cuda", generator=gen)
+    target[:, ::9] = config["ignore_index"]
+    class_weight = torch.rand(v, device="cuda", generator=gen) + 0.5
+    per_row = config["reduction"] == "none"
+    grad = torch.randn(b, t, device="cuda", generator=gen) if per_row \
+        else torch.tensor(1.25, device="cuda")
+    attrs = {k: config[k] for k in ("label_smoothing", "z_loss_scale", "softcap", "ignore_index")}
+    function(config)
+    loss, z, dh, dw, db = linear.linear_cross_entropy_and_grad(
+        hidden, weight, target, bias, grad_output=grad, reduction=config["reduction"],
+        class_weight=class_weight, chunk_rows=config["chunk_rows"], **attrs)
+    torch.cuda.synchronize()
+    np_args = [x.double().cpu().numpy() for x in (hidden, weight)]
+    kwargs = dict(bias=bias.double().cpu().numpy(), class_weight=class_weight.cpu().numpy(),
+                  reduction=config["reduction"], **attrs)
+    ref_loss, ref_z = reference.linear_cross_entropy(np_args[0], np_args[1],
+                                                     target.cpu().numpy(), **kwargs)
+    ref_dh, ref_dw, ref_db = reference.linear_cross_entropy_grad(
+        grad.double().cpu().numpy(), np_args[0], np_args[1], target.cpu().numpy(), **kwargs)
+    tol = {"bf16": 4e-3, "f32": 5e-5}[config["dtype"]]
+    for name, got, ref in (("loss", loss, ref_loss), ("z_loss", z, ref_z), ("d_hidden", dh, ref_dh),
+                           ("d_weight", dw, ref_dw), ("d_bias", db, ref_db)):
+        ref = torch.from_numpy(np.asarray(ref, dtype=np.float64))
+        assert tuple(got.shape) == tuple(ref.shape), name
+        err = rel(got.cpu(), ref)
+        # The losses are f32 from f32 logits: tight in every dtype.
+        assert err <= (1e-4 if name in ("loss", "z_loss") else tol), (name, err)
