@@ -71,6 +71,17 @@ getLinearUnsupportedReason(LinearCrossEntropyOpInterface op, ModuleOp module);
 LogicalResult checkLinearOptions(Operation *module,
                                  const ConvertXentToGPUOptions &options);
 
+/// Threads per block of buildConvertRowsKernel's kernel, and the columns
+/// each of its threads has in flight.
+inline constexpr int64_t kConvertThreads = 256;
+inline constexpr int64_t kConvertUnroll = 4;
+
+/// A kernel `name`(src memref<?x?x`from`>, dst memref<?x?x`to`>) (any
+/// strides) that writes dst = src converted (extf / truncf): one block of
+/// kConvertThreads per row (blocks past the last row return).
+gpu::GPUFuncOp buildConvertRowsKernel(OpBuilder &b, Location loc,
+                                      StringRef name, Type from, Type to);
+
 /// Adds the pattern that replaces a linear op that takes the kernels by an
 /// `xent.launch` of the chunk loop: cuBLASLt GEMMs through the runtime and
 /// the cross-entropy kernels in place over each chunk's logits.

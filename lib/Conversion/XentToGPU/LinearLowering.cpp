@@ -51,8 +51,7 @@ using namespace mlir::xent;
 static constexpr int64_t kRowAlignBytes = 16;
 /// Automatic chunks are a multiple of this many rows.
 static constexpr int64_t kRowQuantum = 128;
-/// Threads per block of the conversion kernels.
-static constexpr int64_t kConvertThreads = 256;
+
 
 static StringRef getTypeName(Type type) {
   if (type.isF32())
@@ -269,41 +268,7 @@ gpu::GPUFuncOp LinearEmitter::buildConvert(Type from, Type to) {
     return cached;
   return cached = buildKernel("xent_linear_convert", [&](OpBuilder &kb,
                                                          StringRef name) {
-    MLIRContext *ctx = kb.getContext();
-    auto func = gpu::GPUFuncOp::create(
-        kb, loc, name,
-        kb.getFunctionType(
-            {getBufferType(ctx, 2, from), getBufferType(ctx, 2, to)}, {}));
-    func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), kb.getUnitAttr());
-    func.setKnownBlockSizeAttr(kb.getDenseI32ArrayAttr(
-        {static_cast<int32_t>(kConvertThreads), 1, 1}));
-    OpBuilder::InsertionGuard guard(kb);
-    kb.setInsertionPointToStart(&func.getBody().front());
-    Value src = func.getArgument(0), dst = func.getArgument(1);
-    // Block `row` converts its row, the threads striding over the columns.
-    Value row = gpu::BlockIdOp::create(kb, loc, gpu::Dimension::x);
-    Value tid = gpu::ThreadIdOp::create(kb, loc, gpu::Dimension::x);
-    Value rows = memref::DimOp::create(kb, loc, src, 0);
-    Value cols = memref::DimOp::create(kb, loc, src, 1);
-    Value inside = arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::ult,
-                                         row, rows);
-    auto ifOp = scf::IfOp::create(kb, loc, inside, /*withElseRegion=*/false);
-    kb.setInsertionPointToStart(ifOp.thenBlock());
-    Value step = arith::ConstantIndexOp::create(kb, loc, kConvertThreads);
-    scf::ForOp::create(
-        kb, loc, tid, cols, step, ValueRange{},
-        [&](OpBuilder &lb, Location lloc, Value col, ValueRange) {
-          Value v = memref::LoadOp::create(lb, lloc, src, ValueRange{row, col});
-          if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
-            v = arith::ExtFOp::create(lb, lloc, to, v);
-          else if (from != to)
-            v = arith::TruncFOp::create(lb, lloc, to, v);
-          memref::StoreOp::create(lb, lloc, v, dst, ValueRange{row, col});
-          scf::YieldOp::create(lb, lloc);
-        });
-    kb.setInsertionPointAfter(ifOp);
-    gpu::ReturnOp::create(kb, loc);
-    return func;
+    return buildConvertRowsKernel(kb, loc, name, from, to);
   });
 }
 
