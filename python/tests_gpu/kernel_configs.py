@@ -106,6 +106,9 @@ def linear_configs() -> list:
     configs += [linear_config(dtype=d, reduction=r, bias=True, chunk_rows=LINEAR_CHUNK_ROWS,
                               rank=3, **LINEAR_ATTRIBUTES)
                 for d in ("bf16", "f32") for r in ("mean", "none")]
+    # The benchmark's chunk sizes besides the automatic one.
+    configs += [linear_config(dtype="bf16", reduction="mean", bias=False, chunk_rows=rows)
+                for rows in LINEAR_BENCH_CHUNK_ROWS]
     # Results into the caller's buffers (and so CUDA graphs).
     configs += [linear_config(dtype="bf16", reduction="mean", bias=True,
                               chunk_rows=LINEAR_CHUNK_ROWS, destinations=True),
@@ -115,5 +118,6 @@ def linear_configs() -> list:
 
 
 LINEAR_CHUNK_ROWS = 128
+LINEAR_BENCH_CHUNK_ROWS = (1024, 4096)
 LINEAR_ATTRIBUTES = dict(class_weight=True, label_smoothing=0.1, z_loss_scale=1e-4,
                          softcap=30.0, ignore_index=0)
