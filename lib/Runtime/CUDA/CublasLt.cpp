@@ -35,6 +35,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -258,7 +259,11 @@ constexpr size_t kWorkspaceBytes = 32u << 20; // cuBLASLt's advice for sm_90
 struct ContextState {
   cublasLtHandle_t handle = nullptr;
   std::map<CUstream, CUdeviceptr> workspaces;
-  std::map<AlgoKey, cublasLtMatmulAlgo_t> algos;
+  /// The heuristic's choice per shape; none when it had no algorithm.
+  std::map<AlgoKey, std::optional<cublasLtMatmulAlgo_t>> algos;
+  /// f32 ones for the bias without the epilogue (kept: rarely regrown).
+  CUdeviceptr ones = 0;
+  size_t onesCount = 0;
 };
 
 std::mutex stateMutex;
@@ -290,17 +295,23 @@ struct Descriptors {
   }
 };
 
-void runCublas(const Gemm &g, const GemmPlan &p, CUstream stream) {
+enum class Matmul { Done, Failed, NoAlgorithm };
+
+/// One cublasLtMatmul of `p` (with g's bias as the epilogue when
+/// `epilogue`). NoAlgorithm, recorded only without the epilogue (the caller
+/// falls back otherwise), when the heuristic has none for the shape.
+Matmul runMatmul(const Gemm &g, const GemmPlan &p, CUstream stream,
+                 bool epilogue) {
   const CublasLt &api = getCublasLt();
   if (!api.error.empty()) {
     fail(g.where, CUDA_ERROR_NOT_FOUND, "%s", api.error.c_str());
-    return;
+    return Matmul::Failed;
   }
   CUcontext context = nullptr;
   if (!checkResult(cuCtxGetCurrent(&context), g.where, "cuCtxGetCurrent"))
-    return;
+    return Matmul::Failed;
   AlgoKey key{static_cast<int>(g.ab), static_cast<int>(g.c),
-              p.transA, p.transB, g.bias != nullptr,
+              p.transA, p.transB, epilogue,
               p.m(), p.n(), p.k(), p.a.ld, p.b.ld, p.c.ld,
               getAlignment(p.aData), getAlignment(p.bData),
               getAlignment(g.out.data)};
@@ -317,13 +328,13 @@ void runCublas(const Gemm &g, const GemmPlan &p, CUstream stream) {
       !checkCublas(api.descSet(d.matmul, CUBLASLT_MATMUL_DESC_TRANSB, &opB,
                                sizeof(opB)),
                    g.where, "cublasLtMatmulDescSetAttribute(TRANSB)"))
-    return;
-  if (g.bias) {
-    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    return Matmul::Failed;
+  if (epilogue) {
+    cublasLtEpilogue_t bias_epilogue = CUBLASLT_EPILOGUE_BIAS;
     const void *bias = g.bias->data;
     cudaDataType_t biasType = CUDA_R_32F;
     if (!checkCublas(api.descSet(d.matmul, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                 &epilogue, sizeof(epilogue)),
+                                 &bias_epilogue, sizeof(bias_epilogue)),
                      g.where, "cublasLtMatmulDescSetAttribute(EPILOGUE)") ||
         !checkCublas(api.descSet(d.matmul, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                  &bias, sizeof(bias)),
@@ -333,7 +344,7 @@ void runCublas(const Gemm &g, const GemmPlan &p, CUstream stream) {
                                  &biasType, sizeof(biasType)),
                      g.where,
                      "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"))
-      return;
+      return Matmul::Failed;
   }
   if (!checkCublas(api.layoutCreate(&d.a, abType, p.a.rows, p.a.cols, p.a.ld),
                    g.where, "cublasLtMatrixLayoutCreate(A)") ||
@@ -341,24 +352,24 @@ void runCublas(const Gemm &g, const GemmPlan &p, CUstream stream) {
                    g.where, "cublasLtMatrixLayoutCreate(B)") ||
       !checkCublas(api.layoutCreate(&d.c, cType, p.m(), p.n(), p.c.ld), g.where,
                    "cublasLtMatrixLayoutCreate(C)"))
-    return;
+    return Matmul::Failed;
 
   cublasLtHandle_t handle = nullptr;
   CUdeviceptr workspace = 0;
-  cublasLtMatmulAlgo_t algo;
+  std::optional<cublasLtMatmulAlgo_t> algo;
   bool haveAlgo = false;
   {
     std::lock_guard<std::mutex> lock(stateMutex);
     ContextState &state = states[context];
     if (!state.handle &&
         !checkCublas(api.create(&state.handle), g.where, "cublasLtCreate"))
-      return;
+      return Matmul::Failed;
     handle = state.handle;
     CUdeviceptr &ws = state.workspaces[stream];
     if (!ws && !checkResult(cuMemAlloc(&ws, kWorkspaceBytes), g.where,
                             "cuMemAlloc (cuBLASLt workspace)")) {
       state.workspaces.erase(stream);
-      return;
+      return Matmul::Failed;
     }
     workspace = ws;
     auto it = state.algos.find(key);
@@ -375,7 +386,7 @@ void runCublas(const Gemm &g, const GemmPlan &p, CUstream stream) {
                                  CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                  &wsBytes, sizeof(wsBytes)),
                      g.where, "cublasLtMatmulPreferenceSetAttribute"))
-      return;
+      return Matmul::Failed;
     std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.alignA},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.alignB},
@@ -384,30 +395,90 @@ void runCublas(const Gemm &g, const GemmPlan &p, CUstream stream) {
     for (auto &[attribute, value] : alignments)
       if (!checkCublas(api.prefSet(d.pref, attribute, &value, sizeof(value)),
                        g.where, "cublasLtMatmulPreferenceSetAttribute"))
-        return;
+        return Matmul::Failed;
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
-    if (!checkCublas(api.heuristic(handle, d.matmul, d.a, d.b, d.c, d.c,
-                                   d.pref, 1, &result, &found),
-                     g.where, "cublasLtMatmulAlgoGetHeuristic"))
-      return;
-    if (found == 0) {
-      fail(g.where, CUDA_ERROR_NOT_SUPPORTED,
-           "cuBLASLt has no algorithm for %s x %s -> %s, m %lu n %lu k %lu",
-           elementName(g.ab), elementName(g.ab), elementName(g.c),
-           static_cast<unsigned long>(p.m()), static_cast<unsigned long>(p.n()),
-           static_cast<unsigned long>(p.k()));
-      return;
-    }
-    algo = result.algo;
+    cublasStatus_t status = api.heuristic(handle, d.matmul, d.a, d.b, d.c,
+                                          d.c, d.pref, 1, &result, &found);
+    // Not supported (as with an epilogue it cannot apply here) is no
+    // algorithm: the caller may fall back.
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED)
+      found = 0;
+    else if (!checkCublas(status, g.where, "cublasLtMatmulAlgoGetHeuristic"))
+      return Matmul::Failed;
+    if (found > 0)
+      algo = result.algo;
     std::lock_guard<std::mutex> lock(stateMutex);
     states[context].algos.emplace(key, algo);
   }
-  checkCublas(api.matmul(handle, d.matmul, &g.alpha, p.aData, d.a, p.bData,
-                         d.b, &g.beta, g.out.data, d.c, g.out.data, d.c, &algo,
-                         reinterpret_cast<void *>(workspace), kWorkspaceBytes,
-                         stream),
-              g.where, "cublasLtMatmul");
+  if (!algo) {
+    if (epilogue)
+      return Matmul::NoAlgorithm;
+    fail(g.where, CUDA_ERROR_NOT_SUPPORTED,
+         "cuBLASLt has no algorithm for %s x %s -> %s, m %lu n %lu k %lu",
+         elementName(g.ab), elementName(g.ab), elementName(g.c),
+         static_cast<unsigned long>(p.m()), static_cast<unsigned long>(p.n()),
+         static_cast<unsigned long>(p.k()));
+    return Matmul::NoAlgorithm;
+  }
+  bool ok = checkCublas(
+      api.matmul(handle, d.matmul, &g.alpha, p.aData, d.a, p.bData, d.b,
+                 &g.beta, g.out.data, d.c, g.out.data, d.c, &*algo,
+                 reinterpret_cast<void *>(workspace), kWorkspaceBytes, stream),
+      g.where, "cublasLtMatmul");
+  return ok ? Matmul::Done : Matmul::Failed;
+}
+
+/// At least `count` f32 ones in the current context (allocated and filled
+/// synchronously when it grows: once in practice).
+CUdeviceptr getOnes(size_t count, const char *where) {
+  CUcontext context = nullptr;
+  if (!checkResult(cuCtxGetCurrent(&context), where, "cuCtxGetCurrent"))
+    return 0;
+  std::lock_guard<std::mutex> lock(stateMutex);
+  ContextState &state = states[context];
+  if (state.onesCount >= count)
+    return state.ones;
+  size_t grown = std::max<size_t>(count, 4096);
+  CUdeviceptr ones = 0;
+  if (!checkResult(cuMemAlloc(&ones, grown * 4), where, "cuMemAlloc (ones)"))
+    return 0;
+  if (!checkResult(cuMemsetD32(ones, 0x3F800000u, grown), where,
+                   "cuMemsetD32 (ones)"))
+    return 0;
+  // The previous buffer may still be read by queued work: it is kept.
+  state.ones = ones;
+  state.onesCount = grown;
+  return ones;
+}
+
+/// The product, with g's bias: cuBLASLt's bias epilogue, or, where it has
+/// no algorithm with it, the product and then C += ones(M x 1) · bias(1 x N).
+void runCublas(const Gemm &g, const GemmPlan &p, CUstream stream) {
+  if (!g.bias) {
+    runMatmul(g, p, stream, /*epilogue=*/false);
+    return;
+  }
+  Matmul done = runMatmul(g, p, stream, /*epilogue=*/true);
+  if (done != Matmul::NoAlgorithm)
+    return;
+  if (runMatmul(g, p, stream, /*epilogue=*/false) != Matmul::Done)
+    return;
+  CUdeviceptr ones = getOnes(static_cast<size_t>(g.out.rows), g.where);
+  if (!ones)
+    return;
+  Matrix onesColumn{reinterpret_cast<char *>(ones), g.out.rows, 1, 1, 1};
+  Matrix biasRow{g.bias->data, 1, g.out.cols, g.out.cols, 1};
+  Gemm update{g.where, Element::F32,  Element::F32, onesColumn, biasRow,
+              g.out,   /*transA=*/false, /*transB=*/false, 1.0f, 1.0f,
+              nullptr};
+  GemmPlan plan;
+  if (planGemm(update.a, false, update.b, false, update.out, plan) !=
+      GemmPlanError::None) {
+    fail(g.where, CUDA_ERROR_INVALID_VALUE, "cannot add the bias to C");
+    return;
+  }
+  runMatmul(update, plan, stream, /*epilogue=*/false);
 }
 
 #endif // XENT_HAVE_CUBLASLT

@@ -151,6 +151,16 @@ int main() {
               static_cast<unsigned long>(plan.k()), static_cast<long>(plan.b.ld),
               static_cast<long>(plan.c.ld));
 
+  // The bias without cuBLASLt's epilogue: C += ones (r x 1) · bias (1 x V).
+  Stored onesColumn = make(5, 1, 0, seed), biasRow = make(1, 6, 0, seed), rank1 = make(5, 6, 2, seed);
+  ok = run("bias rows", onesColumn, false, biasRow, false, rank1);
+  planGemm(onesColumn.m, false, biasRow.m, false, rank1.m, plan);
+  std::printf("bias rows = 1 . bias: %s, cuBLASLt %c%c m=%lu n=%lu k=%lu lda=%ld ldb=%ld\n",
+              ok ? "ok" : "WRONG", plan.transA ? 'T' : 'N', plan.transB ? 'T' : 'N',
+              static_cast<unsigned long>(plan.m()), static_cast<unsigned long>(plan.n()),
+              static_cast<unsigned long>(plan.k()), static_cast<long>(plan.a.ld),
+              static_cast<long>(plan.b.ld));
+
   // What is refused.
   Stored strided = make(3, 3, 0, seed), cm = make(3, 3, 1, seed), rm = make(3, 3, 0, seed);
   strided.m.colStride = 2;
