@@ -52,7 +52,6 @@ static constexpr int64_t kRowAlignBytes = 16;
 /// Automatic chunks are a multiple of this many rows.
 static constexpr int64_t kRowQuantum = 128;
 
-
 static StringRef getTypeName(Type type) {
   if (type.isF32())
     return "f32";
