@@ -30,8 +30,8 @@ gpu::GPUFuncOp mlir::xent::buildConvertRowsKernel(OpBuilder &b, Location loc,
       b.getFunctionType(
           {getBufferType(ctx, 2, from), getBufferType(ctx, 2, to)}, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(kConvertThreads), 1, 1}));
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({static_cast<int32_t>(kConvertThreads), 1, 1}));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&func.getBody().front());
   Value src = func.getArgument(0), dst = func.getArgument(1);
@@ -40,8 +40,8 @@ gpu::GPUFuncOp mlir::xent::buildConvertRowsKernel(OpBuilder &b, Location loc,
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value rows = memref::DimOp::create(b, loc, src, 0);
   Value cols = memref::DimOp::create(b, loc, src, 1);
-  Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                       row, rows);
+  Value inside =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, rows);
   auto ifOp = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
   b.setInsertionPointToStart(ifOp.thenBlock());
   auto cst = [&](int64_t v) -> Value {
@@ -61,15 +61,15 @@ gpu::GPUFuncOp mlir::xent::buildConvertRowsKernel(OpBuilder &b, Location loc,
   Value span = cst(kConvertThreads * kConvertUnroll);
   Value reach = arith::AddIOp::create(
       b, loc, tid, cst(kConvertThreads * (kConvertUnroll - 1)));
-  Value hasGroup = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                         reach, cols);
+  Value hasGroup =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, reach, cols);
   Value groups = arith::SelectOp::create(
       b, loc, hasGroup,
       arith::DivUIOp::create(
           b, loc,
-          arith::AddIOp::create(
-              b, loc, arith::SubIOp::create(b, loc, cols, reach),
-              cst(kConvertThreads * kConvertUnroll - 1)),
+          arith::AddIOp::create(b, loc,
+                                arith::SubIOp::create(b, loc, cols, reach),
+                                cst(kConvertThreads * kConvertUnroll - 1)),
           span),
       cst(0));
   scf::ForOp::create(

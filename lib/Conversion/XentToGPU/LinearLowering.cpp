@@ -75,8 +75,8 @@ static FunctionType getGemmType(MLIRContext *ctx, Type ab, Type c, bool bias) {
   if (bias)
     inputs.push_back(getBufferType(ctx, 1, b.getF32Type()));
   inputs.push_back(getBufferType(ctx, 2, c));
-  inputs.append({b.getI32Type(), b.getI32Type(), b.getF32Type(),
-                 b.getF32Type()});
+  inputs.append(
+      {b.getI32Type(), b.getI32Type(), b.getF32Type(), b.getF32Type()});
   return b.getFunctionType(inputs, {});
 }
 
@@ -107,8 +107,8 @@ mlir::xent::getLinearUnsupportedReason(LinearCrossEntropyOpInterface op,
   for (auto &[name, type] : getGemmFunctions(op)) {
     Operation *symbol = module.lookupSymbol(name);
     auto func = dyn_cast_or_null<func::FuncOp>(symbol);
-    if (symbol && (!func || func.getFunctionType() != type ||
-                   !func.isDeclaration()))
+    if (symbol &&
+        (!func || func.getFunctionType() != type || !func.isDeclaration()))
       return "the module's symbol @" + name +
              ", the runtime's GEMM it calls, is not its declaration";
   }
@@ -180,8 +180,8 @@ private:
   Value slice(Value buffer, ArrayRef<OpFoldResult> offsets,
               ArrayRef<OpFoldResult> sizes) {
     SmallVector<OpFoldResult> strides(offsets.size(), b.getIndexAttr(1));
-    return asArg(memref::SubViewOp::create(b, loc, buffer, offsets, sizes,
-                                           strides));
+    return asArg(
+        memref::SubViewOp::create(b, loc, buffer, offsets, sizes, strides));
   }
   /// A rank-1 buffer seen as a `rows` x `cols` matrix with the given strides
   /// (in units of the vector's own stride).
@@ -223,8 +223,8 @@ Value LinearEmitter::asMatrix(Value vector, Value rows, Value cols,
                               Value rowStride, Value colStride) {
   auto meta = memref::ExtractStridedMetadataOp::create(b, loc, vector);
   Value stride = meta.getStrides()[0];
-  auto type = getBufferType(b.getContext(), 2,
-                            cast<MemRefType>(vector.getType()).getElementType());
+  auto type = getBufferType(
+      b.getContext(), 2, cast<MemRefType>(vector.getType()).getElementType());
   return memref::ReinterpretCastOp::create(
       b, loc, type, meta.getBaseBuffer(), meta.getOffset(),
       ArrayRef<OpFoldResult>{rows, cols},
@@ -265,10 +265,10 @@ gpu::GPUFuncOp LinearEmitter::buildConvert(Type from, Type to) {
   gpu::GPUFuncOp &cached = convertKernels[{from, to}];
   if (cached)
     return cached;
-  return cached = buildKernel("xent_linear_convert", [&](OpBuilder &kb,
-                                                         StringRef name) {
-    return buildConvertRowsKernel(kb, loc, name, from, to);
-  });
+  return cached = buildKernel(
+             "xent_linear_convert", [&](OpBuilder &kb, StringRef name) {
+               return buildConvertRowsKernel(kb, loc, name, from, to);
+             });
 }
 
 void LinearEmitter::convert(Value src, Value dst) {
@@ -299,8 +299,8 @@ void LinearEmitter::callGemm(Value a, Value bMatrix, Value bias, Value c,
   SmallVector<Value> args = {a, bMatrix};
   if (bias)
     args.push_back(bias);
-  args.append({c, i32Constant(transA), i32Constant(transB), f32Constant(1.0),
-               beta});
+  args.append(
+      {c, i32Constant(transA), i32Constant(transB), f32Constant(1.0), beta});
   func::CallOp::create(b, loc, func, args);
 }
 
@@ -374,7 +374,8 @@ SmallVector<Value> LinearEmitter::emit() {
     }
     auto destType = cast<MemRefType>(sink.getDest().getType());
     Value dest = bufferization::ToTensorOp::create(
-        b, loc, RankedTensorType::get(destType.getShape(), type.getElementType()),
+        b, loc,
+        RankedTensorType::get(destType.getShape(), type.getElementType()),
         sink.getDest(), /*restrict=*/b.getUnitAttr(),
         /*writable=*/b.getUnitAttr());
     if (dest.getType() != type)
@@ -385,8 +386,8 @@ SmallVector<Value> LinearEmitter::emit() {
   }
   for (auto sink : sinks)
     b.eraseOp(sink);
-  auto launchOp = LaunchOp::create(b, loc, op->getResultTypes(), inputs, inits,
-                                   dims, tied);
+  auto launchOp =
+      LaunchOp::create(b, loc, op->getResultTypes(), inputs, inits, dims, tied);
   SmallVector<Type> argTypes;
   for (Type type : llvm::concat<Type>(TypeRange(ValueRange(inputs)),
                                       op->getResultTypes())) {
@@ -464,8 +465,8 @@ SmallVector<Value> LinearEmitter::emit() {
   SmallVector<Value> scratch = {logitsBuf};
   Value lowBuf, dWeightAcc = dWeight, dBiasAcc = dBias, ones, bias32;
   if (grad && narrow) {
-    lowBuf = alloc(hiddenType,
-                   {allocRows, roundUp(classes, kRowAlignBytes / 2)});
+    lowBuf =
+        alloc(hiddenType, {allocRows, roundUp(classes, kRowAlignBytes / 2)});
     dWeightAcc = alloc(f32, {classes, features});
     scratch.append({lowBuf, dWeightAcc});
     if (bias) {
@@ -478,9 +479,9 @@ SmallVector<Value> LinearEmitter::emit() {
     onesStride = roundUp(allocRows, kRowAlignBytes / 2);
     ones = alloc(hiddenType, {onesStride});
     scratch.push_back(ones);
-    gpu::MemsetOp::create(b, loc, Type(), ValueRange{}, ones,
-                          arith::ConstantOp::create(
-                              b, loc, b.getFloatAttr(hiddenType, 1.0)));
+    gpu::MemsetOp::create(
+        b, loc, Type(), ValueRange{}, ones,
+        arith::ConstantOp::create(b, loc, b.getFloatAttr(hiddenType, 1.0)));
   }
   if (bias) {
     // The epilogue's bias: f32 and contiguous.
@@ -499,7 +500,8 @@ SmallVector<Value> LinearEmitter::emit() {
   LaunchGeometry geometry = getLaunchGeometry(twoPass, f32);
   bool reducedLoss = op.computesLoss() && spec.reduced();
   auto accumulator = [&](Value result) -> Value {
-    if (!result || !reducedLoss || getElementTypeOrSelf(result.getType()).isF32())
+    if (!result || !reducedLoss ||
+        getElementTypeOrSelf(result.getType()).isF32())
       return result;
     Value acc = allocScalar();
     scratch.push_back(acc);
@@ -540,8 +542,8 @@ SmallVector<Value> LinearEmitter::emit() {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value i = loop.getInductionVar();
-    Value r = arith::MinUIOp::create(
-        b, loc, chunkRows, arith::SubIOp::create(b, loc, numRows, i));
+    Value r = arith::MinUIOp::create(b, loc, chunkRows,
+                                     arith::SubIOp::create(b, loc, numRows, i));
     OpFoldResult c0 = b.getIndexAttr(0);
     Value h = slice(hidden, {i, c0}, {r, features});
     Value t = slice(target, {i}, {r});
@@ -555,8 +557,8 @@ SmallVector<Value> LinearEmitter::emit() {
     row.target = t;
     row.weight = classWeight;
     row.stats = stats;
-    row.gradOutput = perRow && gradOutput ? slice(gradOutput, {i}, {r})
-                                          : gradOutput;
+    row.gradOutput =
+        perRow && gradOutput ? slice(gradOutput, {i}, {r}) : gradOutput;
     row.loss = perRow && loss ? slice(loss, {i}, {r}) : lossAcc;
     row.zLoss = perRow && zLoss ? slice(zLoss, {i}, {r}) : zLossAcc;
     row.dlogits = grad ? logits : Value();
@@ -565,8 +567,8 @@ SmallVector<Value> LinearEmitter::emit() {
     if (grad) {
       // The first chunk writes the weight's and the bias's gradients, the
       // others add to them.
-      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                          i, zero);
+      Value first =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, i, zero);
       Value beta = arith::SelectOp::create(b, loc, first, f32Constant(0.0),
                                            f32Constant(1.0));
       Value dl = logits;

@@ -248,8 +248,8 @@ struct AlgoKey {
   int64_t lda, ldb, ldc;
   uint32_t alignA, alignB, alignC;
   auto tie() const {
-    return std::tie(ab, c, transA, transB, bias, m, n, k, lda, ldb, ldc,
-                    alignA, alignB, alignC);
+    return std::tie(ab, c, transA, transB, bias, m, n, k, lda, ldb, ldc, alignA,
+                    alignB, alignC);
   }
   bool operator<(const AlgoKey &o) const { return tie() < o.tie(); }
 };
@@ -310,10 +310,19 @@ Matmul runMatmul(const Gemm &g, const GemmPlan &p, CUstream stream,
   CUcontext context = nullptr;
   if (!checkResult(cuCtxGetCurrent(&context), g.where, "cuCtxGetCurrent"))
     return Matmul::Failed;
-  AlgoKey key{static_cast<int>(g.ab), static_cast<int>(g.c),
-              p.transA, p.transB, epilogue,
-              p.m(), p.n(), p.k(), p.a.ld, p.b.ld, p.c.ld,
-              getAlignment(p.aData), getAlignment(p.bData),
+  AlgoKey key{static_cast<int>(g.ab),
+              static_cast<int>(g.c),
+              p.transA,
+              p.transB,
+              epilogue,
+              p.m(),
+              p.n(),
+              p.k(),
+              p.a.ld,
+              p.b.ld,
+              p.c.ld,
+              getAlignment(p.aData),
+              getAlignment(p.bData),
               getAlignment(g.out.data)};
 
   Descriptors d{api};
@@ -322,28 +331,26 @@ Matmul runMatmul(const Gemm &g, const GemmPlan &p, CUstream stream,
   cudaDataType_t abType = getDataType(g.ab), cType = getDataType(g.c);
   if (!checkCublas(api.descCreate(&d.matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F),
                    g.where, "cublasLtMatmulDescCreate") ||
-      !checkCublas(api.descSet(d.matmul, CUBLASLT_MATMUL_DESC_TRANSA, &opA,
-                               sizeof(opA)),
-                   g.where, "cublasLtMatmulDescSetAttribute(TRANSA)") ||
-      !checkCublas(api.descSet(d.matmul, CUBLASLT_MATMUL_DESC_TRANSB, &opB,
-                               sizeof(opB)),
-                   g.where, "cublasLtMatmulDescSetAttribute(TRANSB)"))
+      !checkCublas(
+          api.descSet(d.matmul, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof(opA)),
+          g.where, "cublasLtMatmulDescSetAttribute(TRANSA)") ||
+      !checkCublas(
+          api.descSet(d.matmul, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof(opB)),
+          g.where, "cublasLtMatmulDescSetAttribute(TRANSB)"))
     return Matmul::Failed;
   if (epilogue) {
-    cublasLtEpilogue_t bias_epilogue = CUBLASLT_EPILOGUE_BIAS;
+    cublasLtEpilogue_t biasEpilogue = CUBLASLT_EPILOGUE_BIAS;
     const void *bias = g.bias->data;
     cudaDataType_t biasType = CUDA_R_32F;
     if (!checkCublas(api.descSet(d.matmul, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                 &bias_epilogue, sizeof(bias_epilogue)),
+                                 &biasEpilogue, sizeof(biasEpilogue)),
                      g.where, "cublasLtMatmulDescSetAttribute(EPILOGUE)") ||
         !checkCublas(api.descSet(d.matmul, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                  &bias, sizeof(bias)),
                      g.where, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)") ||
-        !checkCublas(api.descSet(d.matmul,
-                                 CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+        !checkCublas(api.descSet(d.matmul, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                  &biasType, sizeof(biasType)),
-                     g.where,
-                     "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"))
+                     g.where, "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"))
       return Matmul::Failed;
   }
   if (!checkCublas(api.layoutCreate(&d.a, abType, p.a.rows, p.a.cols, p.a.ld),
@@ -398,8 +405,8 @@ Matmul runMatmul(const Gemm &g, const GemmPlan &p, CUstream stream,
         return Matmul::Failed;
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
-    cublasStatus_t status = api.heuristic(handle, d.matmul, d.a, d.b, d.c,
-                                          d.c, d.pref, 1, &result, &found);
+    cublasStatus_t status = api.heuristic(handle, d.matmul, d.a, d.b, d.c, d.c,
+                                          d.pref, 1, &result, &found);
     // Not supported (as with an epilogue it cannot apply here) is no
     // algorithm: the caller may fall back.
     if (status == CUBLAS_STATUS_NOT_SUPPORTED)
@@ -469,9 +476,9 @@ void runCublas(const Gemm &g, const GemmPlan &p, CUstream stream) {
     return;
   Matrix onesColumn{reinterpret_cast<char *>(ones), g.out.rows, 1, 1, 1};
   Matrix biasRow{g.bias->data, 1, g.out.cols, g.out.cols, 1};
-  Gemm update{g.where, Element::F32,  Element::F32, onesColumn, biasRow,
-              g.out,   /*transA=*/false, /*transB=*/false, 1.0f, 1.0f,
-              nullptr};
+  Gemm update{g.where, Element::F32, Element::F32,     onesColumn,
+              biasRow, g.out,        /*transA=*/false, /*transB=*/false,
+              1.0f,    1.0f,         nullptr};
   GemmPlan plan;
   if (planGemm(update.a, false, update.b, false, update.out, plan) !=
       GemmPlanError::None) {
@@ -503,7 +510,9 @@ void gemm(const Gemm &g) {
                                                     : g.out;
     fail(g.where, CUDA_ERROR_INVALID_VALUE,
          "%s (%ldx%ld, strides [%ld, %ld]) is not a matrix cuBLASLt can %s",
-         error == GemmPlanError::A ? "A" : isC ? "C" : "B",
+         error == GemmPlanError::A ? "A"
+         : isC                     ? "C"
+                                   : "B",
          static_cast<long>(mat.rows), static_cast<long>(mat.cols),
          static_cast<long>(mat.rowStride), static_cast<long>(mat.colStride),
          isC ? "write (it needs unit column stride)"
@@ -544,7 +553,7 @@ Matrix matrix(void *aligned, int64_t offset, int64_t rows, int64_t cols,
 // The entry points: each memref argument expanded as MLIR passes it
 // (allocated, aligned, offset, sizes, strides).
 #define XENT_MATRIX_PARAMS(x)                                                  \
-  void * /*allocated*/, void *x##Aligned, int64_t x##Offset, int64_t x##Rows, \
+  void * /*allocated*/, void *x##Aligned, int64_t x##Offset, int64_t x##Rows,  \
       int64_t x##Cols, int64_t x##RowStride, int64_t x##ColStride
 #define XENT_MATRIX(x, type)                                                   \
   matrix(x##Aligned, x##Offset, x##Rows, x##Cols, x##RowStride, x##ColStride,  \
@@ -561,7 +570,7 @@ Matrix matrix(void *aligned, int64_t offset, int64_t rows, int64_t cols,
 
 #define XENT_DEFINE_GEMM_BIAS(AB, abType)                                      \
   XENT_EXPORT void xentGemmBias_##AB##_f32(                                    \
-      XENT_MATRIX_PARAMS(a), XENT_MATRIX_PARAMS(b), void * /*allocated*/,       \
+      XENT_MATRIX_PARAMS(a), XENT_MATRIX_PARAMS(b), void * /*allocated*/,      \
       void *biasAligned, int64_t biasOffset, int64_t biasSize,                 \
       int64_t biasStride, XENT_MATRIX_PARAMS(c), int32_t transA,               \
       int32_t transB, float alpha, float beta) {                               \

@@ -1,4 +1,5 @@
-//===- GemmPlan.h - Row-major GEMMs as cuBLASLt's column-major ones -*- C++ -*-===//
+//===- GemmPlan.h - Row-major GEMMs as cuBLASLt's column-major ones -*- C++
+//-*-===//
 //
 // Part of the xent project.
 //
@@ -39,11 +40,12 @@ struct ColumnMajor {
 
 inline ColumnMajor getColumnMajor(const Matrix &m) {
   ColumnMajor view;
-  int64_t rows = std::max<int64_t>(m.rows, 1), cols = std::max<int64_t>(m.cols, 1);
-  bool rowMajor = (m.cols <= 1 || m.colStride == 1) &&
-                  (m.rows <= 1 || m.rowStride >= cols);
-  bool colMajor = (m.rows <= 1 || m.rowStride == 1) &&
-                  (m.cols <= 1 || m.colStride >= rows);
+  int64_t rows = std::max<int64_t>(m.rows, 1),
+          cols = std::max<int64_t>(m.cols, 1);
+  bool rowMajor =
+      (m.cols <= 1 || m.colStride == 1) && (m.rows <= 1 || m.rowStride >= cols);
+  bool colMajor =
+      (m.rows <= 1 || m.rowStride == 1) && (m.cols <= 1 || m.colStride >= rows);
   // A single row's (column's) stride is never stepped: any leading
   // dimension at least the other size fits.
   if (rowMajor) {
@@ -61,7 +63,7 @@ inline ColumnMajor getColumnMajor(const Matrix &m) {
 /// cuBLASLt's product D(m x n) = opA(A) · opB(B) (+ beta · C, C = D) for our
 /// C(M x N) = op(A)(M x K) · op(B)(K x N).
 struct GemmPlan {
-  int64_t rows = 0, cols = 0, depth = 0; // our M, N, K
+  int64_t rows = 0, cols = 0, depth = 0;         // our M, N, K
   const char *aData = nullptr, *bData = nullptr; // cuBLASLt's A and B
   ColumnMajor a, b, c;                           // their layouts, and C's
   bool transA = false, transB = false;           // cuBLASLt's ops

@@ -34,7 +34,8 @@ class ContextScope {
 public:
   ContextScope(CUcontext context, const char *where) {
     if (context)
-      pushed = checkResult(cuCtxPushCurrent(context), where, "cuCtxPushCurrent");
+      pushed =
+          checkResult(cuCtxPushCurrent(context), where, "cuCtxPushCurrent");
   }
   ~ContextScope() {
     if (pushed)
