@@ -64,7 +64,7 @@ def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reducti
                   softcap: Optional[float], with_grad: bool,
                   threads: Optional[int] = None) -> Dict:
     """The configuration that names one compiled library in the cache."""
-    return {"op": "xent.torch", "version": 3, "chip": CHIP,
+    return {"op": "xent.torch", "version": 4, "chip": CHIP,
             "threads": THREADS if threads is None else int(threads),
             # (only gradient kernels have the resident path)
             "resident_rows": RESIDENT_ROWS or not with_grad,
@@ -89,10 +89,9 @@ def _attributes(c: Dict) -> str:
 
 
 _SCALE_KERNEL = """
-  gpu.module @xent_scale {{
     // dx *= g, skipped entirely when g == 1 (the usual loss.backward()).
-    gpu.func @scale(%dx: memref<?x{dt}>, %g: memref<f32>) kernel {{
-      %gv = memref.load %g[] : memref<f32>
+    gpu.func @{kernel}(%dx: memref<?x{dt}>, %g: memref<{gt}>) kernel {{
+{gload}
       %one = arith.constant 1.0 : f32
       %skip = arith.cmpf oeq, %gv, %one : f32
       scf.if %skip {{
@@ -114,8 +113,10 @@ _SCALE_KERNEL = """
       }}
       gpu.return
     }}
-  }}
-  func.func @xent_scale_grad(%dx: memref<?x{dt}>, %g: memref<f32>) attributes {{llvm.emit_c_interface}} {{
+"""
+
+_SCALE_ENTRY = """
+  func.func @{name}(%dx: memref<?x{dt}>, %g: memref<{gt}>) attributes {{llvm.emit_c_interface}} {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c256 = arith.constant 256 : index
@@ -126,10 +127,34 @@ _SCALE_KERNEL = """
     %b0 = arith.ceildivui %n, %per : index
     %b1 = arith.maxui %b0, %c1 : index
     %blocks = arith.minui %b1, %c4096 : index
-    gpu.launch_func @xent_scale::@scale blocks in (%blocks, %c1, %c1) threads in (%c256, %c1, %c1) args(%dx : memref<?x{dt}>, %g : memref<f32>)
+    gpu.launch_func @xent_scale::@{kernel} blocks in (%blocks, %c1, %c1) threads in (%c256, %c1, %c1) args(%dx : memref<?x{dt}>, %g : memref<{gt}>)
     return
   }}
 """
+
+
+def _scale_functions(dt: str) -> str:
+    """``@xent_scale_grad(dx, g: f32)`` and, for bf16/f16 gradients,
+    ``@xent_scale_grad_dt(dx, g)`` with g in the gradient's dtype (what
+    autograd hands the backward of a loss in that dtype: no conversion
+    kernel before the scaling)."""
+    if dt == "f32":
+        scale = "          %r = arith.mulf %v, %gv : f32"
+    else:
+        scale = (f"          %w = arith.extf %v : {dt} to f32\n"
+                 f"          %s = arith.mulf %w, %gv : f32\n"
+                 f"          %r = arith.truncf %s : f32 to {dt}")
+    variants = [("xent_scale_grad", "scale", "f32",
+                 "      %gv = memref.load %g[] : memref<f32>")]
+    if dt != "f32":
+        variants.append(("xent_scale_grad_dt", "scale_dt", dt,
+                         f"      %g0 = memref.load %g[] : memref<{dt}>\n"
+                         f"      %gv = arith.extf %g0 : {dt} to f32"))
+    kernels = "".join(_SCALE_KERNEL.format(kernel=k, dt=dt, gt=gt, gload=load, scale=scale)
+                      for _, k, gt, load in variants)
+    entries = "".join(_SCALE_ENTRY.format(name=n, kernel=k, dt=dt, gt=gt)
+                      for n, k, gt, _ in variants)
+    return "\n  gpu.module @xent_scale {" + kernels + "  }\n" + entries
 
 
 def kernel_module(c: Dict) -> str:
@@ -178,13 +203,7 @@ def kernel_module(c: Dict) -> str:
     text = ("func.func @xent_entry(" + ", ".join(args) + ") attributes {llvm.emit_c_interface} {\n"
             + "\n".join(body) + "\n  return\n}\n")
     if c["with_grad"]:
-        if dt == "f32":
-            scale = "          %r = arith.mulf %v, %gv : f32"
-        else:
-            scale = (f"          %w = arith.extf %v : {dt} to f32\n"
-                     f"          %s = arith.mulf %w, %gv : f32\n"
-                     f"          %r = arith.truncf %s : f32 to {dt}")
-        text += _SCALE_KERNEL.format(dt=dt, scale=scale)
+        text += _scale_functions(dt)
     return "module attributes {gpu.container_module} {\n" + text + "}\n"
 
 
