@@ -133,3 +133,37 @@ def row_outputs_config(resident_rows: bool) -> dict:
 
 def row_outputs_pipeline(resident_rows: bool) -> list:
     return in_place_pipeline(resident_rows)
+
+# The linear + cross-entropy op (test_linear_gpu.py): every dtype x reduction
+# x bias at chunks of 128 rows (N is never a multiple of it there), the
+# automatic chunk size, f16 with int32 targets and ignore_index 0, every
+# attribute with class weights on [B, T, H] rows, results
+# written into the caller's buffers; the benchmark's configurations
+# (xent.bench.linear_cross_entropy) are among them.
+def linear_configs() -> list:
+    from xent.runtime.linear import linear_config
+    configs = [linear_config(dtype=d, reduction=r, bias=b, chunk_rows=LINEAR_CHUNK_ROWS)
+               for d in ("bf16", "f32") for r in ("mean", "sum", "none") for b in (False, True)]
+    configs += [linear_config(dtype=d, reduction="mean", bias=b)
+                for d in ("bf16", "f32") for b in (False, True)]
+    configs.append(linear_config(dtype="f16", reduction="mean", bias=True,
+                                 chunk_rows=LINEAR_CHUNK_ROWS, ignore_index=0, target="i32"))
+    # Every attribute at once, class weights, [B, T, H] rows.
+    configs += [linear_config(dtype=d, reduction=r, bias=True, chunk_rows=LINEAR_CHUNK_ROWS,
+                              rank=3, **LINEAR_ATTRIBUTES)
+                for d in ("bf16", "f32") for r in ("mean", "none")]
+    # The benchmark's chunk sizes besides the automatic one.
+    configs += [linear_config(dtype="bf16", reduction="mean", bias=False, chunk_rows=rows)
+                for rows in LINEAR_BENCH_CHUNK_ROWS]
+    # Results into the caller's buffers (and so CUDA graphs).
+    configs += [linear_config(dtype="bf16", reduction="mean", bias=True,
+                              chunk_rows=LINEAR_CHUNK_ROWS, destinations=True),
+                linear_config(dtype="f32", reduction="none", bias=False,
+                              chunk_rows=LINEAR_CHUNK_ROWS, destinations=True)]
+    return configs
+
+
+LINEAR_CHUNK_ROWS = 128
+LINEAR_BENCH_CHUNK_ROWS = (1024, 4096)
+LINEAR_ATTRIBUTES = dict(class_weight=True, label_smoothing=0.1, z_loss_scale=1e-4,
+                         softcap=30.0, ignore_index=0)

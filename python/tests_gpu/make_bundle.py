@@ -6,7 +6,9 @@ OUT_DIR receives, next to each other:
 
 * the KernelCache entries of python/tests_gpu/kernel_configs.py (the test
   kernels, xent.cross_entropy mean through the xent GPU pipeline, and the
-  in-place and per-row-output modules at both resident-rows settings) with
+  in-place and per-row-output modules at both resident-rows settings, the
+  linear cross-entropy configurations of test_linear_gpu.py and the
+  benchmark) with
   their ``index/`` and a copy of libxent_cuda_runtime.so;
 * ``vector-add.so``, ``shared-memory.so``, ``host-ops.so``: the modules of
   test/Integration/GPU, and ``runner``, the C program that runs them (and
@@ -64,6 +66,10 @@ def main(argv):
                               lambda: kernel_configs.ROW_OUTPUTS_MLIR,
                               kernel_configs.row_outputs_pipeline(resident), xent_opt)
             print(f"row outputs (resident rows {resident}):", path)
+        from xent.runtime import linear
+        configs = kernel_configs.linear_configs()
+        linear.precompile(configs, out)
+        print(f"linear cross-entropy: {len(configs)} configurations")
     else:
         print("XENT_OPT not set: no cross_entropy kernel")
 

@@ -12,7 +12,8 @@
 #    errors, timings), kernels from BUNDLE_DIR as XENT_CACHE_DIR;
 # 3. compute-sanitizer memcheck on the three runner checks, racecheck on the
 #    shared-memory reduction, memcheck on a PyTorch program through xent.runtime.gpu,
-#    memcheck and racecheck on the drop-in (sanitizer_dropin.py).
+#    memcheck and racecheck on the drop-in (sanitizer_dropin.py) and on the
+#    linear cross-entropy GPU path (sanitizer_linear.py).
 # Prints a summary line per step; exit status 1 if one failed.
 set -uo pipefail
 
@@ -67,6 +68,10 @@ if [[ -n "$SANITIZER" ]]; then
     python3 "$ROOT/python/tests_gpu/sanitizer_dropin.py"
   step racecheck-dropin "$SANITIZER" --tool racecheck --error-exitcode 9 \
     python3 "$ROOT/python/tests_gpu/sanitizer_dropin.py"
+  step memcheck-linear "$SANITIZER" --tool memcheck --error-exitcode 9 \
+    python3 "$ROOT/python/tests_gpu/sanitizer_linear.py"
+  step racecheck-linear "$SANITIZER" --tool racecheck --error-exitcode 9 \
+    python3 "$ROOT/python/tests_gpu/sanitizer_linear.py"
 else
   SUMMARY+=("compute-sanitizer          not found")
 fi

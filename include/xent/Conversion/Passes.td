@@ -38,6 +38,19 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     one block holds, longer than 8 blocks hold, or not 16-byte accessible
     take the two-pass walk.
 
+    `xent.linear_cross_entropy`, `xent.linear_cross_entropy_grad` and
+    `xent.linear_cross_entropy_and_grad` become one `xent.launch` each whose
+    body loops over chunks of rows (`linear-chunk-rows`, or the most multiples
+    of 128 rows whose f32 logits fit in `linear-chunk-mib`): the chunk's
+    logits `hidden · weightᵀ (+ bias)` in f32, the row kernel in place over
+    them (loss into the op's accumulators or rows, with the prologue's
+    statistics of all rows, and dlogits over the logits), then
+    `d_hidden = dlogits · weight` and `d_weight += dlogitsᵀ · hidden`,
+    `d_bias += 1ᵀ · dlogits` in f32. The products are calls of the runtime's
+    `xentGemm*` functions (cuBLASLt, f32 accumulation), declared in the
+    module, whose arguments say which operand is transposed and the beta;
+    for bf16/f16 the chunk's dlogits are rounded to that type for them.
+
     Each op becomes an `xent.launch` whose body launches its kernels on the
     buffers of its tensors; one-shot bufferization (run after this pass)
     decides where each buffer comes from, through the launch's
@@ -102,6 +115,14 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
            "it can take the op), kernel (always; an error where it cannot) "
            "or inline (always the decomposition)",
            "::mlir::xent::getLoweringModeValues()">,
+    Option<"linearChunkRows", "linear-chunk-rows", "int64_t",
+           /*default=*/"0",
+           "Rows per chunk of a linear cross-entropy op (0: as many as "
+           "linear-chunk-mib allows)">,
+    Option<"linearChunkMiB", "linear-chunk-mib", "int64_t",
+           /*default=*/"1024",
+           "With linear-chunk-rows=0, the most rows (a multiple of 128, at "
+           "least 128) whose f32 logits fit in this many MiB">,
     Option<"allowDecomposition", "allow-decomposition", "bool",
            /*default=*/"true",
            "Ops may take the decomposition (false: an op that would is an "
@@ -110,6 +131,7 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",

@@ -49,6 +49,17 @@ struct XentGPUPipelineOptions
                      "lowers no decomposition (allow-decomposition=false), "
                      "so an op that would take one is an error"),
       llvm::cl::init(ConvertXentToGPUOptions().mode), getLoweringModeValues()};
+  PassOptions::Option<int64_t> linearChunkRows{
+      *this, "linear-chunk-rows",
+      llvm::cl::desc("Rows per chunk of a linear cross-entropy op (0: as "
+                     "many as linear-chunk-mib allows)"),
+      llvm::cl::init(ConvertXentToGPUOptions().linearChunkRows)};
+  PassOptions::Option<int64_t> linearChunkMiB{
+      *this, "linear-chunk-mib",
+      llvm::cl::desc("With linear-chunk-rows=0, the most rows (a multiple of "
+                     "128, at least 128) whose f32 logits fit in this many "
+                     "MiB"),
+      llvm::cl::init(ConvertXentToGPUOptions().linearChunkMiB)};
 
   // The kernels' binary.
   PassOptions::Option<std::string> features{*this, "features",

@@ -19,6 +19,7 @@
 
 #include "xent/Conversion/XentToGPU/XentToGPU.h"
 
+#include "HostLowering.h"
 #include "KernelBuilder.h"
 
 #include "xent/Conversion/XentToGPU/NVIDIAChip.h"
@@ -28,6 +29,7 @@
 // The dialects the pass depends on (its generated base registers them).
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -58,9 +60,8 @@ using namespace mlir::xent;
 
 static constexpr llvm::StringLiteral kKernelModuleName = "xent_kernels";
 
-/// The gpu.module that holds xent's kernels, created on first use.
-static gpu::GPUModuleOp getOrCreateKernelModule(RewriterBase &rewriter,
-                                                ModuleOp module) {
+gpu::GPUModuleOp mlir::xent::getOrCreateKernelModule(RewriterBase &rewriter,
+                                                     ModuleOp module) {
   if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName))
     return existing;
   OpBuilder::InsertionGuard guard(rewriter);
@@ -72,8 +73,8 @@ static gpu::GPUModuleOp getOrCreateKernelModule(RewriterBase &rewriter,
   return gpu::GPUModuleOp::create(rewriter, module.getLoc(), kKernelModuleName);
 }
 
-/// A kernel name not yet used in `kernels`.
-static std::string getUniqueName(gpu::GPUModuleOp kernels, StringRef prefix) {
+std::string mlir::xent::getUniqueName(gpu::GPUModuleOp kernels,
+                                      StringRef prefix) {
   for (unsigned n = 0;; ++n) {
     std::string name = (prefix + "_" + Twine(n)).str();
     if (!kernels.lookupSymbol(name))
@@ -128,10 +129,8 @@ static KernelSpec getKernelSpec(CrossEntropyOpInterface op) {
   return spec;
 }
 
-/// The destination `result` is written into directly: its only use
-/// materializes it into a writable, restrict buffer of its element type
-/// (with any strides, which the kernels write through). Null otherwise.
-static bufferization::MaterializeInDestinationOp getDestination(Value result) {
+bufferization::MaterializeInDestinationOp
+mlir::xent::getDestination(Value result) {
   if (!result.hasOneUse())
     return nullptr;
   auto sink = dyn_cast<bufferization::MaterializeInDestinationOp>(
@@ -505,7 +504,7 @@ static LogicalResult checkOptions(Operation *module,
                "chip must name an NVIDIA chip sm_80 or newer, such as "
                "'sm_90', got '")
            << options.chip << "'";
-  return success();
+  return checkLinearOptions(module, options);
 }
 
 //===----------------------------------------------------------------------===//
@@ -552,11 +551,9 @@ static Operation *getDeviceCodeParent(Operation *op) {
 
 std::optional<std::string> mlir::xent::getKernelUnsupportedReason(
     Operation *op, const ConvertXentToGPUOptions & /*options*/) {
-  if (isa<LinearCrossEntropyOpInterface>(op))
-    return std::string("there is no kernel for its projection (a device GEMM); "
-                       "its decomposition is a matmul and a cross-entropy op");
   auto family = dyn_cast<CrossEntropyOpInterface>(op);
-  if (!family)
+  auto linear = dyn_cast<LinearCrossEntropyOpInterface>(op);
+  if (!family && !linear)
     return ("there is no kernel for '" + op->getName().getStringRef() + "'")
         .str();
   if (Operation *device = getDeviceCodeParent(op))
@@ -573,24 +570,14 @@ std::optional<std::string> mlir::xent::getKernelUnsupportedReason(
     return ("the module's symbol @" + kKernelModuleName +
             ", which the kernels go into, is not a gpu.module")
         .str();
+  if (linear)
+    return getLinearUnsupportedReason(linear, module);
   return std::nullopt;
 }
 
-namespace {
-/// The lowering of one op under a mode, and why.
-struct LoweringChoice {
-  /// The kernels take the op; otherwise its decomposition does, unless
-  /// `ruledOut`.
-  bool kernel = false;
-  /// mode=kernel on an op the kernels cannot take.
-  bool ruledOut = false;
-  /// The mode, and why the kernels cannot take the op where they do not.
-  std::string reason;
-};
-} // namespace
-
-static LoweringChoice chooseLowering(Operation *op,
-                                     const ConvertXentToGPUOptions &options) {
+LoweringChoice
+mlir::xent::chooseLowering(Operation *op,
+                           const ConvertXentToGPUOptions &options) {
   if (options.mode == LoweringMode::Inline)
     return {/*kernel=*/false, /*ruledOut=*/false, "mode=inline"};
   std::optional<std::string> unsupported =
@@ -655,8 +642,7 @@ static LogicalResult checkLowerings(Operation *root,
 
 static constexpr llvm::StringLiteral kRemarkCategory = "convert-xent-to-gpu";
 
-/// The remark's options for `op`: its name, the category, the function.
-static remark::RemarkOpts getRemarkOpts(Operation *op, StringRef name) {
+remark::RemarkOpts mlir::xent::getRemarkOpts(Operation *op, StringRef name) {
   StringRef function;
   if (auto func = op->getParentOfType<FunctionOpInterface>())
     function = func.getName();
@@ -707,7 +693,11 @@ struct DecompositionLowering
     : public OpInterfaceRewritePattern<linalg::AggregatedOpInterface> {
   DecompositionLowering(MLIRContext *ctx,
                         const ConvertXentToGPUOptions &options)
-      : OpInterfaceRewritePattern(ctx), options(options) {}
+      : OpInterfaceRewritePattern(ctx), options(options) {
+    // A linear op's decomposition holds a cross-entropy op, which this
+    // pattern lowers in turn under mode=inline.
+    setHasBoundedRewriteRecursion();
+  }
 
   LogicalResult matchAndRewrite(linalg::AggregatedOpInterface op,
                                 PatternRewriter &rewriter) const override {
@@ -762,6 +752,7 @@ void mlir::xent::populateXentToGPUConversionPatterns(
     RewritePatternSet &patterns, const ConvertXentToGPUOptions &options) {
   patterns.add<CrossEntropyLowering, DecompositionLowering>(
       patterns.getContext(), options);
+  populateLinearLoweringPatterns(patterns, options);
 }
 
 LogicalResult

@@ -24,6 +24,8 @@
 
 #include "xent/Runtime/CUDA/XentCudaRuntime.h"
 
+#include "RuntimeInternal.h"
+
 #include <cuda.h>
 
 #include <algorithm>
@@ -548,6 +550,29 @@ std::map<std::pair<CUcontext, std::vector<unsigned char>>, CUdeviceptr>
     tensorMapCache;
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// For the runtime's other files (RuntimeInternal.h)
+//===----------------------------------------------------------------------===//
+
+void xent::runtime::recordFailure(const char *where, int code,
+                                  const char *message) {
+  recordError(where, code, "%s", message);
+}
+
+bool xent::runtime::checkResult(CUresult result, const char *where,
+                                const char *call) {
+  return check(result, where, call);
+}
+
+bool xent::runtime::getCallerStream(CUstream *stream) {
+  *stream = threadState.streamSet ? threadState.stream : nullptr;
+  return threadState.streamSet;
+}
+
+CUcontext xent::runtime::getStreamContext(CUstream stream, const char *where) {
+  return contextFor(stream, where);
+}
 
 //===----------------------------------------------------------------------===//
 // xent extensions

@@ -49,6 +49,8 @@ ConvertXentToGPUOptions getKernelOptions(const Options &from) {
   options.vectorWidth = from.vectorWidth;
   options.residentRows = from.residentRows;
   options.mode = from.mode;
+  options.linearChunkRows = from.linearChunkRows;
+  options.linearChunkMiB = from.linearChunkMiB;
   return options;
 }
 

@@ -80,6 +80,46 @@ int xentStreamSynchronize(void *stream);
 const char *xentRuntimeVersion(void);
 
 /*===----------------------------------------------------------------------===
+ * GEMMs of the lowered linear cross-entropy ops (cuBLASLt)
+ *===----------------------------------------------------------------------===*/
+
+/* C = alpha * op(A) * op(B) + beta * C, with op(X) = X, or its transpose when
+ * transX != 0, on rank-2 memrefs indexed row-major (sizes [rows, cols], any
+ * strides of which one is 1 for A and B, the column stride 1 for C). A and B
+ * have the first type of the name, C the second; products accumulate in
+ * f32. xentGemmBias_* adds bias[j] (f32, contiguous, one per column of C) to
+ * every row. Each memref comes expanded as MLIR passes it to an external
+ * function: allocated pointer, aligned pointer, offset, sizes, strides.
+ * The call runs on the caller's stream (xentSetStream) and returns at once,
+ * else on the legacy default stream, synchronized. K = 0 makes C zero
+ * (beta = 0) or leaves it (beta = 1). Failures are recorded like the mgpu*
+ * ones; a runtime built without cuBLASLt records one at each call. */
+#define XENT_GEMM_MATRIX(x)                                                    \
+  void *x##Allocated, void *x##Aligned, int64_t x##Offset, int64_t x##Rows,    \
+      int64_t x##Cols, int64_t x##RowStride, int64_t x##ColStride
+#define XENT_GEMM_DECLARE(name)                                                \
+  void name(XENT_GEMM_MATRIX(a), XENT_GEMM_MATRIX(b), XENT_GEMM_MATRIX(c),     \
+            int32_t transA, int32_t transB, float alpha, float beta)
+#define XENT_GEMM_BIAS_DECLARE(name)                                           \
+  void name(XENT_GEMM_MATRIX(a), XENT_GEMM_MATRIX(b), void *biasAllocated,     \
+            void *biasAligned, int64_t biasOffset, int64_t biasSize,           \
+            int64_t biasStride, XENT_GEMM_MATRIX(c), int32_t transA,           \
+            int32_t transB, float alpha, float beta)
+XENT_GEMM_DECLARE(xentGemm_f32_f32);
+XENT_GEMM_DECLARE(xentGemm_bf16_f32);
+XENT_GEMM_DECLARE(xentGemm_bf16_bf16);
+XENT_GEMM_DECLARE(xentGemm_f16_f32);
+XENT_GEMM_DECLARE(xentGemm_f16_f16);
+XENT_GEMM_BIAS_DECLARE(xentGemmBias_f32_f32);
+XENT_GEMM_BIAS_DECLARE(xentGemmBias_bf16_f32);
+XENT_GEMM_BIAS_DECLARE(xentGemmBias_f16_f32);
+#undef XENT_GEMM_DECLARE
+#undef XENT_GEMM_BIAS_DECLARE
+#undef XENT_GEMM_MATRIX
+/* 1 when cuBLASLt is compiled in and opens (the GEMMs can run), else 0. */
+int xentHasCublasLt(void);
+
+/*===----------------------------------------------------------------------===
  * mgpu* ABI of MLIR 22 (gpu-to-llvm, gpu.binary translation, nvgpu TMA)
  *===----------------------------------------------------------------------===*/
 

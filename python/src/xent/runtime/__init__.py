@@ -11,10 +11,12 @@
   stream, and the kernel cache a GPU machine without LLVM reads;
 * :mod:`xent.runtime.kernels`: the MLIR of the kernels behind
   :mod:`xent.torch`, one entry function per configuration, and
-  :func:`~xent.runtime.kernels.precompile` (free of torch).
+  :func:`~xent.runtime.kernels.precompile` (free of torch);
+* :mod:`xent.runtime.linear`: the linear + cross-entropy op on the GPU
+  (chunked, cuBLASLt GEMMs), its entry functions and a call on CUDA tensors.
 
-The NumPy side (driver, pipelines, bf16) is re-exported here; ``gpu`` and
-``kernels`` are imported by name.
+The NumPy side (driver, pipelines, bf16) is re-exported here; ``gpu``,
+``kernels`` and ``linear`` are imported by name.
 """
 
 from .bf16 import BF16Array, bf16_bits_to_float32, float32_to_bf16_bits, round_to_bf16

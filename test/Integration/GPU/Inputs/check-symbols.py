@@ -1,10 +1,10 @@
-"""Checks that a compiled GPU module's undefined mgpu* symbols are all
+"""Checks that a compiled GPU module's undefined mgpu* and xent* symbols are all
 exported by the CUDA runtime library.
 
 usage: check-symbols.py <llvm-nm> <module.so> <libxent_cuda_runtime.so>
 
-Prints "<symbol> ok" or "<symbol> MISSING" for each undefined mgpu* symbol
-of the module (sorted) and exits 1 if one is missing or there is none.
+Prints "<symbol> ok" or "<symbol> MISSING" for each undefined such symbol
+of the module (sorted; xent*: the runtime's GEMMs) and exits 1 if one is missing or there is none.
 """
 
 import subprocess
@@ -19,7 +19,8 @@ def symbols(nm, path, *flags):
 
 def main():
     nm, module, runtime = sys.argv[1:4]
-    needed = sorted(s for s in symbols(nm, module, "--undefined-only") if s.startswith("mgpu"))
+    needed = sorted(s for s in symbols(nm, module, "--undefined-only")
+                    if s.startswith(("mgpu", "xent")))
     provided = symbols(nm, runtime, "--defined-only")
     missing = [s for s in needed if s not in provided]
     for s in needed:

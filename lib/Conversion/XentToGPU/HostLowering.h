@@ -1,0 +1,93 @@
+//===- HostLowering.h - What the conversion's patterns share ---*- C++ -*-===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The pieces of convert-xent-to-gpu that the pattern of each op family
+// uses: the kernel module, the choice between kernel and decomposition and
+// its remark (XentToGPU.cpp), and the lowering of the linear family
+// (LinearLowering.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XENT_LIB_CONVERSION_XENTTOGPU_HOSTLOWERING_H
+#define XENT_LIB_CONVERSION_XENTTOGPU_HOSTLOWERING_H
+
+#include "xent/Conversion/XentToGPU/XentToGPU.h"
+#include "xent/Dialect/Xent/IR/XentOps.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/Remarks.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::xent {
+
+/// The gpu.module that holds xent's kernels, created on first use.
+gpu::GPUModuleOp getOrCreateKernelModule(RewriterBase &rewriter,
+                                         ModuleOp module);
+/// A kernel name not yet used in `kernels`.
+std::string getUniqueName(gpu::GPUModuleOp kernels, StringRef prefix);
+
+/// The destination `result` is written into directly: its only use
+/// materializes it into a writable, restrict buffer of its element type
+/// (with any strides, which the kernels write through). Null otherwise.
+bufferization::MaterializeInDestinationOp getDestination(Value result);
+
+/// The lowering of one op under a mode, and why.
+struct LoweringChoice {
+  /// The kernels take the op; otherwise its decomposition does, unless
+  /// `ruledOut`.
+  bool kernel = false;
+  /// mode=kernel on an op the kernels cannot take.
+  bool ruledOut = false;
+  /// The mode, and why the kernels cannot take the op where they do not.
+  std::string reason;
+};
+LoweringChoice chooseLowering(Operation *op,
+                              const ConvertXentToGPUOptions &options);
+
+/// The remark's options for `op`: its name, the category, the function.
+remark::RemarkOpts getRemarkOpts(Operation *op, StringRef name);
+
+//===----------------------------------------------------------------------===//
+// The linear family (LinearLowering.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Why the chunked lowering of a linear op cannot take `op` in `module`
+/// beyond what every op is checked for (device code, the kernel module),
+/// or nothing: a symbol of `module` that the runtime's GEMM functions need
+/// is something else.
+std::optional<std::string>
+getLinearUnsupportedReason(LinearCrossEntropyOpInterface op, ModuleOp module);
+
+/// Checks the linear options (`linear-chunk-rows`, `linear-chunk-mib`);
+/// diagnostics go to `module`.
+LogicalResult checkLinearOptions(Operation *module,
+                                 const ConvertXentToGPUOptions &options);
+
+/// Threads per block of buildConvertRowsKernel's kernel, and the columns
+/// each of its threads has in flight.
+inline constexpr int64_t kConvertThreads = 256;
+inline constexpr int64_t kConvertUnroll = 4;
+
+/// A kernel `name`(src memref<?x?x`from`>, dst memref<?x?x`to`>) (any
+/// strides) that writes dst = src converted (extf / truncf): one block of
+/// kConvertThreads per row (blocks past the last row return).
+gpu::GPUFuncOp buildConvertRowsKernel(OpBuilder &b, Location loc,
+                                      StringRef name, Type from, Type to);
+
+/// Adds the pattern that replaces a linear op that takes the kernels by an
+/// `xent.launch` of the chunk loop: cuBLASLt GEMMs through the runtime and
+/// the cross-entropy kernels in place over each chunk's logits.
+void populateLinearLoweringPatterns(RewritePatternSet &patterns,
+                                    const ConvertXentToGPUOptions &options);
+
+} // namespace mlir::xent
+
+#endif // XENT_LIB_CONVERSION_XENTTOGPU_HOSTLOWERING_H

@@ -1,0 +1,198 @@
+"""The linear + cross-entropy op on the GPU through ``xent-gpu-pipeline``.
+
+One entry function per configuration computes
+``xent.linear_cross_entropy_and_grad``: the loss and the gradients of the
+hidden states, the weight and (with a bias) the bias, for a given
+``grad_output``, chunked over rows (docs/linear-cross-entropy.md: each
+chunk's logits and their gradient through cuBLASLt GEMMs of the CUDA
+runtime, the loss kernel in place over the chunk's f32 logits). The module
+text and the configurations are free of torch, so a machine without a GPU
+can compile them into a cache (:func:`precompile`);
+:func:`linear_cross_entropy_and_grad` calls the compiled function with CUDA
+tensors on PyTorch's current stream (the results are fresh device memory).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Dict, Iterable, Optional, Tuple
+
+from . import gpu
+
+__all__ = ["linear_config", "linear_module", "linear_pipeline_args", "linear_library",
+           "linear_cross_entropy_and_grad", "precompile", "ENTRY"]
+
+ENTRY = "linear_cross_entropy_and_grad"
+_DTYPES = ("bf16", "f16", "f32")
+_REDUCTIONS = ("mean", "sum", "none")
+CHIP = os.environ.get("XENT_CHIP", "sm_90")
+
+
+def linear_config(*, dtype: str, reduction: str, bias: bool, ignore_index: int = -100,
+                  chunk_rows: int = 0, target: str = "i64", destinations: bool = False,
+                  rank: int = 2, class_weight: bool = False, label_smoothing: float = 0.0,
+                  z_loss_scale: float = 0.0, softcap: Optional[float] = None) -> Dict:
+    """The KernelCache configuration of one entry function: the dtype of
+    hidden / weight / bias, the reduction, the op's attributes (a z-loss adds
+    the ``z_loss`` result after the loss), hidden ``[N, H]`` (rank 2) or
+    ``[B, T, H]`` (rank 3), f32 class weights; `chunk_rows` 0 for the
+    pipeline's automatic chunks; `destinations`: the results are written into
+    buffers the caller passes after the inputs, instead of returned."""
+    if dtype not in _DTYPES or reduction not in _REDUCTIONS or target not in ("i32", "i64") \
+            or rank not in (2, 3):
+        raise ValueError(f"unsupported linear configuration {dtype}/{reduction}/{target}/"
+                         f"rank {rank}")
+    config = {"op": "linear_cross_entropy_and_grad", "dtype": dtype, "reduction": reduction,
+              "bias": bool(bias), "ignore_index": int(ignore_index),
+              "chunk_rows": int(chunk_rows), "target": target, "chip": CHIP,
+              "destinations": bool(destinations), "rank": int(rank),
+              "class_weight": bool(class_weight), "label_smoothing": float(label_smoothing),
+              "z_loss_scale": float(z_loss_scale),
+              "softcap": None if softcap is None else float(softcap)}
+    config["source"] = hashlib.sha256(linear_module(config).encode()).hexdigest()[:16]
+    return config
+
+
+def _tensor(rank: int, dtype: str) -> str:
+    return "tensor<" + "?x" * rank + dtype + ">"
+
+
+def _types(c: Dict):
+    t, rows = c["dtype"], c.get("rank", 2) - 1
+    per_row = c["reduction"] == "none"
+    loss = _tensor(rows if per_row else 0, "f32")
+    inputs = [("g", loss), ("h", _tensor(rows + 1, t)), ("w", _tensor(2, t))]
+    if c["bias"]:
+        inputs.append(("b", _tensor(1, t)))
+    inputs.append(("t", _tensor(rows, c["target"])))
+    if c.get("class_weight"):
+        inputs.append(("cw", _tensor(1, "f32")))
+    results = [("l", loss)]
+    if c.get("z_loss_scale"):
+        results.append(("z", loss))
+    results += [("dh", _tensor(rows + 1, t)), ("dw", _tensor(2, t))]
+    if c["bias"]:
+        results.append(("db", _tensor(1, t)))
+    return inputs, results
+
+
+def _attributes(c: Dict) -> str:
+    attrs = [f"ignore_index = {c['ignore_index']} : i64"]
+    if c.get("label_smoothing"):
+        attrs.append(f"label_smoothing = {c['label_smoothing']!r} : f32")
+    if c.get("z_loss_scale"):
+        attrs.append(f"z_loss_scale = {c['z_loss_scale']!r} : f32")
+    if c.get("softcap") is not None:
+        attrs.append(f"softcap = {c['softcap']!r} : f32")
+    return "{" + ", ".join(attrs) + "}"
+
+
+def linear_module(c: Dict) -> str:
+    """The MLIR of the configuration's entry function (dynamic sizes)."""
+    inputs, results = _types(c)
+    args = ", ".join(f"%{n}: {ty}" for n, ty in inputs)
+    operands = "%g, %h, %w" + (" bias %b" if c["bias"] else "") + ", %t" + \
+        (" class_weight %cw" if c.get("class_weight") else "")
+    in_types = ", ".join(ty for _, ty in inputs)
+    out_types = ", ".join(ty for _, ty in results)
+    names = ", ".join(f"%{n}" for n, _ in results)
+    op = (f"  {names} = xent.linear_cross_entropy_and_grad {c['reduction']} {operands}\n"
+          f"      {_attributes(c)}\n"
+          f"      : ({in_types}) -> ({out_types})\n")
+    if not c.get("destinations"):
+        return (f"func.func @{ENTRY}({args}) -> ({out_types}) attributes "
+                f"{{llvm.emit_c_interface}} {{\n{op}  return {names} : {out_types}\n}}\n")
+    outs = ", ".join(f"%{n}_out: {_memref(ty)}" for n, ty in results)
+    sinks = "".join(f"  bufferization.materialize_in_destination %{n} in restrict writable "
+                    f"%{n}_out : ({ty}, {_memref(ty)}) -> ()\n" for n, ty in results)
+    return (f"func.func @{ENTRY}({args}, {outs}) attributes {{llvm.emit_c_interface}} {{\n"
+            f"{op}{sinks}  return\n}}\n")
+
+
+def linear_pipeline_args(c: Dict):
+    options = [f"chip={c['chip']}"]
+    if c["chunk_rows"]:
+        options.append(f"linear-chunk-rows={c['chunk_rows']}")
+    return ["--xent-gpu-pipeline=" + " ".join(options)]
+
+
+def _find_wheel_cublaslt() -> None:
+    """Points the runtime at PyTorch's cuBLASLt (its ``nvidia-cublas`` wheel)
+    unless ``XENT_CUBLASLT`` names one: the runtime opens cuBLASLt at the
+    first GEMM, by that variable, else by soname (which finds the copy
+    PyTorch loaded, if it did), else at the path of the build machine."""
+    if os.environ.get("XENT_CUBLASLT"):
+        return
+    try:
+        import nvidia.cublas as wheel
+    except ImportError:
+        return
+    for root in getattr(wheel, "__path__", []):
+        lib = os.path.join(root, "lib")
+        names = sorted(n for n in os.listdir(lib) if n.startswith("libcublasLt.so")) \
+            if os.path.isdir(lib) else []
+        if names:
+            os.environ["XENT_CUBLASLT"] = os.path.join(lib, names[-1])
+            return
+
+
+def _memref(tensor_type: str) -> str:
+    return tensor_type.replace("tensor<", "memref<")
+
+
+def linear_library(config: Dict, cache: Optional[gpu.KernelCache] = None) -> gpu.GpuFunction:
+    """The compiled entry function of `config` (from the cache, or compiled
+    with ``$XENT_OPT`` where LLVM is at hand)."""
+    _find_wheel_cublaslt()
+    cache = cache or gpu.KernelCache(os.environ.get("XENT_CACHE_DIR"))
+    lib = cache.get(config, lambda: linear_module(config), linear_pipeline_args(config),
+                    os.environ.get("XENT_OPT"))
+    inputs, results = _types(config)
+    types = [_memref(t) for _, t in inputs]
+    if config.get("destinations"):
+        return lib.function(ENTRY, types + [_memref(t) for _, t in results], [])
+    return lib.function(ENTRY, types, [_memref(t) for _, t in results])
+
+
+def linear_cross_entropy_and_grad(hidden, weight, target, bias=None, *, grad_output,
+                                  reduction: str = "mean", ignore_index: int = -100,
+                                  class_weight=None, label_smoothing: float = 0.0,
+                                  z_loss_scale: float = 0.0, softcap: Optional[float] = None,
+                                  chunk_rows: int = 0, out=None) -> Tuple:
+    """(loss[, z_loss], d_hidden, d_weight[, d_bias]) of ``cross_entropy(
+    hidden @ weight.T + bias, target)`` with the op's attributes (z_loss
+    when `z_loss_scale` is set) for `grad_output` (0-d f32, or per row for
+    ``none``), on the tensors' device and PyTorch's current stream. `hidden`
+    is ``[N, H]`` or ``[B, T, H]``, `weight` ``[V, H]``, `target` int64/int32
+    shaped like `hidden` without its last dim, `class_weight` f32 ``[V]``.
+    With `out` (the result tensors: f32 losses, then the gradients in the
+    hidden's dtype, contiguous) the results are written there and `out` is
+    returned (nothing is allocated but the op's scratch, which is freed in
+    the call's stream order: CUDA-graph capturable after a first call on the
+    capturing stream)."""
+    dtype = {"torch.bfloat16": "bf16", "torch.float16": "f16",
+             "torch.float32": "f32"}[str(hidden.dtype)]
+    config = linear_config(dtype=dtype, reduction=reduction, bias=bias is not None,
+                           ignore_index=ignore_index, chunk_rows=chunk_rows,
+                           target="i32" if str(target.dtype) == "torch.int32" else "i64",
+                           destinations=out is not None, rank=hidden.dim(),
+                           class_weight=class_weight is not None,
+                           label_smoothing=label_smoothing, z_loss_scale=z_loss_scale,
+                           softcap=softcap)
+    fn = linear_library(config)
+    args = [grad_output, hidden, weight] + ([bias] if bias is not None else []) + [target] + \
+        ([class_weight] if class_weight is not None else [])
+    if out is None:
+        return fn(*args)
+    fn(*args, *out)
+    return tuple(out)
+
+
+def precompile(configs: Iterable[Dict], cache_dir: Optional[str] = None) -> None:
+    """Compiles `configs` into the cache (no GPU needed)."""
+    cache = gpu.KernelCache(cache_dir or os.environ.get("XENT_CACHE_DIR"))
+    for config in configs:
+        cache.path(config, lambda c=config: linear_module(c),
+                   pipeline_args=linear_pipeline_args(config),
+                   opt_tool=os.environ.get("XENT_OPT"))
