@@ -498,8 +498,12 @@ Match<Reduction> decideReduction(ViewAnalysis &va, const ReducedLoss &r,
 
 /// Raises each `xent.cross_entropy` under `root` whose logits are a
 /// projection `hidden · weightᵀ (+ bias)` with no other user to
-/// `xent.linear_cross_entropy` (Projection.cpp).
-void raiseProjections(Operation *root);
+/// `xent.linear_cross_entropy`, and each gradient op on such logits whose
+/// dlogits feed only the projection's backward to
+/// `xent.linear_cross_entropy_grad` or `_and_grad` (Projection.cpp,
+/// ProjectionGrad.cpp). With `reportFailures`, a projection that is not
+/// raised gets a remark saying why.
+void raiseProjections(Operation *root, bool reportFailures);
 
 } // namespace mlir::xent::recognize
 
