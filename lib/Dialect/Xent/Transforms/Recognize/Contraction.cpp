@@ -38,14 +38,19 @@ Value recognize::projection::getRowReshapeSource(Operation *op) {
   auto to = getTensorType(op->getResult(0));
   if (!from || !to || from.getRank() == 0 || to.getRank() == 0)
     return {};
-  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
-    ReassociationIndices last = collapse.getReassociationIndices().back();
-    return last.size() == 1 ? source : Value();
-  }
-  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
-    ReassociationIndices last = expand.getReassociationIndices().back();
-    return last.size() == 1 ? source : Value();
-  }
+  // The group of the last dimension may merge it with unit dimensions only.
+  auto keepsLast = [](ReassociationIndices last, RankedTensorType expanded) {
+    return llvm::all_of(ArrayRef<int64_t>(last).drop_back(), [&](int64_t d) {
+      return expanded.getDimSize(d) == 1;
+    });
+  };
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op))
+    return keepsLast(collapse.getReassociationIndices().back(), from)
+               ? source
+               : Value();
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op))
+    return keepsLast(expand.getReassociationIndices().back(), to) ? source
+                                                                  : Value();
   if (!isa<tensor::ReshapeOp, tosa::ReshapeOp>(op))
     return {};
   int64_t a = from.getShape().back(), b = to.getShape().back();
