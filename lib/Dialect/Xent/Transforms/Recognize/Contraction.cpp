@@ -40,14 +40,12 @@ Value recognize::projection::getRowReshapeSource(Operation *op) {
     return {};
   // The group of the last dimension may merge it with unit dimensions only.
   auto keepsLast = [](ReassociationIndices last, RankedTensorType expanded) {
-    return llvm::all_of(ArrayRef<int64_t>(last).drop_back(), [&](int64_t d) {
-      return expanded.getDimSize(d) == 1;
-    });
+    return llvm::all_of(ArrayRef<int64_t>(last).drop_back(),
+                        [&](int64_t d) { return expanded.getDimSize(d) == 1; });
   };
   if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op))
-    return keepsLast(collapse.getReassociationIndices().back(), from)
-               ? source
-               : Value();
+    return keepsLast(collapse.getReassociationIndices().back(), from) ? source
+                                                                      : Value();
   if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op))
     return keepsLast(expand.getReassociationIndices().back(), to) ? source
                                                                   : Value();
@@ -448,8 +446,8 @@ Value recognize::projection::matchRowSum(Value v) {
     return {};
   AffineMap out = maps[1];
   ArrayRef<AffineExpr> results = out.getResults();
-  if (results.empty() || results.back() != getAffineDimExpr(loops - 1,
-                                                            v.getContext()))
+  if (results.empty() ||
+      results.back() != getAffineDimExpr(loops - 1, v.getContext()))
     return {};
   for (AffineExpr e : results.drop_back()) {
     auto c = dyn_cast<AffineConstantExpr>(e);

@@ -44,12 +44,11 @@ recognize::projection::matchProjection(Value logits, std::string &reason,
     bias = add->bias;
     x = peelRowReshapes(add->other);
   } else if (isAdd) {
-    nearMiss = succeeded(matchProduct(peelRowReshapes(
-                             x.getDefiningOp()->getOperand(0)),
-                         reason)) ||
-               succeeded(matchProduct(peelRowReshapes(
-                             x.getDefiningOp()->getOperand(1)),
-                         reason));
+    nearMiss =
+        succeeded(matchProduct(
+            peelRowReshapes(x.getDefiningOp()->getOperand(0)), reason)) ||
+        succeeded(matchProduct(
+            peelRowReshapes(x.getDefiningOp()->getOperand(1)), reason));
     reason = "the logits add a tensor that is not a [V] bias broadcast over "
              "the rows";
     return failure();
@@ -147,8 +146,7 @@ recognize::projection::collectSlice(ArrayRef<Value> roots,
 
 /// Where `op` can stand: before the first user of a root, after every
 /// operand; null when there is no such place.
-static Operation *findInsertionPoint(Operation *op,
-                                     ArrayRef<Operation *> slice,
+static Operation *findInsertionPoint(Operation *op, ArrayRef<Operation *> slice,
                                      ArrayRef<Value> roots) {
   Block *block = slice.front()->getBlock();
   DenseSet<Operation *> inSlice(slice.begin(), slice.end());
@@ -188,8 +186,7 @@ LogicalResult recognize::projection::finishRaise(RewriterBase &rewriter,
     OpBuilder::InsertionGuard guard(rewriter);
     SmallVector<Type> types(op->getOperandTypes());
     SmallVector<Location> locs(types.size(), op->getLoc());
-    Block *block =
-        rewriter.createBlock(&op->getRegion(0), {}, types, locs);
+    Block *block = rewriter.createBlock(&op->getRegion(0), {}, types, locs);
     IRMapping mapping;
     mapping.map(op->getOperands(), block->getArguments());
     for (Operation *inner : slice)
@@ -287,8 +284,7 @@ static void raiseLossesOf(RewriterBase &rewriter, Value logits,
   FailureOr<Projection> p = matchProjection(logits, reason, nearMiss);
   if (!blocked.empty()) {
     if (reportFailures && loss && succeeded(p))
-      loss->emitRemark() << "not raised to a linear cross-entropy: "
-                         << blocked;
+      loss->emitRemark() << "not raised to a linear cross-entropy: " << blocked;
     return;
   }
   loss = grad ? grad.getOperation() : forward.getOperation();
@@ -298,7 +294,8 @@ static void raiseLossesOf(RewriterBase &rewriter, Value logits,
         (!isa<CrossEntropyGradOp>(grad) ||
          forward.getTarget() != grad.getTarget() ||
          forward.getWeight() != grad.getWeight() ||
-         !(CrossEntropyConfig::get(forward) == CrossEntropyConfig::get(grad)))) {
+         !(CrossEntropyConfig::get(forward) ==
+           CrossEntropyConfig::get(grad)))) {
       if (reportFailures)
         loss->emitRemark() << "not raised to a linear cross-entropy: the "
                               "loss and the gradient differ";

@@ -128,8 +128,9 @@ LogicalResult raiseForward(RewriterBase &rewriter, CrossEntropyOp ce,
 /// products of the projection only, to `xent.linear_cross_entropy_grad` or
 /// `_and_grad` (ProjectionGrad.cpp).
 LogicalResult raiseGradient(RewriterBase &rewriter,
-                            CrossEntropyOpInterface grad, CrossEntropyOp forward,
-                            const Projection &p, std::string &reason);
+                            CrossEntropyOpInterface grad,
+                            CrossEntropyOp forward, const Projection &p,
+                            std::string &reason);
 
 /// True when `op`'s results are the loss (and z-loss) and the gradient only,
 /// its targets class indices, its classes last.

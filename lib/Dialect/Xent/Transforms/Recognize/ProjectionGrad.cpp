@@ -59,8 +59,9 @@ static Value followTo(Value v, bool transposed, Type want) {
 static LogicalResult record(Value &slot, Value value, StringRef what,
                             std::string &reason) {
   if (!value) {
-    reason = ("the " + what + " product is not followed by a value shaped "
-                              "like the operand")
+    reason = ("the " + what +
+              " product is not followed by a value shaped "
+              "like the operand")
                  .str();
     return failure();
   }
@@ -103,16 +104,16 @@ static LogicalResult matchGradientUse(Operation *user, MatrixRef d,
                       "d weight", reason);
       // (hiddenᵀ · dlogits)ᵀ
       if (asRhs && !transposed && other.value == p.rows && other.transposed)
-        return record(g.dWeight, followTo(result, true, weightType),
-                      "d weight", reason);
+        return record(g.dWeight, followTo(result, true, weightType), "d weight",
+                      reason);
     }
     reason = "the dlogits feed a product that is neither dlogits · weight "
              "nor dlogitsᵀ · hidden";
     return failure();
   }
   if (result && p.bias && !d.transposed && matchRowSum(result) == d.value)
-    return record(g.dBias, followTo(result, false, p.bias.getType()),
-                  "d bias", reason);
+    return record(g.dBias, followTo(result, false, p.bias.getType()), "d bias",
+                  reason);
   reason = ("the dlogits have another user ('" +
             user->getName().getStringRef() + "')")
                .str();
@@ -172,9 +173,11 @@ static Operation *createLinear(RewriterBase &rewriter, GradOpT grad,
       grad.getSoftcapAttr());
 }
 
-LogicalResult recognize::projection::raiseGradient(
-    RewriterBase &rewriter, CrossEntropyOpInterface grad,
-    CrossEntropyOp forward, const Projection &p, std::string &reason) {
+LogicalResult recognize::projection::raiseGradient(RewriterBase &rewriter,
+                                                   CrossEntropyOpInterface grad,
+                                                   CrossEntropyOp forward,
+                                                   const Projection &p,
+                                                   std::string &reason) {
   FailureOr<Gradients> g = matchGradients(grad.getDlogits(), p, reason);
   if (failed(g))
     return failure();
