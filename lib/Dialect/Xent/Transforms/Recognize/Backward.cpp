@@ -313,6 +313,10 @@ static Match<bool> matchSmoothingBackward(ViewAnalysis &va, const Monomial &s,
   return true;
 }
 
+static RankedTensorType gradType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
 /// How the remark names the tensor a saved-tensor backward exponentiates.
 static std::string describeValue(Value v) {
   if (auto arg = dyn_cast<BlockArgument>(v))
@@ -441,8 +445,20 @@ mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root,
 
   if (!gradOutput || va.freeAxes(gradOutput).empty()) {
     if (gradOutput &&
-        cast<RankedTensorType>(raised.gradOutput.getType()).getRank() != 0)
+        cast<RankedTensorType>(raised.gradOutput.getType()).getRank() != 0) {
+      // Unit dimensions carry no axis: with one element, a grad_output
+      // shaped like the per-element loss is per element (`none`).
+      auto logitsType = cast<RankedTensorType>(raised.logits.getType());
+      if (g.den.empty() &&
+          raised.gradOutput.getType() ==
+              RankedTensorType::get(
+                  dropAxis(logitsType.getShape(), ops->classDim),
+                  gradType(raised.gradOutput).getElementType())) {
+        raised.reduction = xent::Reduction::none;
+        return finish(raised);
+      }
       return M::nearMiss("a reduced grad_output that is not a 0-d tensor");
+    }
     if (g.den.empty()) {
       raised.reduction = xent::Reduction::sum;
       return finish(raised);
