@@ -5,15 +5,17 @@ docs/performance.md; run on the GPU machine with XENT_CACHE_DIR set:
 
     python3 python/tests_gpu/host_time.py
 """
+import statistics
 import time
 
 import torch
 import torch.nn.functional as F
 
 from xent import torch as xt
+from xent.torch import ops
 
 
-def per_call_us(fn, x, t, iters=2000):
+def per_call_us(fn, x, t, iters=1000):
     def step():
         x.grad = None
         fn(x, t).backward()
@@ -27,14 +29,29 @@ def per_call_us(fn, x, t, iters=2000):
     return (time.perf_counter() - start) / iters * 1e6
 
 
+def ctypes_path(x, t):
+    """xent.torch with the native path switched off (the fallback)."""
+    saved = ops._NATIVE[:]
+    ops._NATIVE[:] = [None]
+    try:
+        return xt.cross_entropy(x, t)
+    finally:
+        ops._NATIVE[:] = saved
+
+
 def main():
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
+    native = ops.native() is not None
+    print(f"native launch path: {'loaded' if native else 'unavailable'}")
     for n, v in ((8, 128), (256, 4096)):
         x = torch.randn(n, v, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         t = torch.randint(0, v, (n,), device="cuda")
-        ours = per_call_us(xt.cross_entropy, x, t)
-        theirs = per_call_us(F.cross_entropy, x, t)
-        print(f"N={n} V={v} bf16 mean fwd+bwd: xent.torch {ours:.0f} us/call, "
+        # Five rounds, the three interleaved; the median of each.
+        rounds = [[per_call_us(f, x, t) for f in (xt.cross_entropy, ctypes_path,
+                                                  F.cross_entropy)] for _ in range(5)]
+        ours, slow, theirs = (statistics.median(r[i] for r in rounds) for i in range(3))
+        print(f"N={n} V={v} bf16 mean fwd+bwd: xent.torch {ours:.0f} us/call "
+              f"({'native' if native else 'ctypes'}), ctypes path {slow:.0f}, "
               f"F.cross_entropy {theirs:.0f} us/call, ratio {ours / theirs:.2f}")
 
 

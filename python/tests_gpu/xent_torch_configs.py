@@ -70,17 +70,63 @@ def small_rows():
 
 
 def bench_attributes():
-    """What ``python -m xent.bench --label-smoothing 0.1`` and ``--softcap 30``
-    run (bf16 and f32, mean, forward + backward and forward only)."""
+    """What ``python -m xent.bench --cases ...`` runs (every case of
+    xent.bench.cross_entropy.CASES; the older ``--label-smoothing 0.1`` and
+    ``--softcap 30`` are two of them): bf16 and f32, forward + backward and
+    forward only, with the threads xent.torch picks for V >= 32768."""
+    from xent.runtime.kernels import has_resident_path
+    cases = [{}, {"label_smoothing": 0.1}, {"softcap": 30.0}, {"weighted": True},
+             {"z_loss_scale": 1e-4}, {"target": "probs"}, {"reduction": "none"}]
     out = []
     for dtype in ("bf16", "f32"):
-        for eps, cap in ((0.1, None), (0.0, 30.0)):
+        for case in cases:
             for with_grad in (True, False):
-                out.append(kernel_config(dtype=dtype, target="i64", rank=2, weighted=False,
-                                         reduction="mean", ignore_index=-100,
-                                         label_smoothing=eps, z_loss_scale=0.0, softcap=cap,
-                                         with_grad=with_grad))
+                attrs = dict(dtype=dtype, target="i64", rank=2, weighted=False,
+                             reduction="mean", ignore_index=-100, label_smoothing=0.0,
+                             z_loss_scale=0.0, softcap=None, with_grad=with_grad)
+                attrs.update(case)
+                out.append(kernel_config(**attrs))
+                if has_resident_path(**attrs):
+                    out.append(kernel_config(**attrs, threads=256))
     return out
 
 
-CONFIGS = matrix() + specials() + two_pass() + small_rows() + bench_attributes()
+def native():
+    """What test_native.py calls (bf16 unless stated): mean, sum, none,
+    label smoothing, z-loss, class weights; f32 mean and rank-3 none."""
+    base = dict(dtype="bf16", target="i64", rank=2, weighted=False, reduction="mean",
+                ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0, softcap=None,
+                with_grad=True)
+    variants = [{}, {"reduction": "sum"}, {"reduction": "none"}, {"label_smoothing": 0.1},
+                {"z_loss_scale": 1e-4}, {"weighted": True}, {"reduction": "sum", "with_grad": False},
+                {"dtype": "f32"}, {"dtype": "f32", "rank": 3, "reduction": "none"}]
+    from xent.runtime.kernels import has_resident_path
+    out = []
+    for v in variants:
+        attrs = {**base, **v}
+        out.append(kernel_config(**attrs))
+        if has_resident_path(**attrs):  # the threads xent.torch picks for short rows
+            out.append(kernel_config(**attrs, threads=256))
+    return out
+
+
+def swapped():
+    """What test_fx_swap.py's compiled models call: f32 mean, mean with
+    label smoothing 0.1, sum; bf16 mean; with the gradient (and the
+    forward-only variant of each for evaluation under no_grad)."""
+    from xent.runtime.kernels import has_resident_path
+    base = dict(dtype="f32", target="i64", rank=2, weighted=False, reduction="mean",
+                ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0, softcap=None,
+                with_grad=True)
+    out = []
+    for v in ({}, {"label_smoothing": 0.1}, {"reduction": "sum"}, {"dtype": "bf16"}):
+        for with_grad in (True, False):
+            attrs = {**base, **v, "with_grad": with_grad}
+            out.append(kernel_config(**attrs))
+            if has_resident_path(**attrs):
+                out.append(kernel_config(**attrs, threads=256))
+    return out
+
+
+CONFIGS = (matrix() + specials() + two_pass() + small_rows() + bench_attributes() + native()
+           + swapped())

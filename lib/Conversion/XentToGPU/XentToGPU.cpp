@@ -504,6 +504,10 @@ std::optional<std::string> mlir::xent::getKernelUnsupportedReason(
   if (family.computesRowOutputs())
     return std::string("the kernels do not compute the per-row outputs (lse, "
                        "argmax, accuracy)");
+  if (!family.getLossScalars().getValues().empty())
+    return std::string("the kernels do not take run-time scalars "
+                       "(ignore_index, label_smoothing, z_loss_scale, softcap "
+                       "operands) yet");
   if (Operation *device = getDeviceCodeParent(op))
     return ("it is in device code (inside '" +
             device->getName().getStringRef() +

@@ -42,12 +42,53 @@ Value loss::indexToF32(OpBuilder &b, Location loc, Value v) {
       arith::IndexCastUIOp::create(b, loc, b.getI64Type(), v));
 }
 
+/// `offset + scale·v` for an f32 scalar `v`, without an op for a 0 offset or
+/// a unit scale.
+static Value buildAffine(OpBuilder &b, Location loc, Value v, double scale,
+                         double offset) {
+  if (scale != 1.0)
+    v = arith::MulFOp::create(b, loc, loss::constF32(b, loc, scale), v);
+  if (offset != 0.0)
+    v = arith::AddFOp::create(b, loc, loss::constF32(b, loc, offset), v);
+  return v;
+}
+
+Value loss::buildLabelSmoothing(OpBuilder &b, Location loc,
+                                const CrossEntropyConfig &config, double scale,
+                                double offset) {
+  if (Value v = config.scalars.labelSmoothing)
+    return buildAffine(b, loc, v, scale, offset);
+  return constF32(b, loc, offset + scale * config.labelSmoothing);
+}
+
+Value loss::buildZLossScale(OpBuilder &b, Location loc,
+                            const CrossEntropyConfig &config, double scale) {
+  if (Value v = config.scalars.zLossScale)
+    return buildAffine(b, loc, v, scale, 0.0);
+  return constF32(b, loc, scale * config.zLossScale);
+}
+
+Value loss::buildSoftcap(OpBuilder &b, Location loc,
+                         const CrossEntropyConfig &config) {
+  if (Value v = config.scalars.softcap)
+    return v;
+  return constF32(b, loc, *config.softcap);
+}
+
+Value loss::buildIgnoreIndex(OpBuilder &b, Location loc,
+                             const CrossEntropyConfig &config) {
+  if (Value v = config.scalars.ignoreIndex)
+    return v;
+  return arith::ConstantOp::create(b, loc,
+                                   b.getI64IntegerAttr(config.ignoreIndex));
+}
+
 Value loss::buildLogit(OpBuilder &b, Location loc,
                        const CrossEntropyConfig &config, Value raw) {
   Value x = toF32(b, loc, raw);
-  if (!config.softcap)
+  if (!config.hasSoftcap())
     return x;
-  Value cap = constF32(b, loc, *config.softcap);
+  Value cap = buildSoftcap(b, loc, config);
   Value scaled = arith::DivFOp::create(b, loc, x, cap);
   Value t = math::TanhOp::create(b, loc, scaled);
   return arith::MulFOp::create(b, loc, cap, t);
@@ -55,7 +96,7 @@ Value loss::buildLogit(OpBuilder &b, Location loc,
 
 Value loss::buildSoftcapSlope(OpBuilder &b, Location loc,
                               const CrossEntropyConfig &config, Value capped) {
-  Value cap = constF32(b, loc, *config.softcap);
+  Value cap = buildSoftcap(b, loc, config);
   Value t = arith::DivFOp::create(b, loc, capped, cap);
   Value t2 = arith::MulFOp::create(b, loc, t, t);
   return arith::SubFOp::create(b, loc, constF32(b, loc, 1.0), t2);
@@ -72,19 +113,20 @@ Value loss::buildClassIndexLoss(OpBuilder &b, Location loc,
                                 const CrossEntropyConfig &config, Value m,
                                 Value xt, Value logS, Value wt, Value valid,
                                 Value gap, Value mass, Value numClasses) {
-  float eps = config.labelSmoothing;
   // nll = lse - x_t = (m - x_t) + log(s)
   Value nll = arith::AddFOp::create(
       b, loc, arith::SubFOp::create(b, loc, m, xt), logS);
   Value result = arith::MulFOp::create(
-      b, loc, arith::MulFOp::create(b, loc, constF32(b, loc, 1.0 - eps), wt),
+      b, loc,
+      arith::MulFOp::create(b, loc, buildLabelSmoothing(b, loc, config, -1, 1),
+                            wt),
       nll);
-  if (eps != 0.0f) {
+  if (config.hasLabelSmoothing()) {
     // Σ_c w_c (lse - x_c) = Σ_c w_c (m - x_c) + log(s) Σ_c w_c
     Value smooth = arith::AddFOp::create(
         b, loc, gap, arith::MulFOp::create(b, loc, logS, mass));
-    Value share =
-        arith::DivFOp::create(b, loc, constF32(b, loc, eps), numClasses);
+    Value share = arith::DivFOp::create(
+        b, loc, buildLabelSmoothing(b, loc, config), numClasses);
     result = arith::AddFOp::create(
         b, loc, result, arith::MulFOp::create(b, loc, share, smooth));
   }
@@ -97,11 +139,11 @@ void loss::appendLossTerms(OpBuilder &b, Location loc,
                            const CrossEntropyConfig &config, bool reduce,
                            Value m, Value logS, Value loss, Value kept,
                            Value zero, SmallVectorImpl<Value> &terms) {
-  bool zLoss = config.zLossScale != 0.0f;
+  bool zLoss = config.hasZLoss();
   Value z;
   if (zLoss) {
     Value lse = arith::AddFOp::create(b, loc, m, logS);
-    z = arith::MulFOp::create(b, loc, constF32(b, loc, config.zLossScale),
+    z = arith::MulFOp::create(b, loc, buildZLossScale(b, loc, config),
                               arith::MulFOp::create(b, loc, lse, lse));
     if (kept)
       z = arith::SelectOp::create(b, loc, kept, z, zero);
@@ -128,16 +170,17 @@ Value loss::buildClassIndexCoefficient(OpBuilder &b, Location loc,
                                        const CrossEntropyConfig &config,
                                        Value p, Value onehot, Value wt,
                                        Value wc, Value mass, Value numClasses) {
-  float eps = config.labelSmoothing;
   // (1-ε) w_t (p_c - δ_tc)
   Value coef = arith::MulFOp::create(
-      b, loc, arith::MulFOp::create(b, loc, constF32(b, loc, 1.0 - eps), wt),
+      b, loc,
+      arith::MulFOp::create(b, loc, buildLabelSmoothing(b, loc, config, -1, 1),
+                            wt),
       arith::SubFOp::create(b, loc, p, onehot));
-  if (eps == 0.0f)
+  if (!config.hasLabelSmoothing())
     return coef;
   // ε/C (Σ_k w_k p_c - w_c); Σ_k w_k = C without weights.
-  Value share =
-      arith::DivFOp::create(b, loc, constF32(b, loc, eps), numClasses);
+  Value share = arith::DivFOp::create(
+      b, loc, buildLabelSmoothing(b, loc, config), numClasses);
   Value term = arith::SubFOp::create(
       b, loc, arith::MulFOp::create(b, loc, mass, p), wc);
   return arith::AddFOp::create(b, loc, coef,
@@ -157,19 +200,19 @@ void loss::buildGradientYield(OpBuilder &b, Location loc,
                               Value p, Value kept, Value valid, Value zero,
                               Type type) {
   Value grad = arith::MulFOp::create(b, loc, g, coef);
-  if (config.zLossScale != 0.0f) {
+  if (config.hasZLoss()) {
     // d(z·lse²)/dx_c = 2 z lse p_c
     Value lse =
         arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, s));
     Value dz = arith::MulFOp::create(
         b, loc,
-        arith::MulFOp::create(b, loc, constF32(b, loc, 2.0 * config.zLossScale),
+        arith::MulFOp::create(b, loc, buildZLossScale(b, loc, config, 2.0),
                               lse),
         p);
     grad = arith::AddFOp::create(b, loc, grad,
                                  arith::MulFOp::create(b, loc, gz, dz));
   }
-  if (config.softcap)
+  if (config.hasSoftcap())
     grad = arith::MulFOp::create(b, loc, grad,
                                  buildSoftcapSlope(b, loc, config, x));
   if (kept) {

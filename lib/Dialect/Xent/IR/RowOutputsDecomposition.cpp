@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "xent/Dialect/Xent/IR/XentDecomposition.h"
+#include "xent/Dialect/Xent/IR/LossBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -102,8 +103,8 @@ static Value emitRowArgmax(RowLoops &loops) {
         Value x = args[0];
         if (!x.getType().isF32())
           x = arith::ExtFOp::create(nb, loc, nb.getF32Type(), x);
-        if (config.softcap) {
-          Value cap = constF32(nb, loc, *config.softcap);
+        if (config.hasSoftcap()) {
+          Value cap = loss::buildSoftcap(nb, loc, config);
           Value t = math::TanhOp::create(
               nb, loc, arith::DivFOp::create(nb, loc, x, cap));
           x = arith::MulFOp::create(nb, loc, cap, t);
@@ -205,8 +206,7 @@ static Value emitAccuracy(RowLoops &loops, Value target, Value argmax,
         Value t = args[0];
         if (!t.getType().isInteger(64))
           t = arith::ExtSIOp::create(nb, loc, nb.getI64Type(), t);
-        Value ignore = arith::ConstantOp::create(
-            nb, loc, nb.getI64IntegerAttr(config.ignoreIndex));
+        Value ignore = loss::buildIgnoreIndex(nb, loc, config);
         Value kept =
             arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ne, t, ignore);
         Value hit = arith::AndIOp::create(

@@ -158,7 +158,7 @@ DecompositionEmitter::emitTargetIndex(OpBuilder &nb, Location loc,
     return arith::ConstantOp::create(nb, loc, nb.getI64IntegerAttr(v));
   };
   Value kept = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ne, t,
-                                     constI64(config.ignoreIndex));
+                                     buildIgnoreIndex(nb, loc, config));
   // C is re-read inside the body so that dynamic class counts work too.
   Value c = tensor::DimOp::create(nb, loc, logits, axis);
   Value cI64 = arith::IndexCastOp::create(nb, loc, i64, c);
@@ -185,10 +185,10 @@ Value DecompositionEmitter::emitSmoothedProbability(OpBuilder &nb,
                                                     Location loc,
                                                     Value q) const {
   q = toF32(nb, loc, q);
-  if (config.labelSmoothing == 0.0f)
+  if (!config.hasLabelSmoothing())
     return q;
-  Value eps = constF32(nb, loc, config.labelSmoothing);
-  Value keep = constF32(nb, loc, 1.0 - config.labelSmoothing);
+  Value eps = buildLabelSmoothing(nb, loc, config);
+  Value keep = buildLabelSmoothing(nb, loc, config, -1, 1);
   Value c = tensor::DimOp::create(nb, loc, logits, axis);
   Value cF = indexToF32(nb, loc, c);
   Value share = arith::DivFOp::create(nb, loc, eps, cF);
@@ -304,8 +304,8 @@ ElementTerms DecompositionEmitter::emitClassIndexTerms(const RowStats &stats,
   auto [id, outMap, iterators] =
       getElementLoop(b.getContext(), rank - 1, reduce);
 
-  bool smoothing = withLoss && config.labelSmoothing != 0.0f;
-  bool zLoss = withLoss && config.zLossScale != 0.0f;
+  bool smoothing = withLoss && config.hasLabelSmoothing();
+  bool zLoss = withLoss && config.hasZLoss();
   SmallVector<Value> inputs = {target};
   if (withLoss) {
     inputs.push_back(stats.max);
@@ -370,7 +370,7 @@ ElementTerms DecompositionEmitter::emitProbabilityTerms(const RowStats &stats,
                                                         Type zType) {
   auto [id, outMap, iterators] =
       getElementLoop(b.getContext(), rank - 1, reduce);
-  bool zLoss = config.zLossScale != 0.0f;
+  bool zLoss = config.hasZLoss();
 
   SmallVector<Value> inputs = {stats.max, stats.sumExp, stats.weightedGap,
                                stats.weightSum};
@@ -425,7 +425,7 @@ DecompositionEmitter::emitForward(TypeRange resultTypes,
                                   const RowOutputTypes &rowOutputs) {
   bool wantZ = resultTypes.size() > 1;
   bool probs = config.probabilityTargets;
-  bool smoothing = config.labelSmoothing != 0.0f;
+  bool smoothing = config.hasLabelSmoothing();
   bool reduce = config.reduction != Reduction::none;
   Type lossElt = cast<RankedTensorType>(resultTypes[0]).getElementType();
   Type zElt = wantZ ? cast<RankedTensorType>(resultTypes[1]).getElementType()
@@ -485,7 +485,7 @@ DecompositionEmitter::emitForward(TypeRange resultTypes,
 
 Value DecompositionEmitter::emitGradient(Value gradOutput) {
   bool probs = config.probabilityTargets;
-  bool smoothing = config.labelSmoothing != 0.0f;
+  bool smoothing = config.hasLabelSmoothing();
   Reduction reduction = config.reduction;
 
   RowStats stats;
@@ -621,7 +621,8 @@ mlir::xent::buildCanonicalDecomposition(OpBuilder &b,
   Value logits = operands[first], target = operands[first + 1];
   Value weight = op.getWeight() ? operands[first + 2] : Value();
   Location loc = op.getLoc();
-  CrossEntropyConfig config = op.getConfig();
+  // The run-time scalars are the last operands.
+  CrossEntropyConfig config = op.getConfig().withOperands(operands);
   SmallVector<Value> results;
   if (op.computesLoss()) {
     SmallVector<Type> lossTypes = {op.getLoss().getType()};

@@ -218,7 +218,8 @@ Operation *mlir::xent::buildLinearLoss(OpBuilder &b, Location loc,
                                        LinearCrossEntropyOpInterface op,
                                        Reduction reduction, Value gradOutput,
                                        Value logits, Value target,
-                                       Value classWeight) {
+                                       Value classWeight,
+                                       const LossScalars &scalars) {
   auto logitsType = cast<RankedTensorType>(logits.getType());
   auto lossType = RankedTensorType::get(
       reduction == Reduction::none ? ArrayRef<int64_t>{logitsType.getDimSize(0)}
@@ -230,6 +231,15 @@ Operation *mlir::xent::buildLinearLoss(OpBuilder &b, Location loc,
   operands.append({logits, target});
   if (classWeight)
     operands.push_back(classWeight);
+  SmallVector<int32_t> segments(operands.size(), 1);
+  if (!classWeight)
+    segments.push_back(0);
+  for (Value v : {scalars.ignoreIndex, scalars.labelSmoothing,
+                  scalars.zLossScale, scalars.softcap}) {
+    segments.push_back(v ? 1 : 0);
+    if (v)
+      operands.push_back(v);
+  }
   SmallVector<Type> types;
   if (op.computesLoss()) {
     types.push_back(lossType);
@@ -239,6 +249,8 @@ Operation *mlir::xent::buildLinearLoss(OpBuilder &b, Location loc,
   if (op.computesGradient())
     types.push_back(logitsType);
   SmallVector<NamedAttribute> attrs = getLossAttributes(op, reduction);
+  attrs.push_back(b.getNamedAttr("operandSegmentSizes",
+                                 b.getDenseI32ArrayAttr(segments)));
   if (!op.computesGradient())
     return CrossEntropyOp::create(b, loc, types, operands, attrs);
   if (!op.computesLoss())
@@ -267,8 +279,10 @@ SmallVector<Value> mlir::xent::buildCanonicalLinearDecomposition(
     gradOutput = collapseRows(b, loc, gradOutput, rowDims);
 
   Value logits = buildProjection(b, loc, rows, weight, bias);
+  LossScalars scalars = op.getLossScalars().remap(
+      operands.take_back(op.getLossScalars().getValues().size()));
   Operation *ce = buildLinearLoss(b, loc, op, op.getReduction(), gradOutput,
-                                  logits, rowTarget, classWeight);
+                                  logits, rowTarget, classWeight, scalars);
 
   SmallVector<Value> results;
   unsigned ceResult = 0;

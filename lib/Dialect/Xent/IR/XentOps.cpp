@@ -90,6 +90,7 @@ CrossEntropyConfig CrossEntropyConfig::get(CrossEntropyOpInterface op) {
   c.probabilityTargets = op.hasProbabilityTargets();
   c.logitsType = op.getLogits().getType();
   c.targetType = op.getTarget().getType();
+  c.scalars = op.getLossScalars();
   return c;
 }
 
@@ -99,7 +100,8 @@ bool CrossEntropyConfig::operator==(const CrossEntropyConfig &other) const {
          zLossScale == other.zLossScale && softcap == other.softcap &&
          axis == other.axis && weighted == other.weighted &&
          probabilityTargets == other.probabilityTargets &&
-         logitsType == other.logitsType && targetType == other.targetType;
+         logitsType == other.logitsType && targetType == other.targetType &&
+         scalars == other.scalars;
 }
 
 //===----------------------------------------------------------------------===//
@@ -145,6 +147,29 @@ static LogicalResult verifyLossAttributes(OpState op, const APFloat &smoothing,
       return op.emitOpError("softcap must be finite and positive, got ")
              << formatFloat(*softcap);
   }
+  return success();
+}
+
+/// Checks that no feature is given both by its attribute and by a run-time
+/// scalar. A default-valued attribute at its default (label_smoothing or
+/// z_loss_scale of 0) counts as absent: it is what the printer elides.
+static LogicalResult verifyLossScalars(Operation *op, LossScalars scalars) {
+  auto isSet = [&](StringRef name) {
+    Attribute attr = op->getAttr(name);
+    if (auto f = dyn_cast_if_present<FloatAttr>(attr))
+      return !(name == "label_smoothing" || name == "z_loss_scale") ||
+             !f.getValue().isZero();
+    return static_cast<bool>(attr);
+  };
+  for (auto [name, value] : {std::pair<StringRef, Value>{"ignore_index",
+                                                         scalars.ignoreIndex},
+                             {"label_smoothing", scalars.labelSmoothing},
+                             {"z_loss_scale", scalars.zLossScale},
+                             {"softcap", scalars.softcap}})
+    if (value && isSet(name))
+      return op->emitOpError()
+             << name
+             << " is given both as an attribute and as an operand; give one";
   return success();
 }
 
@@ -240,13 +265,14 @@ static LogicalResult verifyOperands(CrossEntropyOpInterface op) {
     return op.emitOpError("logits must have at least one class");
 
   if (failed(verifyLossAttributes(op, op.getLabelSmoothing(),
-                                  op.getZLossScale(), op.getSoftcap())))
+                                  op.getZLossScale(), op.getSoftcap())) ||
+      failed(verifyLossScalars(op, op.getLossScalars())))
     return failure();
 
   RankedTensorType targetType = op.getTarget().getType();
   SmallVector<int64_t> elementShape = dropAxis(logitsType.getShape(), axis);
   if (op.hasProbabilityTargets()) {
-    if (op.getIgnoreIndexAttr())
+    if (op.getIgnoreIndexAttr() || op.getDynamicIgnoreIndex())
       return op.emitOpError(
           "ignore_index must not be set with probability targets");
     if (!areShapesCompatible(targetType.getShape(), logitsType.getShape()))
@@ -598,7 +624,8 @@ LogicalResult mlir::xent::detail::verifyLinearCrossEntropyOp(
   }
 
   if (failed(verifyLossAttributes(op, op.getLabelSmoothing(),
-                                  op.getZLossScale(), op.getSoftcap())))
+                                  op.getZLossScale(), op.getSoftcap())) ||
+      failed(verifyLossScalars(op, op.getLossScalars())))
     return failure();
 
   ArrayRef<int64_t> targetShape = op.getTarget().getType().getShape();

@@ -105,6 +105,7 @@ MeanNormalizers ChunkEmitter::emitMeanNormalizers() {
   AffineMap in = AffineMap::getMultiDimIdentityMap(1, ctx);
   AffineMap out = AffineMap::get(1, 0, ctx);
   int64_t ignoreIndex = op.getIgnoreIndexValue();
+  Value dynamicIgnoreIndex = op.getDynamicIgnoreIndex();
   Type targetElt = cast<RankedTensorType>(target.getType()).getElementType();
   SmallVector<Value> inits = {zeroTensor};
   if (classWeight)
@@ -116,10 +117,19 @@ MeanNormalizers ChunkEmitter::emitMeanNormalizers() {
       b, loc, TypeRange(ValueRange(inits)), target, inits, maps,
       {utils::IteratorType::reduction},
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value ignored = arith::ConstantOp::create(
-            nb, nloc, IntegerAttr::get(targetElt, ignoreIndex));
+        Value t = args[0];
+        Value ignored;
+        if (dynamicIgnoreIndex) {
+          // Compared as i64: a run-time index outside i32 matches no target.
+          ignored = dynamicIgnoreIndex;
+          if (!targetElt.isInteger(64))
+            t = arith::ExtSIOp::create(nb, nloc, nb.getI64Type(), t);
+        } else {
+          ignored = arith::ConstantOp::create(
+              nb, nloc, IntegerAttr::get(targetElt, ignoreIndex));
+        }
         Value kept = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ne,
-                                           args[0], ignored);
+                                           t, ignored);
         Value one = arith::ConstantOp::create(nb, nloc, nb.getF32FloatAttr(1));
         Value zero = arith::ConstantOp::create(nb, nloc, nb.getF32FloatAttr(0));
         SmallVector<Value> yields = {arith::AddFOp::create(
@@ -146,7 +156,7 @@ MeanNormalizers ChunkEmitter::emitMeanNormalizers() {
     return mean;
   }
   Value weightSum = extractF32(sums.getResult(1));
-  if (op.getZLossScale().isZero()) {
+  if (op.getZLossScale().isZero() && !op.getDynamicZLossScale()) {
     mean.divisor = weightSum;
     return mean;
   }
@@ -261,7 +271,8 @@ SmallVector<Value> ChunkEmitter::emit() {
               ArrayRef<OpFoldResult>{chunk}, ArrayRef<OpFoldResult>{one});
         Value logits = buildProjection(b, loc, h, weight, bias);
         Operation *ce = buildLinearLoss(b, loc, op, chunkReduction, g, logits,
-                                        t, mean.classWeight);
+                                        t, mean.classWeight,
+                                        op.getLossScalars());
 
         SmallVector<Value> yields;
         unsigned result = 0, slot = 0;

@@ -46,15 +46,20 @@ void mlir::xent::fuseForwardBackward(Operation *root) {
       continue;
     rewriter.setInsertionPoint(first);
     // The forward's results (loss, z_loss, the per-row outputs its
-    // attributes select), then dlogits.
-    SmallVector<Type> types(fwd->getResultTypes());
-    types.push_back(grad.getDlogits().getType());
-    SmallVector<Value> operands = {grad.getGradOutput(), fwd.getLogits(),
-                                   fwd.getTarget()};
-    if (fwd.getWeight())
-      operands.push_back(fwd.getWeight());
+    // attributes select), then dlogits; the run-time scalars are the pair's
+    // (the configs compare them).
+    LossScalars scalars = fwd.getLossScalars();
+    SmallVector<Type> extras(fwd.getExtraResults().getTypes());
     auto joint = CrossEntropyAndGradOp::create(
-        rewriter, fwd.getLoc(), types, operands, fwd->getAttrs());
+        rewriter, fwd.getLoc(), fwd.getLoss().getType(), extras,
+        grad.getDlogits().getType(), grad.getGradOutput(), fwd.getLogits(),
+        fwd.getTarget(), fwd.getWeight(), scalars.ignoreIndex,
+        scalars.labelSmoothing, scalars.zLossScale, scalars.softcap,
+        fwd.getReductionAttr(), fwd.getIgnoreIndexAttr(),
+        fwd.getLabelSmoothingAttr(), fwd.getZLossScaleAttr(),
+        fwd.getSoftcapAttr(), fwd.getAxisAttr(), fwd.getReturnLseAttr(),
+        fwd.getReturnArgmaxAttr(), fwd.getReturnAccuracyAttr());
+    joint->setDiscardableAttrs(fwd->getDiscardableAttrDictionary());
     // The regions of the pair are not reused; the joint op's canonical
     // decomposition is materialized when it is needed.
     rewriter.replaceOp(grad, joint.getDlogits());

@@ -2,7 +2,8 @@
 
     XENT_CACHE_DIR=<kernels> python3 -m xent.bench \\
         [--rows 4096] [--vocab 32768 65536 128256 262144] [--dtypes bf16 f32] \\
-        [--layouts contiguous slice] \\
+        [--cases plain smoothing softcap weights zloss probs none] \\
+        [--layouts contiguous slice] [--timer events|do_bench] [--gpu-time] \\
         [--liger PATH_TO_LIGER_CHECKOUT] [--plot bench.png] [--json out.json]
 
 In one process, on the same inputs (fresh random logits per vocabulary size,
@@ -18,6 +19,18 @@ of GB/s against V per provider when matplotlib is available. ``--rows`` takes
 several batch sizes; ``--layouts slice`` also times logits that are a view
 (the first V columns of a buffer padded to V + 64, as with a padded
 vocabulary).
+
+``--cases`` names the attribute combinations (CASES: plain; label smoothing
+0.1; softcap 30; class weights; z-loss 1e-4; probability targets; reduction
+``none``), each timed for every provider that takes it (Liger has no
+probability targets), and each with its accuracy: the loss's and the
+gradient's error against float64 (the same PyTorch formula run in float64
+on the same logits) for every provider, so that xent's error sits beside
+PyTorch's in the same dtype (``loss err`` is the largest relative error of
+any per-element loss for ``none``). ``--timer do_bench`` times each call on
+its own with ``triton.testing.do_bench`` (L2 flushed before each call, the
+median; host time included whenever the GPU would wait for it: the wall
+clock of issue 11), ``events`` (the default) as a training loop queues work.
 
 Bytes counted: forward + backward reads the logits once and writes the
 gradient once (2·N·V·sizeof); forward only reads them (N·V·sizeof).
@@ -85,120 +98,199 @@ def copy_bandwidth(nbytes: int, repeats: int) -> float:
     return 2 * src.numel() * 4 / ms / 1e6
 
 
-def torch_loss(x, t, label_smoothing=0.0, softcap=None):
-    """PyTorch's loss with the same attributes (a softcap as Gemma writes it)."""
+def torch_loss(x, t, weight=None, reduction="mean", label_smoothing=0.0, z_loss_scale=0.0,
+               softcap=None):
+    """PyTorch's loss with the same attributes, in x's dtype (a softcap as
+    Gemma writes it; the z-loss as Liger and xent define it: z·lse² on kept
+    rows, divided by their number for ``mean``)."""
     if softcap:
         x = softcap * torch.tanh(x / softcap)
-    return F.cross_entropy(x, t, label_smoothing=label_smoothing)
+    loss = F.cross_entropy(x, t, weight=None if weight is None else weight.to(x.dtype),
+                           reduction=reduction, label_smoothing=label_smoothing)
+    if z_loss_scale:
+        lse = torch.logsumexp(x if x.dtype == torch.float64 else x.float(), dim=1)
+        keep = (torch.ones_like(lse, dtype=torch.bool) if t.is_floating_point()
+                else t != -100)
+        z = torch.where(keep, z_loss_scale * lse * lse, torch.zeros_like(lse))
+        if reduction == "mean":
+            z = z.sum() / keep.sum()
+        elif reduction == "sum":
+            z = z.sum()
+        loss = loss + z.to(loss.dtype)
+    return loss
 
 
-def providers(liger_path, label_smoothing=0.0, softcap=None):
-    attrs = dict(label_smoothing=label_smoothing, softcap=softcap)
-    out = {"torch": lambda x, t: torch_loss(x, t, **attrs)}
+# name -> attributes of xent.torch.cross_entropy (plus probs: probability
+# targets instead of class indices).
+CASES = {
+    "plain": {},
+    "smoothing": {"label_smoothing": 0.1},
+    "softcap": {"softcap": 30.0},
+    "weights": {"weight": True},
+    "zloss": {"z_loss_scale": 1e-4},
+    "probs": {"probs": True},
+    "none": {"reduction": "none"},
+}
+
+
+def providers(liger_path, case=None):
+    """name -> fn(x, t, weight) for the attributes of `case` (a CASES entry)."""
+    case = dict(case or {})
+    case.pop("probs", None)
+    case.pop("weight", None)
+    out = {"torch": lambda x, t, w: torch_loss(x, t, weight=w, **case)}
     compiled = torch.compile(torch_loss)
-    out["torch.compile"] = lambda x, t: compiled(x, t, **attrs)
+    out["torch.compile"] = lambda x, t, w: compiled(x, t, weight=w, **case)
     if liger_path:
         sys.path.insert(0, liger_path)
         try:
             from liger_kernel.transformers.functional import liger_cross_entropy
-            out["liger"] = lambda x, t: liger_cross_entropy(
-                x, t, label_smoothing=label_smoothing, softcap=softcap)
+            liger_attrs = dict(label_smoothing=case.get("label_smoothing", 0.0),
+                               softcap=case.get("softcap"),
+                               lse_square_scale=case.get("z_loss_scale", 0.0),
+                               reduction=case.get("reduction", "mean"))
+            out["liger"] = lambda x, t, w: liger_cross_entropy(x, t, weight=w, **liger_attrs)
         except Exception as e:  # a checkout that does not import is reported, not fatal
             print(f"liger unavailable: {e}")
     from xent.runtime import kernels
     from xent import torch as xt
-    out["xent"] = lambda x, t: xt.cross_entropy(x, t, **attrs)
+    out["xent"] = lambda x, t, w: xt.cross_entropy(x, t, weight=w, **case)
 
-    def two_pass(x, t):  # rows not kept on chip: the logits read twice
+    def two_pass(x, t, w):  # rows not kept on chip: the logits read twice
         kernels.RESIDENT_ROWS = False
         try:
-            return xt.cross_entropy(x, t, **attrs)
+            return xt.cross_entropy(x, t, weight=w, **case)
         finally:
             kernels.RESIDENT_ROWS = True
-    if not label_smoothing and not softcap:  # (those always take two passes)
+    if not case:  # the plain case: resident rows against two passes
         out["xent 2-pass"] = two_pass
     return out
 
 
-def grad_error(fn, x, t, rows=64, label_smoothing=0.0, softcap=None):
+def _scalar(loss):
+    return loss if loss.dim() == 0 else loss.sum()
+
+
+def accuracy(fn, x, t, w, case, rows=64):
+    """(loss error, gradient relative L2) of `fn` against float64 on the
+    first `rows` rows: the loss's relative error (the largest over elements
+    for ``none``)."""
+    case = {k: v for k, v in case.items() if k not in ("probs", "weight")}
     xs = x[:rows].detach().clone().requires_grad_()
-    fn(xs, t[:rows]).backward()
+    loss = fn(xs, t[:rows], w)
+    _scalar(loss).backward()
     ref = x[:rows].detach().double().requires_grad_()
-    torch_loss(ref, t[:rows], label_smoothing, softcap).backward()
+    tr = t[:rows].double() if t.is_floating_point() else t[:rows]
+    want = torch_loss(ref, tr, weight=None if w is None else w.double(), **case)
+    _scalar(want).backward()
+    tiny = torch.finfo(torch.float64).tiny
+    loss_err = ((loss.detach().double() - want.detach()).abs()
+                / want.detach().abs().clamp_min(tiny)).max().item()
     d = xs.grad.double() - ref.grad
-    return (torch.linalg.vector_norm(d) / torch.linalg.vector_norm(ref.grad)).item()
+    grad_err = (torch.linalg.vector_norm(d) / torch.linalg.vector_norm(ref.grad)).item()
+    return loss_err, grad_err
+
+
+def _do_bench(fn):
+    from triton.testing import do_bench
+    return do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+
+def _cases(args):
+    cases = {name: CASES[name] for name in args.cases}
+    if args.label_smoothing or args.softcap:  # the older flags: one case of their own
+        custom = {}
+        if args.label_smoothing:
+            custom["label_smoothing"] = args.label_smoothing
+        if args.softcap:
+            custom["softcap"] = args.softcap
+        cases = {"custom": custom}
+    return cases
 
 
 def run(args):
     results = []
     element = {k: torch.tensor([], dtype=v).element_size() for k, v in DTYPES.items()}
-    impls = providers(args.liger, args.label_smoothing, args.softcap)
-    if args.providers:
-        impls = {k: v for k, v in impls.items() if k in args.providers}
-    cases = [(d, v, n, layout) for d in args.dtypes for layout in args.layouts
-             for n in args.rows for v in args.vocab]
-    for dtype_name, vocab, n, layout in cases:
-        dtype = DTYPES[dtype_name]
-        gen = torch.Generator(device="cuda").manual_seed(vocab)
-        pad = 64 if layout == "slice" else 0
-        x = (torch.randn(n, vocab + pad, device="cuda", generator=gen) * 4).to(dtype)
-        x = x[:, :vocab]
+    timer = _do_bench if args.timer == "do_bench" else (lambda fn: _time(fn, args.repeats))
+    for case_name, case in _cases(args).items():
+        impls = providers(args.liger, case)
+        if args.providers:
+            impls = {k: v for k, v in impls.items() if k in args.providers}
+        if case.get("probs"):
+            impls.pop("liger", None)  # (no probability targets)
+        for dtype_name, vocab, n, layout in [(d, v, n, layout) for d in args.dtypes
+                                             for layout in args.layouts
+                                             for n in args.rows for v in args.vocab]:
+            results += _run_one(args, timer, element, impls, case_name, case, dtype_name,
+                                vocab, n, layout)
+    return results
+
+
+def _run_one(args, timer, element, impls, case_name, case, dtype_name, vocab, n, layout):
+    results = []
+    dtype = DTYPES[dtype_name]
+    gen = torch.Generator(device="cuda").manual_seed(vocab)
+    pad = 64 if layout == "slice" else 0
+    x = (torch.randn(n, vocab + pad, device="cuda", generator=gen) * 4).to(dtype)
+    x = x[:, :vocab]
+    if case.get("probs"):
+        t = torch.softmax(torch.randn(n, vocab, device="cuda", generator=gen), 1).to(dtype)
+    else:
         t = torch.randint(0, vocab, (n,), device="cuda", generator=gen)
         t[::7] = -100
-        nbytes = n * vocab * element[dtype_name]
-        copy = copy_bandwidth(2 * nbytes, args.repeats)
-        for name, fn in impls.items():
-            # Each provider gets its own copy: Liger writes the gradient into
-            # its input in place.
-            # (same strides: a slice stays a slice)
-            xp = x
-            if len(impls) > 1:
-                xp = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device)
-                xp.copy_(x)
-            leaf = xp.detach().requires_grad_()
+    w = (torch.rand(vocab, device="cuda", generator=gen) + 0.5) if case.get("weight") else None
+    nbytes = n * vocab * element[dtype_name]
+    copy = copy_bandwidth(2 * nbytes, args.repeats)
+    for name, fn in impls.items():
+        # Each provider gets its own copy: Liger writes the gradient into
+        # its input in place (same strides: a slice stays a slice).
+        xp = x
+        if len(impls) > 1:
+            xp = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device)
+            xp.copy_(x)
+        leaf = xp.detach().requires_grad_()
 
-            def fwd_bwd():
-                leaf.grad = None
-                fn(leaf, t).backward()
+        def fwd_bwd():
+            leaf.grad = None
+            _scalar(fn(leaf, t, w)).backward()
 
-            def fwd():
-                with torch.no_grad():
-                    fn(xp, t)
+        def fwd():
+            with torch.no_grad():
+                fn(xp, t, w)
 
-            try:
-                torch.cuda.synchronize()
-                base = torch.cuda.memory_allocated()
-                torch.cuda.reset_peak_memory_stats()
-                ms_fb = _time(fwd_bwd, args.repeats)
-                extra = torch.cuda.max_memory_allocated() - base - nbytes  # minus the gradient
-                ms_f = _time(fwd, args.repeats)
-                gpu_fb = _gpu_time(fwd_bwd) if args.gpu_time else float("nan")
-                err = grad_error(fn, xp, t, label_smoothing=args.label_smoothing,
-                                 softcap=args.softcap)
-            except Exception as e:
-                print(f"{name} V={vocab} {dtype_name}: failed: {e}")
-                continue
-            row = {"provider": name, "dtype": dtype_name, "rows": n, "vocab": vocab,
-                   "layout": layout, "label_smoothing": args.label_smoothing,
-                   "softcap": args.softcap,
-                   "copy_gbs": copy,
-                   "fwd_bwd_ms": ms_fb, "fwd_bwd_gbs": 2 * nbytes / ms_fb / 1e6,
-                   "fwd_ms": ms_f, "fwd_gbs": nbytes / ms_f / 1e6,
-                   "extra_mb": max(extra, 0) / 2**20, "grad_rel_l2": err,
-                   "fwd_bwd_gpu_ms": gpu_fb}
-            row["fwd_bwd_pct"] = 100 * row["fwd_bwd_gbs"] / copy
-            row["fwd_pct"] = 100 * row["fwd_gbs"] / copy
-            row["fwd_bwd_gpu_pct"] = 100 * 2 * nbytes / gpu_fb / 1e6 / copy
-            results.append(row)
-            print(f"{name:14s} {dtype_name:4s} V={vocab:6d} N={n:5d} {layout:10s} "
-                  f"fwd+bwd {ms_fb:7.3f} ms "
-                  f"{row['fwd_bwd_gbs']:6.0f} GB/s {row['fwd_bwd_pct']:5.1f}%   fwd "
-                  f"{ms_f:7.3f} ms {row['fwd_pct']:5.1f}%   extra {row['extra_mb']:7.0f} MB"
-                  f"   grad err {err:.2e}   (copy {copy:.0f} GB/s)"
-                  + (f"   gpu-only fwd+bwd {gpu_fb:.3f} ms {row['fwd_bwd_gpu_pct']:5.1f}%"
-                     if args.gpu_time else ""), flush=True)
-        del x, t
-        torch.cuda.empty_cache()
+        try:
+            torch.cuda.synchronize()
+            base = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+            ms_fb = timer(fwd_bwd)
+            extra = torch.cuda.max_memory_allocated() - base - nbytes  # minus the gradient
+            ms_f = timer(fwd)
+            gpu_fb = _gpu_time(fwd_bwd) if args.gpu_time else float("nan")
+            loss_err, err = accuracy(fn, xp, t, w, case)
+        except Exception as e:
+            print(f"{name} {case_name} V={vocab} {dtype_name}: failed: {e}")
+            continue
+        row = {"provider": name, "case": case_name, "dtype": dtype_name, "rows": n,
+               "vocab": vocab, "layout": layout, "timer": args.timer,
+               "label_smoothing": case.get("label_smoothing", 0.0),
+               "softcap": case.get("softcap"), "copy_gbs": copy,
+               "fwd_bwd_ms": ms_fb, "fwd_bwd_gbs": 2 * nbytes / ms_fb / 1e6,
+               "fwd_ms": ms_f, "fwd_gbs": nbytes / ms_f / 1e6,
+               "extra_mb": max(extra, 0) / 2**20, "grad_rel_l2": err, "loss_rel_err": loss_err,
+               "fwd_bwd_gpu_ms": gpu_fb}
+        row["fwd_bwd_pct"] = 100 * row["fwd_bwd_gbs"] / copy
+        row["fwd_pct"] = 100 * row["fwd_gbs"] / copy
+        row["fwd_bwd_gpu_pct"] = 100 * 2 * nbytes / gpu_fb / 1e6 / copy
+        results.append(row)
+        print(f"{name:14s} {case_name:9s} {dtype_name:4s} V={vocab:6d} N={n:5d} {layout:10s} "
+              f"fwd+bwd {ms_fb:7.3f} ms "
+              f"{row['fwd_bwd_gbs']:6.0f} GB/s {row['fwd_bwd_pct']:5.1f}%   fwd "
+              f"{ms_f:7.3f} ms {row['fwd_pct']:5.1f}%   extra {row['extra_mb']:7.0f} MB"
+              f"   loss err {loss_err:.2e}   grad err {err:.2e}   (copy {copy:.0f} GB/s)"
+              + (f"   gpu-only fwd+bwd {gpu_fb:.3f} ms {row['fwd_bwd_gpu_pct']:5.1f}%"
+                 if args.gpu_time else ""), flush=True)
+    del x, t
+    torch.cuda.empty_cache()
     return results
 
 
@@ -241,8 +333,15 @@ def main(argv=None):
     p.add_argument("--vocab", type=int, nargs="+", default=[32768, 65536, 128256, 262144])
     p.add_argument("--dtypes", nargs="+", default=["bf16", "f32"], choices=sorted(DTYPES))
     p.add_argument("--repeats", type=int, default=30)
-    p.add_argument("--label-smoothing", type=float, default=0.0)
-    p.add_argument("--softcap", type=float, default=None)
+    p.add_argument("--cases", nargs="+", default=["plain"], choices=sorted(CASES),
+                   help="attribute combinations (CASES)")
+    p.add_argument("--label-smoothing", type=float, default=0.0,
+                   help="one case with this label smoothing (instead of --cases)")
+    p.add_argument("--softcap", type=float, default=None,
+                   help="one case with this softcap (instead of --cases)")
+    p.add_argument("--timer", choices=["events", "do_bench"], default="events",
+                   help="events: INNER back-to-back calls per sample; do_bench: "
+                        "triton.testing.do_bench, each call alone, L2 flushed")
     p.add_argument("--providers", nargs="+", default=None,
                    help="time only these (torch, torch.compile, liger, xent, 'xent 2-pass')")
     p.add_argument("--gpu-time", action="store_true",

@@ -11,7 +11,7 @@ from typing import Dict, Iterable, Optional
 from . import gpu
 
 __all__ = ["kernel_config", "kernel_module", "precompile", "pipeline_args", "threads_for",
-           "has_resident_path", "CHIP", "THREADS"]
+           "has_resident_path", "runtime_scalar_configs", "CHIP", "THREADS"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 CHIP = os.environ.get("XENT_CHIP", "sm_90")
@@ -62,9 +62,24 @@ def threads_for(dtype: str, classes: int, resident: bool) -> int:
 def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reduction: str,
                   ignore_index: int, label_smoothing: float, z_loss_scale: float,
                   softcap: Optional[float], with_grad: bool,
-                  threads: Optional[int] = None) -> Dict:
-    """The configuration that names one compiled library in the cache."""
-    return {"op": "xent.torch", "version": 3, "chip": CHIP,
+                  threads: Optional[int] = None, runtime_scalars: bool = False) -> Dict:
+    """The configuration that names one compiled library in the cache.
+
+    ``runtime_scalars=True``: the entry function takes the values of the
+    present features (ignore_index for class indices; label smoothing,
+    z-loss scale, softcap when non-neutral) as arguments, so the
+    configuration records only which features are present and one library
+    serves every value. Off by default: existing configurations (and their
+    hashes) are unchanged."""
+    if runtime_scalars:
+        return {"op": "xent.torch", "version": 4, "chip": CHIP, "runtime_scalars": True,
+                "threads": THREADS if threads is None else int(threads),
+                "resident_rows": RESIDENT_ROWS or not with_grad,
+                "dtype": dtype, "target": target, "rank": rank, "weighted": weighted,
+                "reduction": reduction, "ignore_index": None if target == "probs" else "runtime",
+                "label_smoothing": bool(label_smoothing), "z_loss_scale": bool(z_loss_scale),
+                "softcap": softcap is not None, "with_grad": with_grad}
+    return {"op": "xent.torch", "version": 4, "chip": CHIP,
             "threads": THREADS if threads is None else int(threads),
             # (only gradient kernels have the resident path)
             "resident_rows": RESIDENT_ROWS or not with_grad,
@@ -75,7 +90,27 @@ def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reducti
             "softcap": None if softcap is None else float(softcap), "with_grad": with_grad}
 
 
+# The run-time features in operand order: (config key, keyword, argument, type).
+_SCALARS = (("ignore_index", "ignore_index", "%ii", "i64"),
+            ("label_smoothing", "label_smoothing", "%ls", "f32"),
+            ("z_loss_scale", "z_loss_scale", "%zs", "f32"),
+            ("softcap", "softcap", "%sc", "f32"))
+
+
+def _runtime_scalars(c: Dict):
+    """The entry function's scalar arguments, the op's scalar operands (text
+    after the tensor operands) and their types, for a runtime-scalars
+    configuration; empty otherwise."""
+    if not c.get("runtime_scalars"):
+        return [], "", []
+    present = [(kw, arg, ty) for key, kw, arg, ty in _SCALARS if c[key]]
+    return ([f"{arg}: {ty}" for _, arg, ty in present],
+            "".join(f" {kw} {arg}" for kw, arg, _ in present), [ty for _, _, ty in present])
+
+
 def _attributes(c: Dict) -> str:
+    if c.get("runtime_scalars"):
+        return ""
     attrs = []
     if c["ignore_index"] is not None:
         attrs.append(f"ignore_index = {c['ignore_index']} : i64")
@@ -89,10 +124,9 @@ def _attributes(c: Dict) -> str:
 
 
 _SCALE_KERNEL = """
-  gpu.module @xent_scale {{
     // dx *= g, skipped entirely when g == 1 (the usual loss.backward()).
-    gpu.func @scale(%dx: memref<?x{dt}>, %g: memref<f32>) kernel {{
-      %gv = memref.load %g[] : memref<f32>
+    gpu.func @{kernel}(%dx: memref<?x{dt}>, %g: memref<{gt}>) kernel {{
+{gload}
       %one = arith.constant 1.0 : f32
       %skip = arith.cmpf oeq, %gv, %one : f32
       scf.if %skip {{
@@ -114,8 +148,10 @@ _SCALE_KERNEL = """
       }}
       gpu.return
     }}
-  }}
-  func.func @xent_scale_grad(%dx: memref<?x{dt}>, %g: memref<f32>) attributes {{llvm.emit_c_interface}} {{
+"""
+
+_SCALE_ENTRY = """
+  func.func @{name}(%dx: memref<?x{dt}>, %g: memref<{gt}>) attributes {{llvm.emit_c_interface}} {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c256 = arith.constant 256 : index
@@ -126,10 +162,34 @@ _SCALE_KERNEL = """
     %b0 = arith.ceildivui %n, %per : index
     %b1 = arith.maxui %b0, %c1 : index
     %blocks = arith.minui %b1, %c4096 : index
-    gpu.launch_func @xent_scale::@scale blocks in (%blocks, %c1, %c1) threads in (%c256, %c1, %c1) args(%dx : memref<?x{dt}>, %g : memref<f32>)
+    gpu.launch_func @xent_scale::@{kernel} blocks in (%blocks, %c1, %c1) threads in (%c256, %c1, %c1) args(%dx : memref<?x{dt}>, %g : memref<{gt}>)
     return
   }}
 """
+
+
+def _scale_functions(dt: str) -> str:
+    """``@xent_scale_grad(dx, g: f32)`` and, for bf16/f16 gradients,
+    ``@xent_scale_grad_dt(dx, g)`` with g in the gradient's dtype (what
+    autograd hands the backward of a loss in that dtype: no conversion
+    kernel before the scaling)."""
+    if dt == "f32":
+        scale = "          %r = arith.mulf %v, %gv : f32"
+    else:
+        scale = (f"          %w = arith.extf %v : {dt} to f32\n"
+                 f"          %s = arith.mulf %w, %gv : f32\n"
+                 f"          %r = arith.truncf %s : f32 to {dt}")
+    variants = [("xent_scale_grad", "scale", "f32",
+                 "      %gv = memref.load %g[] : memref<f32>")]
+    if dt != "f32":
+        variants.append(("xent_scale_grad_dt", "scale_dt", dt,
+                         f"      %g0 = memref.load %g[] : memref<{dt}>\n"
+                         f"      %gv = arith.extf %g0 : {dt} to f32"))
+    kernels = "".join(_SCALE_KERNEL.format(kernel=k, dt=dt, gt=gt, gload=load, scale=scale)
+                      for _, k, gt, load in variants)
+    entries = "".join(_SCALE_ENTRY.format(name=n, kernel=k, dt=dt, gt=gt)
+                      for n, k, gt, _ in variants)
+    return "\n  gpu.module @xent_scale {" + kernels + "  }\n" + entries
 
 
 def kernel_module(c: Dict) -> str:
@@ -155,6 +215,9 @@ def kernel_module(c: Dict) -> str:
                     f"{_tensor(1, 'f32')}")
         operand_types.append(_tensor(1, "f32"))
         weight = " weight %wt"
+    scalar_args, scalars, scalar_types = _runtime_scalars(c)
+    weight += scalars
+    operand_types += scalar_types
     loss_t = _tensor(red_rank, "f32")
     if c["with_grad"]:
         args.append(f"%g: {_memref(red_rank, 'f32')}")
@@ -175,17 +238,50 @@ def kernel_module(c: Dict) -> str:
     for v, dest in (("%l", "%loss"), ("%zz", "%z")):
         body.append(f"  bufferization.materialize_in_destination {v} in restrict writable {dest} : "
                     f"({loss_t}, {_memref(red_rank, 'f32')}) -> ()")
+    # Run-time values last, as scalars (GpuFunction arg types "i64" / "f32").
+    args += scalar_args
     text = ("func.func @xent_entry(" + ", ".join(args) + ") attributes {llvm.emit_c_interface} {\n"
             + "\n".join(body) + "\n  return\n}\n")
     if c["with_grad"]:
-        if dt == "f32":
-            scale = "          %r = arith.mulf %v, %gv : f32"
-        else:
-            scale = (f"          %w = arith.extf %v : {dt} to f32\n"
-                     f"          %s = arith.mulf %w, %gv : f32\n"
-                     f"          %r = arith.truncf %s : f32 to {dt}")
-        text += _SCALE_KERNEL.format(dt=dt, scale=scale)
+        text += _scale_functions(dt)
     return "module attributes {gpu.container_module} {\n" + text + "}\n"
+
+
+_DTYPES = ("f32", "bf16", "f16")
+_TARGETS = ("i64", "i32", "probs")
+
+
+def runtime_scalar_configs(*, max_rank: int = 4, classes: Iterable[int] = (32768, 128256)):
+    """Every configuration the drop-in (xent.torch.ops.config_for) can ask
+    for under runtime scalars, for logits of rank 1..`max_rank` (config_for
+    takes any rank ≥ 1: the set is finite per rank bound): dtype × target
+    kind × rank × weighted × reduction × feature set (label smoothing,
+    z-loss, softcap present or not) × with_grad × threads (threads_for over
+    `classes`, which should include one row length on each side of its
+    256-thread bound; the two defaults do for every dtype). A bundle
+    compiled from this list serves every value of the features."""
+    seen = {}
+    for dtype in _DTYPES:
+        for target in _TARGETS:
+            for rank in range(1, max_rank + 1):
+                for weighted in (False, True):
+                    for reduction in _REDUCTIONS:
+                        for ls in (0.0, 0.1):
+                            for zs in (0.0, 1e-4):
+                                for cap in (None, 30.0):
+                                    for with_grad in (False, True):
+                                        attrs = dict(dtype=dtype, target=target, rank=rank,
+                                                     weighted=weighted, reduction=reduction,
+                                                     ignore_index=-100, label_smoothing=ls,
+                                                     z_loss_scale=zs, softcap=cap,
+                                                     with_grad=with_grad)
+                                        resident = has_resident_path(**attrs)
+                                        for n in classes:
+                                            c = kernel_config(
+                                                **attrs, threads=threads_for(dtype, n, resident),
+                                                runtime_scalars=True)
+                                            seen[tuple(sorted(c.items()))] = c
+    return list(seen.values())
 
 
 def pipeline_args(config: Optional[Dict] = None):

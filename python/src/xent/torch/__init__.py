@@ -29,26 +29,44 @@ import torch
 
 from ..runtime.kernels import kernel_config, kernel_module, precompile
 from . import ops
+from .fx_swap import backend, last_report, patch
 
-__all__ = ["cross_entropy", "CrossEntropyLoss", "kernel_config", "kernel_module", "precompile"]
+# What the eager native path takes; anything else (fake tensors while
+# tracing, functional or subclass tensors) goes through torch.ops.xent.
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+__all__ = ["backend", "cross_entropy", "CrossEntropyLoss", "last_report", "patch", "kernel_config", "kernel_module", "precompile"]
 
 
 def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor] = None,
                   ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0,
                   z_loss_scale: float = 0.0, softcap: Optional[float] = None,
-                  return_z_loss: bool = False):
+                  return_z_loss: bool = False, loss_dtype: Optional[torch.dtype] = None):
     """``torch.nn.functional.cross_entropy`` with xent's fused CUDA kernels.
 
-    Returns the loss (in the logits' dtype, like PyTorch), and the z-loss part
-    too when ``return_z_loss``. Differentiable with respect to ``logits``."""
+    Returns the loss (in the logits' dtype, like PyTorch, or in float32 with
+    ``loss_dtype=torch.float32``: what F.cross_entropy returns under autocast;
+    it is computed in float32 either way), and the z-loss part too when
+    ``return_z_loss``. Differentiable with respect to ``logits``."""
     if not logits.is_cuda:
         raise ValueError("xent.torch.cross_entropy runs on CUDA tensors")
+    if loss_dtype not in (None, logits.dtype, torch.float32):
+        raise ValueError(f"xent: loss_dtype must be the logits' dtype or torch.float32, "
+                         f"not {loss_dtype}")
+    f32_loss = loss_dtype == torch.float32 and logits.dtype != torch.float32
     args = (logits, target, weight, reduction, int(ignore_index), float(label_smoothing),
             float(z_loss_scale), None if softcap is None else float(softcap))
-    if torch.is_grad_enabled() and logits.requires_grad:
-        loss, z, _ = torch.ops.xent.cross_entropy_with_grad(*args)
+    with_grad = torch.is_grad_enabled() and logits.requires_grad
+    if (type(logits) in _PLAIN and not torch.compiler.is_compiling()
+            and ops.native() is not None):
+        # Eager on plain tensors (not fake, functional or a subclass): one C++
+        # operator does the call and carries the autograd formula
+        # (xent.torch.native).
+        loss, z = ops.eager(*args, with_grad, return_z_loss, f32_loss)
+    elif with_grad:
+        loss, z, _ = torch.ops.xent.cross_entropy_with_grad(*args, f32_loss)
     else:
-        loss, z = torch.ops.xent.cross_entropy(*args)
+        loss, z = torch.ops.xent.cross_entropy(*args, f32_loss)
     return (loss, z) if return_z_loss else loss
 
 

@@ -35,10 +35,12 @@ import torch
 from torch._subclasses.fake_tensor import is_fake
 
 from ..runtime import gpu
+from . import native as _native_ext
 from ..runtime.kernels import (has_resident_path, kernel_config, kernel_module, pipeline_args,
                                threads_for)
 
-__all__ = ["config_for", "cross_entropy", "cross_entropy_with_grad", "scale_grad_"]
+__all__ = ["config_for", "cross_entropy", "cross_entropy_with_grad", "eager", "native",
+           "scale_grad_"]
 
 _DTYPES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16",
            torch.int64: "i64", torch.int32: "i32"}
@@ -140,8 +142,36 @@ def _scale_library(dtype: torch.dtype) -> gpu.GpuLibrary:
     return lib
 
 
-# What a call's signature (shapes, dtypes, attributes) needs: its library and
-# the loss's shape; checked (config_for) on the first call of a signature.
+_NATIVE: list = []
+
+
+def native():
+    """``torch.ops.xent_native`` (the C++ launch path, :mod:`xent.torch.native`)
+    or None: the ctypes path."""
+    if not _NATIVE:
+        _NATIVE.append(_native_ext.load())
+    return _NATIVE[0]
+
+
+_HANDLES: Dict[tuple, int] = {}
+
+
+def _handle(lib: gpu.GpuLibrary, name: str) -> int:
+    """The native path's handle for ``@name`` of `lib`; -1 when the library
+    has no such function."""
+    key = (lib.path, name)
+    handle = _HANDLES.get(key)
+    if handle is None:
+        handle = (native().register(lib.runtime.path, lib.path, name)
+                  if lib.has_function(name) else -1)
+        _HANDLES[key] = handle
+    return handle
+
+
+# What a call's signature (shapes, dtypes, attributes) needs: its library,
+# the loss's shape and, on the native path, the handles of its entry point
+# and of its gradient scaling; checked (config_for) on the first call of a
+# signature.
 _PLANS: Dict[tuple, tuple] = {}
 
 
@@ -154,7 +184,11 @@ def _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
     if plan is None:
         config = config_for(logits, target, weight, reduction, ignore_index, label_smoothing,
                             z_loss_scale, softcap, with_grad)
-        plan = (_library(config), _element_shape(logits, reduction))
+        lib = _library(config)
+        handles = (tuple(_handle(lib, f) for f in ("xent_entry", "xent_scale_grad",
+                                                    "xent_scale_grad_dt"))
+                   if native() is not None else (-1, -1, -1))
+        plan = (lib, _element_shape(logits, reduction)) + handles
         if len(_PLANS) >= 256:
             _PLANS.clear()
         _PLANS[key] = plan
@@ -162,13 +196,13 @@ def _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
 
 
 def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
-            softcap, dlogits):
+            softcap, dlogits, f32_loss=False):
     """Runs the configuration's kernel; the loss and z-loss in the logits'
     dtype, and, when `dlogits` is given, the gradient for grad_output = 1
     written into it."""
     with_grad = dlogits is not None
-    lib, shape = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
-                            z_loss_scale, softcap, with_grad)
+    lib, shape = _call_plan(logits, target, weight, reduction, ignore_index,
+                            label_smoothing, z_loss_scale, softcap, with_grad)[:2]
     loss = torch.empty(shape, device=logits.device, dtype=torch.float32)
     z = torch.empty(shape, device=logits.device, dtype=torch.float32)
     # Views are passed as they are (no copy): the kernels read through the
@@ -183,30 +217,39 @@ def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_
         _SCALE_LIBRARIES[logits.dtype] = lib
     else:
         lib.tensor_call("xent_entry")(*args, loss, z)
-    return loss.to(logits.dtype), z.to(logits.dtype)
+    return (loss if f32_loss else loss.to(logits.dtype)), z.to(logits.dtype)
 
 
 @torch.library.custom_op("xent::cross_entropy_with_grad", mutates_args=(), device_types="cuda")
 def cross_entropy_with_grad(logits: torch.Tensor, target: torch.Tensor,
                             weight: Optional[torch.Tensor], reduction: str, ignore_index: int,
                             label_smoothing: float, z_loss_scale: float,
-                            softcap: Optional[float]) -> Tuple[torch.Tensor, torch.Tensor,
-                                                               torch.Tensor]:
+                            softcap: Optional[float], f32_loss: bool = False
+                            ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Loss, z-loss and the gradient of the loss for grad_output = 1 (dense,
-    the logits' shape and dtype)."""
+    the logits' shape and dtype); the loss in float32 with `f32_loss`, else
+    in the logits' dtype."""
+    nat = native()
+    if nat is not None:
+        fn = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
+                        z_loss_scale, softcap, True)[2]
+        return nat.forward_with_grad(fn, logits, target, weight, reduction != "none", True,
+                                     f32_loss)
     # Dense, whatever the logits' strides (backward flattens it).
     dlogits = torch.empty(logits.shape, device=logits.device, dtype=logits.dtype)
     loss, z = _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
-                      z_loss_scale, softcap, dlogits)
+                      z_loss_scale, softcap, dlogits, f32_loss)
     return loss, z, dlogits
 
 
 @cross_entropy_with_grad.register_fake
-def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap):
+def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap,
+      f32_loss=False):
     config_for(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
                softcap, True)
     shape = _element_shape(logits, reduction)
-    return (logits.new_empty(shape), logits.new_empty(shape),
+    return (logits.new_empty(shape, dtype=torch.float32 if f32_loss else logits.dtype),
+            logits.new_empty(shape),
             torch.empty_like(logits, memory_format=torch.contiguous_format))
 
 
@@ -229,7 +272,7 @@ def _backward(ctx, grad_loss, grad_z, grad_dlogits):
         # A graph (torch.compile, export): the scaled gradient as a new value,
         # which the compiler fuses and places like any pointwise op.
         return ((dx.to(torch.float32) * g).to(dx.dtype), None, None, None, None, None, None,
-                None)
+                None, None)
     # Eager: the gradient is this formula's own (xent.torch never hands it
     # out), so it is scaled in place; a scalar grad_output of 1 costs no pass
     # over it.
@@ -238,7 +281,7 @@ def _backward(ctx, grad_loss, grad_z, grad_dlogits):
         _scale_grad(dx, g.contiguous())
     else:
         dx.mul_(g.to(dx.dtype) if dx.dtype != torch.float32 else g)
-    return dx, None, None, None, None, None, None, None
+    return dx, None, None, None, None, None, None, None, None
 
 
 cross_entropy_with_grad.register_autograd(_backward, setup_context=_setup_context)
@@ -247,23 +290,50 @@ cross_entropy_with_grad.register_autograd(_backward, setup_context=_setup_contex
 @torch.library.custom_op("xent::cross_entropy", mutates_args=(), device_types="cuda")
 def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor],
                   reduction: str, ignore_index: int, label_smoothing: float,
-                  z_loss_scale: float, softcap: Optional[float]) -> Tuple[torch.Tensor,
-                                                                          torch.Tensor]:
-    """Loss and z-loss, no gradient."""
+                  z_loss_scale: float, softcap: Optional[float],
+                  f32_loss: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Loss and z-loss, no gradient (the loss in float32 with `f32_loss`)."""
+    nat = native()
+    if nat is not None:
+        fn = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
+                        z_loss_scale, softcap, False)[2]
+        return nat.forward(fn, logits, target, weight, reduction != "none", True, f32_loss)
     return _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
-                   z_loss_scale, softcap, None)
+                   z_loss_scale, softcap, None, f32_loss)
 
 
 @cross_entropy.register_fake
-def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap):
+def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap,
+      f32_loss=False):
     config_for(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
                softcap, False)
     shape = _element_shape(logits, reduction)
-    return logits.new_empty(shape), logits.new_empty(shape)
+    return (logits.new_empty(shape, dtype=torch.float32 if f32_loss else logits.dtype),
+            logits.new_empty(shape))
 
 
 def _scale_grad(dlogits: torch.Tensor, grad_output: torch.Tensor) -> None:
-    _scale_library(dlogits.dtype).tensor_call("xent_scale_grad")(dlogits.view(-1), grad_output)
+    lib = _scale_library(dlogits.dtype)
+    nat = native()
+    if nat is not None:
+        nat.scale_grad_(_handle(lib, "xent_scale_grad"), dlogits, grad_output)
+    else:
+        lib.tensor_call("xent_scale_grad")(dlogits.view(-1), grad_output)
+
+
+def eager(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
+          softcap, with_grad, want_z, f32_loss=False):
+    """An eager call on the native path (``native()`` is not None): loss and
+    z-loss (in f32 unless `want_z`), differentiable through the C++ autograd
+    formula when `with_grad`."""
+    _, _, fn, scale_fn, scale_dt_fn = _call_plan(logits, target, weight, reduction,
+                                                 ignore_index, label_smoothing, z_loss_scale,
+                                                 softcap, with_grad)
+    nat = _NATIVE[0]
+    if with_grad:
+        return nat.loss(fn, scale_fn, scale_dt_fn, logits, target, weight, reduction != "none",
+                        want_z, f32_loss)
+    return nat.forward(fn, logits, target, weight, reduction != "none", want_z, f32_loss)
 
 
 @torch.library.custom_op("xent::scale_grad_", mutates_args=("dlogits",), device_types="cuda")

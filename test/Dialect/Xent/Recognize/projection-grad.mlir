@@ -171,6 +171,32 @@ func.func @tosa_grad_bias(%g: tensor<8xf32>, %h: tensor<8x16xf32>, %w: tensor<32
 
 // -----
 
+// Run-time scalars: the loss and gradient read ignore_index and
+// label_smoothing as SSA operands; the joint linear op takes the same ones.
+// CHECK-LABEL: func @runtime_scalars
+// CHECK-SAME: (%[[H:.*]]: tensor<8x16xf32>, %[[W:.*]]: tensor<32x16xf32>, %[[T:.*]]: tensor<8xi64>, %[[I:.*]]: i64, %[[E:.*]]: f32, %[[G:.*]]: tensor<f32>)
+// CHECK-NEXT: %[[L:.*]], %[[DH:.*]], %[[DW:.*]] = xent.linear_cross_entropy_and_grad mean %[[G]], %[[H]], %[[W]], %[[T]] ignore_index %[[I]] label_smoothing %[[E]] : (tensor<f32>, tensor<8x16xf32>, tensor<32x16xf32>, tensor<8xi64>, i64, f32) -> (tensor<f32>, tensor<8x16xf32>, tensor<32x16xf32>) decomposition {
+// CHECK:        xent.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[L]], %[[DH]], %[[DW]] :
+func.func @runtime_scalars(%h: tensor<8x16xf32>, %w: tensor<32x16xf32>, %t: tensor<8xi64>, %i: i64, %eps: f32, %g: tensor<f32>) -> (tensor<f32>, tensor<8x16xf32>, tensor<32x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %init = tensor.empty() : tensor<8x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %logits = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ins(%h, %w : tensor<8x16xf32>, tensor<32x16xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %l = xent.cross_entropy mean %logits, %t ignore_index %i label_smoothing %eps : (tensor<8x32xf32>, tensor<8xi64>, i64, f32) -> tensor<f32>
+  %d = xent.cross_entropy_grad mean %g, %logits, %t ignore_index %i label_smoothing %eps : (tensor<f32>, tensor<8x32xf32>, tensor<8xi64>, i64, f32) -> tensor<8x32xf32>
+  %e3 = tensor.empty() : tensor<8x16xf32>
+  %acc3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %dh = linalg.matmul ins(%d, %w : tensor<8x32xf32>, tensor<32x16xf32>) outs(%acc3 : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %e4 = tensor.empty() : tensor<32x16xf32>
+  %acc4 = linalg.fill ins(%zero : f32) outs(%e4 : tensor<32x16xf32>) -> tensor<32x16xf32>
+  %dw = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>] ins(%d, %h : tensor<8x32xf32>, tensor<8x16xf32>) outs(%acc4 : tensor<32x16xf32>) -> tensor<32x16xf32>
+  return %l, %dh, %dw : tensor<f32>, tensor<8x16xf32>, tensor<32x16xf32>
+}
+
+// -----
+
 // Near misses stay as they are.
 
 // The dlogits are also returned.

@@ -35,6 +35,19 @@ Value toF32(OpBuilder &b, Location loc, Value v);
 Value fromF32(OpBuilder &b, Location loc, Value v, Type type);
 /// An index scalar as f32.
 Value indexToF32(OpBuilder &b, Location loc, Value v);
+/// The run-time features' values as f32 (i64 for ignore_index) scalars: the
+/// operand when the config has one (`CrossEntropyConfig::scalars`), else a
+/// constant of the static value. `scale` and `offset` give `offset + scale·v`
+/// (a constant folded on the host for a static value, two ops otherwise).
+Value buildLabelSmoothing(OpBuilder &b, Location loc,
+                          const CrossEntropyConfig &config, double scale = 1.0,
+                          double offset = 0.0);
+Value buildZLossScale(OpBuilder &b, Location loc,
+                      const CrossEntropyConfig &config, double scale = 1.0);
+Value buildSoftcap(OpBuilder &b, Location loc,
+                   const CrossEntropyConfig &config);
+Value buildIgnoreIndex(OpBuilder &b, Location loc,
+                       const CrossEntropyConfig &config);
 /// A logit as the computation sees it: widened to f32 and soft-capped.
 Value buildLogit(OpBuilder &b, Location loc, const CrossEntropyConfig &config,
                  Value raw);

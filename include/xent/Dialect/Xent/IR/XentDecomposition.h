@@ -104,11 +104,13 @@ Value restoreRows(OpBuilder &b, Location loc, Value v, Value hidden, Type type);
 /// Creates the op of the cross-entropy family that computes `op`'s loss
 /// (and z-loss when `op` has one) and/or `dlogits`, on the f32 `logits` of
 /// `[M, V]` rows, with `reduction`; its results are f32, its `dlogits` typed
-/// like `logits`.
+/// like `logits`; `scalars` are the values of `op`'s run-time features where
+/// the new op is built (`op`'s operands, or its block's arguments).
 Operation *buildLinearLoss(OpBuilder &b, Location loc,
                            LinearCrossEntropyOpInterface op,
                            Reduction reduction, Value gradOutput, Value logits,
-                           Value target, Value classWeight);
+                           Value target, Value classWeight,
+                           const LossScalars &scalars);
 
 } // namespace mlir::xent
 

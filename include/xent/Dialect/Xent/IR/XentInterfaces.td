@@ -87,6 +87,25 @@ def Xent_CrossEntropyOpInterface : OpInterface<"CrossEntropyOpInterface"> {
       "::mlir::IntegerAttr", "getAxisAttr", (ins), [{
         return $_op.getAxisAttr();
       }]>,
+    InterfaceMethod<"The `ignore_index` given at run time (an i64 operand), "
+                    "or null.",
+      "::mlir::Value", "getDynamicIgnoreIndex", (ins), [{
+        return $_op.getDynamicIgnoreIndex();
+      }]>,
+    InterfaceMethod<"The label smoothing given at run time (an f32 "
+                    "operand), or null.",
+      "::mlir::Value", "getDynamicLabelSmoothing", (ins), [{
+        return $_op.getDynamicLabelSmoothing();
+      }]>,
+    InterfaceMethod<"The z-loss scale given at run time (an f32 operand), or "
+                    "null.",
+      "::mlir::Value", "getDynamicZLossScale", (ins), [{
+        return $_op.getDynamicZLossScale();
+      }]>,
+    InterfaceMethod<"The softcap given at run time (an f32 operand), or null.",
+      "::mlir::Value", "getDynamicSoftcap", (ins), [{
+        return $_op.getDynamicSoftcap();
+      }]>,
     InterfaceMethod<"The decomposition region (may be empty).",
       "::mlir::Region &", "getDecomposition", (ins), [{
         return $_op.getDecomposition();
@@ -124,6 +143,11 @@ def Xent_CrossEntropyOpInterface : OpInterface<"CrossEntropyOpInterface"> {
     bool hasProbabilityTargets() {
       return ::llvm::isa<::mlir::FloatType>(
           $_op.getTarget().getType().getElementType());
+    }
+    /// The features given at run time by SSA scalars.
+    ::mlir::xent::LossScalars getLossScalars() {
+      return {$_op.getDynamicIgnoreIndex(), $_op.getDynamicLabelSmoothing(),
+              $_op.getDynamicZLossScale(), $_op.getDynamicSoftcap()};
     }
     /// True when the op computes the loss (and maybe the z-loss).
     bool computesLoss() { return static_cast<bool>($_op.getLoss()); }
@@ -224,6 +248,25 @@ def Xent_LinearCrossEntropyOpInterface
       "::std::optional<::llvm::APFloat>", "getSoftcap", (ins), [{
         return $_op.getSoftcap();
       }]>,
+    InterfaceMethod<"The `ignore_index` given at run time (an i64 operand), "
+                    "or null.",
+      "::mlir::Value", "getDynamicIgnoreIndex", (ins), [{
+        return $_op.getDynamicIgnoreIndex();
+      }]>,
+    InterfaceMethod<"The label smoothing given at run time (an f32 "
+                    "operand), or null.",
+      "::mlir::Value", "getDynamicLabelSmoothing", (ins), [{
+        return $_op.getDynamicLabelSmoothing();
+      }]>,
+    InterfaceMethod<"The z-loss scale given at run time (an f32 operand), or "
+                    "null.",
+      "::mlir::Value", "getDynamicZLossScale", (ins), [{
+        return $_op.getDynamicZLossScale();
+      }]>,
+    InterfaceMethod<"The softcap given at run time (an f32 operand), or null.",
+      "::mlir::Value", "getDynamicSoftcap", (ins), [{
+        return $_op.getDynamicSoftcap();
+      }]>,
     InterfaceMethod<"The decomposition region (may be empty).",
       "::mlir::Region &", "getDecomposition", (ins), [{
         return $_op.getDecomposition();
@@ -251,6 +294,11 @@ def Xent_LinearCrossEntropyOpInterface
       if (auto a = $_op.getIgnoreIndexAttr())
         return a.getInt();
       return -100;
+    }
+    /// The features given at run time by SSA scalars.
+    ::mlir::xent::LossScalars getLossScalars() {
+      return {$_op.getDynamicIgnoreIndex(), $_op.getDynamicLabelSmoothing(),
+              $_op.getDynamicZLossScale(), $_op.getDynamicSoftcap()};
     }
     /// True when the op computes the loss (and maybe the z-loss).
     bool computesLoss() { return static_cast<bool>($_op.getLoss()); }

@@ -84,14 +84,33 @@ def Xent_LinearCrossEntropyOp
     Xent_FloatTensor:$weight,
     Optional<Xent_FloatTensor>:$bias,
     Xent_IndexTensor:$target,
-    Optional<Xent_FloatTensor>:$class_weight), xentLossAttrs);
+    Optional<Xent_FloatTensor>:$class_weight), xentScalarOperands,
+    xentLossAttrs);
   let results = (outs Xent_FloatTensor:$loss,
                       Optional<Xent_FloatTensor>:$z_loss);
-  let assemblyFormat = [{
+  let builders = [
+    // The attributes as ODS takes them; `scalars` the features given at run
+    // time.
+    OpBuilder<(ins "::mlir::Type":$loss, "::mlir::Type":$z_loss,
+      "::mlir::Value":$hidden, "::mlir::Value":$weight, "::mlir::Value":$bias,
+      "::mlir::Value":$target, "::mlir::Value":$class_weight,
+      "::mlir::xent::ReductionAttr":$reduction,
+      "::mlir::IntegerAttr":$ignore_index,
+      "::mlir::FloatAttr":$label_smoothing, "::mlir::FloatAttr":$z_loss_scale,
+      "::mlir::FloatAttr":$softcap,
+      CArg<"::mlir::xent::LossScalars", "{}">:$scalars), [{
+      build($_builder, $_state, loss, z_loss, hidden, weight, bias, target,
+            class_weight, scalars.ignoreIndex, scalars.labelSmoothing,
+            scalars.zLossScale, scalars.softcap, reduction, ignore_index,
+            label_smoothing, z_loss_scale, softcap);
+    }]>];
+  let assemblyFormat = !strconcat([{
     custom<Reduction>($reduction) $hidden `,` $weight (`bias` $bias^)? `,`
-    $target (`class_weight` $class_weight^)? attr-dict `:`
+    $target (`class_weight` $class_weight^)?
+  }], xentScalarsFormat, [{
+    attr-dict `:`
     functional-type(operands, results) (`decomposition` $decomposition^)?
-  }];
+  }]);
 
   let extraClassDeclaration = [{
     // Absent on the forward op; LinearCrossEntropyOpInterface returns them
@@ -135,16 +154,19 @@ def Xent_LinearCrossEntropyGradOp
     Xent_FloatTensor:$weight,
     Optional<Xent_FloatTensor>:$bias,
     Xent_IndexTensor:$target,
-    Optional<Xent_FloatTensor>:$class_weight), xentLossAttrs);
+    Optional<Xent_FloatTensor>:$class_weight), xentScalarOperands,
+    xentLossAttrs);
   let results = (outs Xent_FloatTensor:$d_hidden,
                       Xent_FloatTensor:$d_weight,
                       Optional<Xent_FloatTensor>:$d_bias);
-  let assemblyFormat = [{
+  let assemblyFormat = !strconcat([{
     custom<Reduction>($reduction) $grad_output `,` $hidden `,` $weight
-    (`bias` $bias^)? `,` $target (`class_weight` $class_weight^)? attr-dict
+    (`bias` $bias^)? `,` $target (`class_weight` $class_weight^)?
+  }], xentScalarsFormat, [{
+    attr-dict
     `:` functional-type(operands, results)
     (`decomposition` $decomposition^)?
-  }];
+  }]);
 
   let extraClassDeclaration = [{
     // Absent on the gradient op; LinearCrossEntropyOpInterface returns them
@@ -184,7 +206,8 @@ def Xent_LinearCrossEntropyAndGradOp
     Xent_FloatTensor:$weight,
     Optional<Xent_FloatTensor>:$bias,
     Xent_IndexTensor:$target,
-    Optional<Xent_FloatTensor>:$class_weight), xentLossAttrs);
+    Optional<Xent_FloatTensor>:$class_weight), xentScalarOperands,
+    xentLossAttrs);
   let results = (outs Xent_FloatTensor:$loss,
                       Optional<Xent_FloatTensor>:$z_loss,
                       Xent_FloatTensor:$d_hidden,
@@ -192,13 +215,15 @@ def Xent_LinearCrossEntropyAndGradOp
                       Optional<Xent_FloatTensor>:$d_bias);
   // The result types read as a function type's; which of the two optional
   // results are present follows from their count and from the bias.
-  let assemblyFormat = [{
+  let assemblyFormat = !strconcat([{
     custom<Reduction>($reduction) $grad_output `,` $hidden `,` $weight
-    (`bias` $bias^)? `,` $target (`class_weight` $class_weight^)? attr-dict
+    (`bias` $bias^)? `,` $target (`class_weight` $class_weight^)?
+  }], xentScalarsFormat, [{
+    attr-dict
     `:` `(` type(operands) `)` `->` custom<JointResultTypes>(ref($bias),
     type($loss), type($z_loss), type($d_hidden), type($d_weight),
     type($d_bias)) (`decomposition` $decomposition^)?
-  }];
+  }]);
 }
 
 #endif // XENT_DIALECT_XENT_IR_XENTLINEAROPS_TD

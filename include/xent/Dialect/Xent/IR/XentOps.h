@@ -30,6 +30,26 @@ namespace mlir::xent {
 class CrossEntropyOpInterface;
 class LinearCrossEntropyOpInterface;
 
+/// The features of the loss whose values an op takes at run time, as SSA
+/// scalar operands instead of attributes (null where the attribute, or its
+/// default, gives the value): `ignore_index` (i64), `label_smoothing`,
+/// `z_loss_scale`, `softcap` (f32). They are the last operands of an op, in
+/// this order.
+struct LossScalars {
+  Value ignoreIndex, labelSmoothing, zLossScale, softcap;
+
+  /// The present ones, in operand order.
+  SmallVector<Value> getValues() const;
+  /// The same features on `values`, one per present feature in operand
+  /// order (e.g. a decomposition block's last arguments).
+  LossScalars remap(ValueRange values) const;
+  bool operator==(const LossScalars &other) const {
+    return ignoreIndex == other.ignoreIndex &&
+           labelSmoothing == other.labelSmoothing &&
+           zLossScale == other.zLossScale && softcap == other.softcap;
+  }
+};
+
 /// Everything that decides what a cross-entropy op computes, in one place:
 /// the decomposition builder and the kernel builders read this rather than
 /// the op, so every op of the family (and synthesized ones) share one
@@ -45,8 +65,27 @@ struct CrossEntropyConfig {
   bool probabilityTargets = false;
   RankedTensorType logitsType;
   RankedTensorType targetType;
+  /// The values given at run time; the fields above then hold the defaults
+  /// and are not read for those features.
+  LossScalars scalars;
 
   static CrossEntropyConfig get(CrossEntropyOpInterface op);
+
+  /// Whether the op has label smoothing, a z-loss or a softcap: a static
+  /// value that is not the neutral one (0, 0, absent), or a run-time value
+  /// (whatever it is at run time: the terms are emitted). This is what
+  /// specializes the code.
+  bool hasLabelSmoothing() const {
+    return scalars.labelSmoothing || labelSmoothing != 0.0f;
+  }
+  bool hasZLoss() const { return scalars.zLossScale || zLossScale != 0.0f; }
+  bool hasSoftcap() const {
+    return scalars.softcap || softcap.has_value();
+  }
+  /// This configuration with the run-time values taken from `operands`, one
+  /// value per operand of the op it describes (block arguments of its
+  /// decomposition, the operands of a clone): what builders use.
+  CrossEntropyConfig withOperands(ValueRange operands) const;
 
   bool operator==(const CrossEntropyConfig &other) const;
 

@@ -26,6 +26,24 @@ defvar xentLossAttrs = (ins
     DefaultValuedAttr<F32Attr, "0.0f">:$z_loss_scale,
     OptionalAttr<F32Attr>:$softcap);
 
+// The loss's scalar attributes given at run time instead: an op gives each
+// feature's value either by its attribute or by one of these SSA scalars,
+// never both. Their presence specializes the code as the attribute's does;
+// their value is read when the op runs. Printed after the tensor operands as
+// `ignore_index %i`, `label_smoothing %eps`, ..., their types in the
+// functional type.
+defvar xentScalarOperands = (ins
+    Optional<I64>:$dynamic_ignore_index,
+    Optional<F32>:$dynamic_label_smoothing,
+    Optional<F32>:$dynamic_z_loss_scale,
+    Optional<F32>:$dynamic_softcap);
+defvar xentScalarsFormat = [{
+    (`ignore_index` $dynamic_ignore_index^)?
+    (`label_smoothing` $dynamic_label_smoothing^)?
+    (`z_loss_scale` $dynamic_z_loss_scale^)?
+    (`softcap` $dynamic_softcap^)?
+}];
+
 // Attributes shared by the three cross-entropy ops: the loss's and the class
 // axis of their logits.
 defvar xentCommonAttrs = !con(xentLossAttrs, (ins OptionalAttr<I64Attr>:$axis));
@@ -56,7 +74,7 @@ defvar xentLossExtrasAccessors = [{
 // decomposition is reachable as upstream's are, through
 // linalg::AggregatedOpInterface.
 class Xent_CrossEntropyOpBase<string mnemonic>
-    : Xent_Op<mnemonic, [Pure, IsolatedFromAbove,
+    : Xent_Op<mnemonic, [Pure, IsolatedFromAbove, AttrSizedOperandSegments,
                          Xent_CrossEntropyOpInterface,
                          DeclareOpInterfaceMethods<OpAsmOpInterface,
                              ["getAsmResultNames"]>,
@@ -124,6 +142,17 @@ def Xent_CrossEntropyOp : Xent_CrossEntropyOpBase<"cross_entropy"> {
     there is one more result than selected outputs, then the selected ones;
     without any of the three attributes the op is as before.
 
+    `ignore_index` (i64) and `label_smoothing`, `z_loss_scale`, `softcap`
+    (f32) may be given at run time instead, as SSA scalar operands written
+    after the tensor operands (`ignore_index %i label_smoothing %eps
+    z_loss_scale %z softcap %c`, their types last in the functional type;
+    the decomposition region's block arguments include them). A feature is
+    given by its attribute or its operand, never both; an operand's
+    presence specializes the code as the attribute does, its value is read
+    when the op runs and is not checked: out-of-range values are computed
+    as the formulas are written (ε outside [0, 1], a negative z-loss scale;
+    a softcap of 0 gives NaN).
+
     Elements whose target equals `ignore_index` (default -100) contribute
     nothing, not even through non-finite logits; `mean` divides by the total
     weight of kept targets and is NaN when every target is ignored.
@@ -152,30 +181,35 @@ def Xent_CrossEntropyOp : Xent_CrossEntropyOpBase<"cross_entropy"> {
   let arguments = !con((ins
     Xent_FloatTensor:$logits,
     Xent_TargetTensor:$target,
-    Optional<Xent_FloatTensor>:$weight), xentCommonAttrs, xentRowOutputAttrs);
+    Optional<Xent_FloatTensor>:$weight), xentScalarOperands, xentCommonAttrs,
+    xentRowOutputAttrs);
   let results = (outs Xent_FloatTensor:$loss,
                       Variadic<AnyRankedTensor>:$extra_results);
   let builders = [
-    // A loss and, unless `zLoss` is null, its z-loss; no per-row outputs.
+    // A loss and, unless `zLoss` is null, its z-loss; no per-row outputs;
+    // `scalars` the features given at run time.
     OpBuilder<(ins "::mlir::Type":$loss, "::mlir::Type":$zLoss,
       "::mlir::Value":$logits, "::mlir::Value":$target,
       "::mlir::Value":$weight, "::mlir::xent::ReductionAttr":$reduction,
       "::mlir::IntegerAttr":$ignore_index,
       "::mlir::FloatAttr":$label_smoothing, "::mlir::FloatAttr":$z_loss_scale,
-      "::mlir::FloatAttr":$softcap, "::mlir::IntegerAttr":$axis), [{
+      "::mlir::FloatAttr":$softcap, "::mlir::IntegerAttr":$axis,
+      CArg<"::mlir::xent::LossScalars", "{}">:$scalars), [{
       ::llvm::SmallVector<::mlir::Type> extras;
       if (zLoss)
         extras.push_back(zLoss);
       build($_builder, $_state, loss, extras, logits, target, weight,
-            reduction, ignore_index, label_smoothing, z_loss_scale, softcap,
+            scalars.ignoreIndex, scalars.labelSmoothing, scalars.zLossScale,
+            scalars.softcap, reduction, ignore_index, label_smoothing, z_loss_scale, softcap,
             axis, /*return_lse=*/nullptr, /*return_argmax=*/nullptr,
             /*return_accuracy=*/nullptr);
     }]>];
-  let assemblyFormat = [{
+  let assemblyFormat = !strconcat([{
     custom<Reduction>($reduction) $logits `,` $target (`weight` $weight^)?
+  }], xentScalarsFormat, [{
     attr-dict `:` functional-type(operands, results)
     (`decomposition` $decomposition^)?
-  }];
+  }]);
 
   let extraClassDeclaration = xentLossExtrasAccessors # [{
     // Absent on the forward op; CrossEntropyOpInterface returns them null.
@@ -210,13 +244,30 @@ def Xent_CrossEntropyGradOp : Xent_CrossEntropyOpBase<"cross_entropy_grad"> {
     Xent_FloatTensor:$grad_output,
     Xent_FloatTensor:$logits,
     Xent_TargetTensor:$target,
-    Optional<Xent_FloatTensor>:$weight), xentCommonAttrs);
+    Optional<Xent_FloatTensor>:$weight), xentScalarOperands, xentCommonAttrs);
   let results = (outs Xent_FloatTensor:$dlogits);
-  let assemblyFormat = [{
+  let builders = [
+    // The attributes as ODS takes them; `scalars` the features given at run
+    // time.
+    OpBuilder<(ins "::mlir::Type":$dlogits, "::mlir::Value":$grad_output,
+      "::mlir::Value":$logits, "::mlir::Value":$target,
+      "::mlir::Value":$weight, "::mlir::xent::ReductionAttr":$reduction,
+      "::mlir::IntegerAttr":$ignore_index,
+      "::mlir::FloatAttr":$label_smoothing, "::mlir::FloatAttr":$z_loss_scale,
+      "::mlir::FloatAttr":$softcap, "::mlir::IntegerAttr":$axis,
+      CArg<"::mlir::xent::LossScalars", "{}">:$scalars), [{
+      build($_builder, $_state, dlogits, grad_output, logits, target, weight,
+            scalars.ignoreIndex, scalars.labelSmoothing, scalars.zLossScale,
+            scalars.softcap, reduction, ignore_index, label_smoothing,
+            z_loss_scale, softcap, axis);
+    }]>];
+  let assemblyFormat = !strconcat([{
     custom<Reduction>($reduction) $grad_output `,` $logits `,` $target
-    (`weight` $weight^)? attr-dict `:` functional-type(operands, results)
+    (`weight` $weight^)?
+  }], xentScalarsFormat, [{
+    attr-dict `:` functional-type(operands, results)
     (`decomposition` $decomposition^)?
-  }];
+  }]);
 
   let extraClassDeclaration = [{
     // Absent on the gradient op; CrossEntropyOpInterface returns them null.
@@ -261,15 +312,18 @@ def Xent_CrossEntropyAndGradOp : Xent_CrossEntropyOpBase<"cross_entropy_and_grad
     Xent_FloatTensor:$grad_output,
     Xent_FloatTensor:$logits,
     Xent_TargetTensor:$target,
-    Optional<Xent_FloatTensor>:$weight), xentCommonAttrs, xentRowOutputAttrs);
+    Optional<Xent_FloatTensor>:$weight), xentScalarOperands, xentCommonAttrs,
+    xentRowOutputAttrs);
   let results = (outs Xent_FloatTensor:$loss,
                       Variadic<AnyRankedTensor>:$extra_results,
                       Xent_FloatTensor:$dlogits);
-  let assemblyFormat = [{
+  let assemblyFormat = !strconcat([{
     custom<Reduction>($reduction) $grad_output `,` $logits `,` $target
-    (`weight` $weight^)? attr-dict `:` functional-type(operands, results)
+    (`weight` $weight^)?
+  }], xentScalarsFormat, [{
+    attr-dict `:` functional-type(operands, results)
     (`decomposition` $decomposition^)?
-  }];
+  }]);
 
   let extraClassDeclaration = xentLossExtrasAccessors;
 

@@ -236,6 +236,7 @@ LogicalResult recognize::projection::raiseForward(RewriterBase &rewriter,
   leaves.push_back(ce.getTarget());
   if (ce.getWeight())
     leaves.push_back(ce.getWeight());
+  llvm::append_range(leaves, ce.getLossScalars().getValues());
   SmallVector<Value> roots = {ce.getLoss()};
   if (ce.getZLoss())
     roots.push_back(ce.getZLoss());
@@ -248,7 +249,7 @@ LogicalResult recognize::projection::raiseForward(RewriterBase &rewriter,
       ce.getZLoss() ? ce.getZLoss().getType() : Type(), p.hidden, p.weight,
       p.bias, ce.getTarget(), ce.getWeight(), ce.getReductionAttr(),
       ce.getIgnoreIndexAttr(), ce.getLabelSmoothingAttr(),
-      ce.getZLossScaleAttr(), ce.getSoftcapAttr());
+      ce.getZLossScaleAttr(), ce.getSoftcapAttr(), ce.getLossScalars());
   return finishRaise(rewriter, linear, *slice, roots);
 }
 
@@ -294,6 +295,7 @@ static void raiseLossesOf(RewriterBase &rewriter, Value logits,
         (!isa<CrossEntropyGradOp>(grad) ||
          forward.getTarget() != grad.getTarget() ||
          forward.getWeight() != grad.getWeight() ||
+         !(forward.getLossScalars() == grad.getLossScalars()) ||
          !(CrossEntropyConfig::get(forward) ==
            CrossEntropyConfig::get(grad)))) {
       if (reportFailures)

@@ -157,20 +157,22 @@ static Operation *createLinear(RewriterBase &rewriter, GradOpT grad,
                                TypeRange gradTypes) {
   Location loc = grad.getLoc();
   Type dBias = p.bias ? gradTypes[2] : Type();
+  LossScalars s = grad.getLossScalars();
   if (lossTypes.empty())
     return LinearCrossEntropyGradOp::create(
         rewriter, loc, gradTypes[0], gradTypes[1], dBias, grad.getGradOutput(),
         p.hidden, p.weight, p.bias, grad.getTarget(), grad.getWeight(),
+        s.ignoreIndex, s.labelSmoothing, s.zLossScale, s.softcap,
         grad.getReductionAttr(), grad.getIgnoreIndexAttr(),
         grad.getLabelSmoothingAttr(), grad.getZLossScaleAttr(),
         grad.getSoftcapAttr());
   return LinearCrossEntropyAndGradOp::create(
       rewriter, loc, lossTypes[0], lossTypes.size() > 1 ? lossTypes[1] : Type(),
       gradTypes[0], gradTypes[1], dBias, grad.getGradOutput(), p.hidden,
-      p.weight, p.bias, grad.getTarget(), grad.getWeight(),
-      grad.getReductionAttr(), grad.getIgnoreIndexAttr(),
-      grad.getLabelSmoothingAttr(), grad.getZLossScaleAttr(),
-      grad.getSoftcapAttr());
+      p.weight, p.bias, grad.getTarget(), grad.getWeight(), s.ignoreIndex,
+      s.labelSmoothing, s.zLossScale, s.softcap, grad.getReductionAttr(),
+      grad.getIgnoreIndexAttr(), grad.getLabelSmoothingAttr(),
+      grad.getZLossScaleAttr(), grad.getSoftcapAttr());
 }
 
 LogicalResult recognize::projection::raiseGradient(RewriterBase &rewriter,
@@ -187,6 +189,7 @@ LogicalResult recognize::projection::raiseGradient(RewriterBase &rewriter,
   leaves.push_back(grad.getTarget());
   if (grad.getWeight())
     leaves.push_back(grad.getWeight());
+  llvm::append_range(leaves, grad.getLossScalars().getValues());
   // The loss results: the forward op's, or the joint op's.
   SmallVector<Value> roots;
   CrossEntropyOpInterface loss =

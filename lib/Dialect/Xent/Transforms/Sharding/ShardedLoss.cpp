@@ -166,7 +166,8 @@ ShardedLossEmitter::ShardedLossEmitter(OpBuilder &builder,
                                        const LossSharding &sharding,
                                        ValueRange operands)
     : b(op.getLoc(), builder), op(op), sharding(sharding),
-      config(op.getConfig()), f32(builder.getF32Type()) {
+      config(op.getConfig().withOperands(operands)),
+      f32(builder.getF32Type()) {
   unsigned first = op.computesGradient() ? 1 : 0;
   if (first)
     gradOutput = operands[0];
@@ -205,7 +206,7 @@ ShardedLossEmitter::emitTargetIndex(OpBuilder &nb, Location loc,
   };
   TargetIndex r;
   r.kept = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ne, t,
-                                 constI64(config.ignoreIndex));
+                                 buildIgnoreIndex(nb, loc, config));
   Value c = arith::IndexCastOp::create(nb, loc, i64, numClasses);
   r.valid = arith::AndIOp::create(
       nb, loc,
@@ -233,11 +234,11 @@ ShardedLossEmitter::emitTargetIndex(OpBuilder &nb, Location loc,
 Value ShardedLossEmitter::emitSmoothedProbability(OpBuilder &nb, Location loc,
                                                   Value q) const {
   q = toF32(nb, loc, q);
-  if (config.labelSmoothing == 0.0f)
+  if (!config.hasLabelSmoothing())
     return q;
   Value share = arith::DivFOp::create(
-      nb, loc, constF32(nb, loc, config.labelSmoothing), numClassesF32);
-  Value keep = constF32(nb, loc, 1.0 - config.labelSmoothing);
+      nb, loc, buildLabelSmoothing(nb, loc, config), numClassesF32);
+  Value keep = buildLabelSmoothing(nb, loc, config, -1, 1);
   return arith::AddFOp::create(nb, loc, arith::MulFOp::create(nb, loc, q, keep),
                                share);
 }
@@ -429,8 +430,8 @@ ElementTerms ShardedLossEmitter::emitElementTerms(const RowStats &stats,
   auto [id, outMap, iterators] =
       getElementLoop(b.getContext(), rank - 1, reduce);
   bool probs = config.probabilityTargets;
-  bool smoothing = withLoss && !probs && config.labelSmoothing != 0.0f;
-  bool zLoss = withLoss && config.zLossScale != 0.0f;
+  bool smoothing = withLoss && !probs && config.hasLabelSmoothing();
+  bool zLoss = withLoss && config.hasZLoss();
 
   // Inputs: target (class indices), m, s, x_t, w_t, gap, mass, as present.
   SmallVector<Value> inputs;
@@ -666,7 +667,7 @@ Value ShardedLossEmitter::emitGradient(const RowStats &stats, Totals totals,
 SmallVector<Value> ShardedLossEmitter::emit(TypeRange resultTypes) {
   bool forward = op.computesLoss(), gradient = op.computesGradient();
   bool probs = config.probabilityTargets;
-  bool smoothing = config.labelSmoothing != 0.0f;
+  bool smoothing = config.hasLabelSmoothing();
 
   RowStats stats;
   stats.max = emitRowMax();

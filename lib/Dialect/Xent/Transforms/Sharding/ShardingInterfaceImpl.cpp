@@ -77,6 +77,8 @@ static SmallVector<AffineMap> getLossIndexingMaps(CrossEntropyOpInterface op) {
   maps.push_back(op.hasProbabilityTargets() ? full : rows);
   if (op.getWeight())
     maps.push_back(AffineMap::get(rank, 0, getAffineDimExpr(axis, ctx), ctx));
+  // The run-time scalars are replicated.
+  maps.append(op.getLossScalars().getValues().size(), none);
   if (op.computesLoss()) {
     maps.push_back(perElement);
     if (op.getZLoss())
@@ -183,7 +185,17 @@ static StringRef getOperandName(CrossEntropyOpInterface op, unsigned index) {
   unsigned first = op.computesGradient() ? 1 : 0;
   if (index < first)
     return "grad_output";
-  static const char *names[] = {"logits", "target", "weight"};
+  SmallVector<StringRef> names = {"logits", "target"};
+  if (op.getWeight())
+    names.push_back("weight");
+  LossScalars scalars = op.getLossScalars();
+  for (auto [value, name] :
+       {std::pair<Value, StringRef>{scalars.ignoreIndex, "ignore_index"},
+        {scalars.labelSmoothing, "label_smoothing"},
+        {scalars.zLossScale, "z_loss_scale"},
+        {scalars.softcap, "softcap"}})
+    if (value)
+      names.push_back(name);
   return names[index - first];
 }
 

@@ -1,0 +1,431 @@
+//===- xent_torch_native.cpp - xent.torch's native launch path ------------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The host side of one xent.torch call in C++: PyTorch operators in the
+// namespace `xent_native` that call a compiled kernel library's entry point
+// (`_mlir_ciface_xent_entry`, the C interface of the module's host function)
+// with memref descriptors filled from the tensors, on PyTorch's current
+// stream. Built by xent.torch.native with PyTorch's headers and libraries on
+// the machine that runs it (no pybind: loaded with torch.ops.load_library).
+//
+// * `register(runtime, library, function) -> int`: opens the CUDA runtime
+//   library and a compiled kernel library (both already loaded by
+//   xent.runtime.gpu, so this only takes references) and returns a handle
+//   for the function's C interface.
+// * `forward(fn, logits, target, weight, reduced, convert_z, f32_loss) ->
+//   (loss, z)`: a library without gradient.
+// * `forward_with_grad(...same...) -> (loss, z, dlogits)`: the joint kernel
+//   for grad_output = 1.
+// * `loss(fn, scale_fn, scale_dt_fn, logits, target, weight, reduced,
+//   convert_z, f32_loss) -> (loss, z)`: the eager training call. Its autograd
+//   kernel runs the joint kernel in the forward and keeps the gradient; the
+//   backward only scales it in place (the library's `xent_scale_grad_dt`,
+//   grad_output in the gradient's dtype, or `xent_scale_grad`, in f32; both
+//   return at once for a grad_output of 1) and hands it out.
+// * `scale_grad_(fn, dlogits, grad_output)`: that scaling alone.
+//
+// Loss and z-loss come out of the kernels in f32 and are returned in the
+// logits' dtype, like F.cross_entropy (the z-loss stays f32 with
+// convert_z=false, for callers that drop it; the loss with f32_loss=true,
+// F.cross_entropy's dtype under autocast). Nothing synchronizes with the host,
+// and nothing is allocated outside PyTorch's caching allocator, so calls are
+// CUDA-graph capturable.
+//
+//===----------------------------------------------------------------------===//
+
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
+#include <torch/version.h>
+
+#include <dlfcn.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+// `Tensor?` in a schema: std::optional since PyTorch 2.4, c10's own before.
+#if TORCH_VERSION_MAJOR > 2 ||                                                 \
+    (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+using OptionalTensor = std::optional<at::Tensor>;
+#else
+using OptionalTensor = c10::optional<at::Tensor>;
+#endif
+
+/// The functions of libxent_cuda_runtime.so a call needs.
+struct Runtime {
+  void (*setStream)(void *) = nullptr;
+  void (*resetStream)() = nullptr;
+  int (*getStream)(void **) = nullptr;
+  int (*getLastError)() = nullptr;
+  const char *(*getErrorLog)() = nullptr;
+  void (*clearLastError)() = nullptr;
+  void (*setDefaultDevice)(int32_t) = nullptr;
+};
+
+/// One registered C interface: `void fn(Descriptor *...)`.
+struct Entry {
+  const Runtime *runtime;
+  void *function;
+  std::string name;
+};
+
+// Never removed: a handle is an index into `entries`, whose elements stay
+// where they are.
+std::mutex registryMutex;
+std::vector<std::unique_ptr<Runtime>> runtimes;
+std::vector<std::pair<std::string, const Runtime *>> runtimePaths;
+std::vector<std::unique_ptr<Entry>> entries;
+
+template <typename T>
+void resolve(void *handle, const char *name, T &slot, const std::string &path) {
+  void *symbol = dlsym(handle, name);
+  TORCH_CHECK(symbol, "xent_native: ", path, " has no ", name);
+  slot = reinterpret_cast<T>(symbol);
+}
+
+const Runtime *openRuntime(const std::string &path) {
+  for (auto &[known, runtime] : runtimePaths)
+    if (known == path)
+      return runtime;
+  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  TORCH_CHECK(handle, "xent_native: cannot open ", path, ": ", dlerror());
+  auto runtime = std::make_unique<Runtime>();
+  resolve(handle, "xentSetStream", runtime->setStream, path);
+  resolve(handle, "xentResetStream", runtime->resetStream, path);
+  resolve(handle, "xentGetStream", runtime->getStream, path);
+  resolve(handle, "xentGetLastError", runtime->getLastError, path);
+  resolve(handle, "xentGetErrorLog", runtime->getErrorLog, path);
+  resolve(handle, "xentClearLastError", runtime->clearLastError, path);
+  resolve(handle, "mgpuSetDefaultDevice", runtime->setDefaultDevice, path);
+  const Runtime *result = runtime.get();
+  runtimes.push_back(std::move(runtime));
+  runtimePaths.emplace_back(path, result);
+  return result;
+}
+
+int64_t registerFunction(std::string runtimePath, std::string libraryPath,
+                         std::string name) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  const Runtime *runtime = openRuntime(runtimePath);
+  void *handle = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  TORCH_CHECK(handle, "xent_native: cannot open ", libraryPath, ": ",
+              dlerror());
+  std::string symbol = "_mlir_ciface_" + name;
+  void *function = dlsym(handle, symbol.c_str());
+  TORCH_CHECK(function, "xent_native: ", libraryPath, " has no ", symbol);
+  entries.push_back(std::make_unique<Entry>(Entry{runtime, function, name}));
+  return static_cast<int64_t>(entries.size() - 1);
+}
+
+const Entry &entry(int64_t handle) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  TORCH_CHECK(handle >= 0 && handle < static_cast<int64_t>(entries.size()),
+              "xent_native: no registered function ", std::to_string(handle));
+  return *entries[handle];
+}
+
+//===----------------------------------------------------------------------===//
+// Calls
+//===----------------------------------------------------------------------===//
+
+// Numbers go into messages through std::to_string: on the H200 host a
+// TORCH_CHECK that streamed an integer crashed inside libstdc++'s num_put
+// (seen with g++ 13 against the PyTorch 2.11 wheel), strings never did.
+constexpr int kMaxRank = 8;
+constexpr int kMaxArgs = 8;
+
+/// A memref descriptor of any rank up to kMaxRank: allocated and aligned
+/// pointers, offset, sizes, strides (in elements), the layout of
+/// StridedMemRefType<T, rank> for the rank of the tensor it is filled from.
+struct Descriptor {
+  std::array<int64_t, 3 + 2 * kMaxRank> words;
+
+  void fill(const at::Tensor &t) {
+    TORCH_CHECK(t.dim() <= kMaxRank, "xent_native: rank ",
+                std::to_string(t.dim()), " above ", std::to_string(kMaxRank));
+    auto ptr = reinterpret_cast<int64_t>(t.data_ptr());
+    words[0] = ptr;
+    words[1] = ptr;
+    words[2] = 0; // data_ptr() already includes the storage offset
+    int64_t rank = t.dim();
+    for (int64_t i = 0; i < rank; ++i) {
+      words[3 + i] = t.size(i);
+      words[3 + rank + i] = t.stride(i);
+    }
+  }
+};
+
+template <size_t> using Pointer = void *;
+
+template <size_t... I>
+void invoke(void *function, Descriptor *d, std::index_sequence<I...>) {
+  using Fn = void (*)(Pointer<I>...);
+  reinterpret_cast<Fn>(function)(static_cast<void *>(&d[I])...);
+}
+
+template <size_t N> void invokeN(void *function, Descriptor *d) {
+  invoke(function, d, std::make_index_sequence<N>{});
+}
+
+/// Calls `e` with the tensors' descriptors on PyTorch's current stream of
+/// `device`, restoring the runtime's previous stream; raises the runtime's
+/// error log when a call failed.
+void call(const Entry &e, c10::DeviceIndex device,
+          std::initializer_list<at::Tensor> tensors) {
+  TORCH_CHECK(tensors.size() <= kMaxArgs, "xent_native: too many arguments");
+  std::array<Descriptor, kMaxArgs> descriptors;
+  size_t n = 0;
+  for (const at::Tensor &t : tensors)
+    descriptors[n++].fill(t);
+  const Runtime &rt = *e.runtime;
+  void *stream = c10::cuda::getCurrentCUDAStream(device).stream();
+  void *previous = nullptr;
+  int hadStream = rt.getStream(&previous);
+  rt.clearLastError();
+  rt.setDefaultDevice(device);
+  rt.setStream(stream);
+  switch (n) {
+#define XENT_CASE(k)                                                           \
+  case k:                                                                      \
+    invokeN<k>(e.function, descriptors.data());                                \
+    break;
+    XENT_CASE(1)
+    XENT_CASE(2)
+    XENT_CASE(3)
+    XENT_CASE(4)
+    XENT_CASE(5)
+    XENT_CASE(6)
+    XENT_CASE(7)
+    XENT_CASE(8)
+#undef XENT_CASE
+  default:
+    TORCH_CHECK(false, "xent_native: no arguments");
+  }
+  if (hadStream)
+    rt.setStream(previous);
+  else
+    rt.resetStream();
+  if (rt.getLastError()) {
+    const char *log = rt.getErrorLog();
+    TORCH_CHECK(false, "xent: @", e.name, " failed: ", log ? log : "");
+  }
+}
+
+/// The shape of the loss: a scalar when reduced, else the logits' without
+/// the class axis.
+std::vector<int64_t> lossShape(const at::Tensor &logits, bool reduced) {
+  if (reduced || logits.dim() <= 1)
+    return {};
+  std::vector<int64_t> shape(logits.sizes().begin(), logits.sizes().end());
+  shape.erase(shape.begin() + 1);
+  return shape;
+}
+
+/// grad_output = 1 of the joint kernel, as a 0-d f32 tensor: cached per
+/// device, except while a stream is being captured (not from a graph's pool).
+at::Tensor scalarOne(const at::Tensor &like) {
+  static std::mutex mutex;
+  static std::array<at::Tensor, 64> ones;
+  c10::DeviceIndex device = like.get_device();
+  auto make = [&] { return at::ones({}, like.options().dtype(at::kFloat)); };
+  if (device < 0 || device >= static_cast<c10::DeviceIndex>(ones.size()))
+    return make();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (ones[device].defined())
+    return ones[device];
+  at::Tensor one = make();
+  if (c10::cuda::currentStreamCaptureStatusMayInitCtx() ==
+      c10::cuda::CaptureStatus::None)
+    ones[device] = one;
+  return one;
+}
+
+void checkInputs(const at::Tensor &logits, const at::Tensor &target) {
+  TORCH_CHECK(logits.is_cuda() && target.is_cuda(),
+              "xent: logits and target must be CUDA tensors");
+  TORCH_CHECK(logits.get_device() == target.get_device(),
+              "xent: logits and target are on different devices");
+}
+
+/// Runs a library: (loss, z) in the logits' dtype, and, when `dlogits` is
+/// defined, the gradient for grad_output = 1 written into it.
+std::tuple<at::Tensor, at::Tensor>
+run(int64_t fn, const at::Tensor &logits, const at::Tensor &target,
+    const OptionalTensor &weight, bool reduced, bool convertZ, bool f32Loss,
+    const at::Tensor &dlogits) {
+  checkInputs(logits, target);
+  const Entry &e = entry(fn);
+  auto options = logits.options().dtype(at::kFloat);
+  std::vector<int64_t> shape = lossShape(logits, reduced);
+  at::Tensor loss = at::empty(shape, options);
+  at::Tensor z = at::empty(shape, options);
+  at::Tensor w;
+  if (weight && weight->defined())
+    w = weight->to(at::kFloat);
+  c10::DeviceIndex device = logits.get_device();
+  if (dlogits.defined()) {
+    at::Tensor ones = reduced ? scalarOne(logits) : at::ones(shape, options);
+    if (w.defined())
+      call(e, device, {logits, target, w, ones, loss, z, dlogits});
+    else
+      call(e, device, {logits, target, ones, loss, z, dlogits});
+  } else if (w.defined()) {
+    call(e, device, {logits, target, w, loss, z});
+  } else {
+    call(e, device, {logits, target, loss, z});
+  }
+  // The z-loss in f32 when the caller drops it (one conversion less).
+  return {f32Loss ? loss : loss.to(logits.scalar_type()),
+          convertZ ? z.to(logits.scalar_type()) : z};
+}
+
+std::tuple<at::Tensor, at::Tensor>
+forwardOp(int64_t fn, const at::Tensor &logits, const at::Tensor &target,
+          const OptionalTensor &weight, bool reduced, bool convertZ,
+          bool f32Loss) {
+  return run(fn, logits, target, weight, reduced, convertZ, f32Loss,
+             at::Tensor());
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+forwardWithGradOp(int64_t fn, const at::Tensor &logits,
+                  const at::Tensor &target, const OptionalTensor &weight,
+                  bool reduced, bool convertZ, bool f32Loss) {
+  // Dense, whatever the logits' strides.
+  at::Tensor dlogits =
+      at::empty(logits.sizes(), logits.options(), at::MemoryFormat::Contiguous);
+  auto [loss, z] =
+      run(fn, logits, target, weight, reduced, convertZ, f32Loss, dlogits);
+  return {loss, z, dlogits};
+}
+
+void scaleGrad(int64_t fn, const at::Tensor &dlogits,
+               const at::Tensor &gradOutput) {
+  TORCH_CHECK(dlogits.is_contiguous(),
+              "xent_native::scale_grad_ takes a contiguous dlogits");
+  TORCH_CHECK(gradOutput.dim() == 0 && gradOutput.scalar_type() == at::kFloat,
+              "xent_native::scale_grad_ takes a 0-d float32 grad_output");
+  call(entry(fn), dlogits.get_device(), {dlogits.view(-1), gradOutput});
+}
+
+void scaleGradOp(int64_t fn, const at::Tensor &dlogits,
+                 const at::Tensor &gradOutput) {
+  scaleGrad(fn, dlogits, gradOutput.to(at::kFloat).contiguous());
+}
+
+/// The eager training call: the joint kernel in the forward, a scaling of
+/// its gradient in the backward.
+struct Loss : public torch::autograd::Function<Loss> {
+  static torch::autograd::variable_list
+  forward(torch::autograd::AutogradContext *ctx, at::Tensor logits,
+          at::Tensor target, OptionalTensor weight, int64_t fn, int64_t scaleFn,
+          int64_t scaleDtFn, bool reduced, bool convertZ, bool f32Loss) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    // An unused z-loss needs no zero gradient (no fill kernel).
+    ctx->set_materialize_grads(false);
+    auto [loss, z, dlogits] = forwardWithGradOp(fn, logits, target, weight,
+                                                reduced, convertZ, f32Loss);
+    ctx->save_for_backward({dlogits});
+    ctx->saved_data["scale_fn"] = scaleFn;
+    ctx->saved_data["scale_dt_fn"] = scaleDtFn;
+    ctx->saved_data["reduced"] = reduced;
+    ctx->mark_non_differentiable({z});
+    return {loss, z};
+  }
+
+  static torch::autograd::variable_list
+  backward(torch::autograd::AutogradContext *ctx,
+           torch::autograd::variable_list grads) {
+    at::Tensor dx = ctx->get_saved_variables()[0];
+    at::Tensor g = grads[0];
+    if (g.defined()) {
+      // The gradient is this node's own (never handed out before), so it
+      // is scaled in place; a grad_output of 1 costs no pass over it.
+      if (ctx->saved_data["reduced"].toBool()) {
+        // grad_output in the gradient's dtype (that of the loss) goes to
+        // the kernel as it is; another dtype through f32.
+        int64_t scaleDt = ctx->saved_data["scale_dt_fn"].toInt();
+        if (g.scalar_type() == dx.scalar_type() && scaleDt >= 0)
+          call(entry(scaleDt), dx.get_device(), {dx.view(-1), g.contiguous()});
+        else
+          scaleGrad(ctx->saved_data["scale_fn"].toInt(), dx,
+                    g.to(at::kFloat).contiguous());
+      } else {
+        at::Tensor factor = g.to(at::kFloat);
+        if (dx.dim() > 1)
+          factor = factor.unsqueeze(1);
+        if (dx.scalar_type() != at::kFloat)
+          factor = factor.to(dx.scalar_type());
+        dx.mul_(factor);
+      }
+    } else {
+      dx = at::Tensor();
+    }
+    return {dx,           at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+std::tuple<at::Tensor, at::Tensor>
+lossAutograd(int64_t fn, int64_t scaleFn, int64_t scaleDtFn,
+             const at::Tensor &logits, const at::Tensor &target,
+             const OptionalTensor &weight, bool reduced, bool convertZ,
+             bool f32Loss) {
+  auto outputs = Loss::apply(logits, target, weight, fn, scaleFn, scaleDtFn,
+                             reduced, convertZ, f32Loss);
+  return {outputs[0], outputs[1]};
+}
+
+/// `loss` below autograd (inference mode): the joint kernel, gradient
+/// dropped.
+std::tuple<at::Tensor, at::Tensor>
+lossOp(int64_t fn, int64_t /*scaleFn*/, int64_t /*scaleDtFn*/,
+       const at::Tensor &logits, const at::Tensor &target,
+       const OptionalTensor &weight, bool reduced, bool convertZ,
+       bool f32Loss) {
+  auto [loss, z, dlogits] =
+      forwardWithGradOp(fn, logits, target, weight, reduced, convertZ, f32Loss);
+  return {loss, z};
+}
+
+} // namespace
+
+TORCH_LIBRARY(xent_native, m) {
+  m.def("register(str runtime, str library, str function) -> int",
+        &registerFunction);
+  m.def("forward(int fn, Tensor logits, Tensor target, Tensor? weight, "
+        "bool reduced, bool convert_z=True, bool f32_loss=False) -> (Tensor, "
+        "Tensor)");
+  m.def("forward_with_grad(int fn, Tensor logits, Tensor target, "
+        "Tensor? weight, bool reduced, bool convert_z=True, bool "
+        "f32_loss=False) -> "
+        "(Tensor, Tensor, Tensor)");
+  m.def("loss(int fn, int scale_fn, int scale_dt_fn, Tensor logits, "
+        "Tensor target, "
+        "Tensor? weight, bool reduced, bool convert_z=True, bool "
+        "f32_loss=False) -> "
+        "(Tensor, Tensor)");
+  m.def("scale_grad_(int fn, Tensor(a!) dlogits, Tensor grad_output) -> ()");
+}
+
+TORCH_LIBRARY_IMPL(xent_native, CUDA, m) {
+  m.impl("forward", &forwardOp);
+  m.impl("forward_with_grad", &forwardWithGradOp);
+  m.impl("loss", &lossOp);
+  m.impl("scale_grad_", &scaleGradOp);
+}
+
+TORCH_LIBRARY_IMPL(xent_native, Autograd, m) { m.impl("loss", &lossAutograd); }

@@ -1,0 +1,93 @@
+"""Runtime-scalar configurations of the drop-in's kernels
+(python/src/xent/runtime/kernels.py, ``runtime_scalars=True``), without a GPU
+or torch: the configuration records which features are present, not their
+values; the entry function takes the values as arguments; and
+``runtime_scalar_configs`` lists every configuration that
+``xent.torch.ops.config_for`` can produce under runtime scalars."""
+
+import itertools
+import os
+import subprocess
+
+import pytest
+
+from xent.runtime import kernels
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+XENT_OPT = os.environ.get("XENT_OPT") or os.path.join(ROOT, "build", "bin", "xent-opt")
+
+BASE = dict(dtype="bf16", target="i64", rank=2, weighted=True, reduction="mean",
+            ignore_index=-100, label_smoothing=0.1, z_loss_scale=0.0, softcap=30.0,
+            with_grad=True)
+
+
+def test_default_configuration_unchanged():
+    """Without the option the configuration (hence its cache hash) is what it was."""
+    c = kernels.kernel_config(**BASE)
+    assert "runtime_scalars" not in c
+    assert kernels.kernel_config(**BASE, runtime_scalars=False) == c
+    assert c["label_smoothing"] == 0.1 and c["softcap"] == 30.0
+
+
+def test_one_configuration_for_every_value():
+    c = kernels.kernel_config(**BASE, runtime_scalars=True)
+    other = kernels.kernel_config(**{**BASE, "ignore_index": 3, "label_smoothing": 0.7,
+                                     "softcap": 2.5}, runtime_scalars=True)
+    assert c == other
+    assert c["runtime_scalars"] and c["ignore_index"] == "runtime"
+    assert (c["label_smoothing"], c["z_loss_scale"], c["softcap"]) == (True, False, True)
+    # Presence still specializes: a z-loss is another configuration.
+    assert kernels.kernel_config(**{**BASE, "z_loss_scale": 1e-4}, runtime_scalars=True) != c
+
+
+def _run(args, text):
+    assert os.access(XENT_OPT, os.X_OK), f"xent-opt not built at {XENT_OPT}"
+    out = subprocess.run([XENT_OPT, *args], input=text, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.mark.parametrize("change", [{}, {"target": "probs", "rank": 3},
+                                    {"with_grad": False, "z_loss_scale": 1e-4, "softcap": None},
+                                    {"target": "i32", "reduction": "none", "weighted": False}])
+def test_entry_takes_the_values(change):
+    c = kernels.kernel_config(**{**BASE, **change}, runtime_scalars=True)
+    text = kernels.kernel_module(c)
+    present = [(key, ty) for key, _, _, ty in kernels._SCALARS if c[key]]
+    entry = next(line for line in text.splitlines() if "func.func @xent_entry" in line)
+    # The values are the entry's last arguments, scalars of their types.
+    assert entry.split(") attributes")[0].endswith(
+        ", ".join(f"{arg}: {ty}" for key, _, arg, ty in kernels._SCALARS if c[key]))
+    for key, kw, arg, _ in kernels._SCALARS:
+        assert (f" {kw} {arg}" in text) == bool(c[key])
+        assert f"{key} =" not in text  # no attribute bakes a value in
+    # Valid MLIR, and the scalars reach the op through the lowering.
+    lowered = _run(["--convert-xent-to-gpu"], text)
+    assert "xent.cross_entropy" not in lowered and present
+
+
+def _config_for(dtype, target, rank, weighted, reduction, ignore_index, label_smoothing,
+                z_loss_scale, softcap, with_grad, classes):
+    """What xent.torch.ops.config_for computes from a call (the attrs, then
+    threads_for(dtype, classes, has_resident_path(attrs))), under runtime
+    scalars; kept in step with that function, which needs torch."""
+    attrs = dict(dtype=dtype, target=target, rank=rank, weighted=weighted, reduction=reduction,
+                 ignore_index=ignore_index, label_smoothing=label_smoothing,
+                 z_loss_scale=z_loss_scale, softcap=softcap, with_grad=with_grad)
+    threads = kernels.threads_for(dtype, classes, kernels.has_resident_path(**attrs))
+    return kernels.kernel_config(**attrs, threads=threads, runtime_scalars=True)
+
+
+@pytest.mark.parametrize("fixed_threads", [False, True])
+def test_enumeration_covers_config_for(fixed_threads, monkeypatch):
+    monkeypatch.setattr(kernels, "FIXED_THREADS", fixed_threads)
+    bundle = {tuple(sorted(c.items())) for c in kernels.runtime_scalar_configs(max_rank=4)}
+    calls = itertools.product(
+        ("f32", "bf16", "f16"), ("i64", "i32", "probs"), (1, 2, 3, 4), (False, True),
+        ("mean", "sum", "none"), (-100, 0), (0.0, 0.05, 1.0), (0.0, 2.0), (None, 0.5),
+        (False, True), (7, 32768, 65537, 262144))
+    for args in calls:
+        c = _config_for(*args)
+        assert tuple(sorted(c.items())) in bundle, c
+    # Nothing in the bundle that config_for cannot produce twice over.
+    assert len(bundle) == len(kernels.runtime_scalar_configs(max_rank=4))
