@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs both libFuzzer harnesses side by side for a time or a number of
+# Runs the three libFuzzer harnesses side by side for a time or a number of
 # executions, then sorts what they found (docs/reliability.md):
 #
 #   fuzz/run-fuzzers.sh BUILD_DIR SECONDS [RUNS] [WORK_DIR]
 #
-# BUILD_DIR holds bin/xent-fuzz-passes and bin/xent-fuzz-op (a build with
+# BUILD_DIR holds bin/xent-fuzz-passes, bin/xent-fuzz-op and
+# bin/xent-fuzz-recognize (a build with
 # XENT_ENABLE_FUZZERS=ON, such as build-san/). Each fuzzer runs in libFuzzer's
 # fork mode with crashes ignored, so that one finding does not end the run;
 # every crash input is then replayed and classified:
@@ -26,10 +27,12 @@ RUNS="${3:-0}"
 WORK="${4:-$BUILD/fuzz}"
 
 export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer
-mkdir -p "$WORK/seeds/passes" "$WORK/seeds/op" "$WORK/corpus/passes" "$WORK/corpus/op"
+mkdir -p "$WORK/seeds/passes" "$WORK/seeds/op" "$WORK/seeds/recognize" \
+  "$WORK/corpus/passes" "$WORK/corpus/op" "$WORK/corpus/recognize"
 /usr/bin/python3 "$ROOT/fuzz/make-seeds.py" "$WORK/seeds/passes" >/dev/null
 cp "$ROOT"/fuzz/regressions/passes/* "$WORK/seeds/passes/" 2>/dev/null || true
 cp "$ROOT"/fuzz/regressions/op/* "$WORK/seeds/op/" 2>/dev/null || true
+cp "$ROOT"/fuzz/regressions/recognize/* "$WORK/seeds/recognize/" 2>/dev/null || true
 
 run_one() { # name max_len extra-args...
   local name=$1 max_len=$2; shift 2
@@ -48,11 +51,21 @@ run_one passes 4096 -dict="$ROOT/fuzz/mlir.dict" &
 pid_passes=$!
 run_one op 512 &
 pid_op=$!
-wait $pid_passes $pid_op
+# xent-fuzz-recognize (the chain generator) runs where the build has it.
+names=(passes op)
+pids=($pid_passes $pid_op)
+if [[ -x "$BUILD/bin/xent-fuzz-recognize" ]]; then
+  run_one recognize 128 &
+  names+=(recognize)
+  pids+=($!)
+else
+  echo "xent-fuzz-recognize: not built in $BUILD, skipped"
+fi
+wait "${pids[@]}"
 elapsed=$(( $(date +%s) - start ))
 
 passed=0; failed=0
-for name in passes op; do
+for name in "${names[@]}"; do
   log="$WORK/$name.log"
   # Fork mode reports "#<executions>: cov: ..." lines; the last one counts.
   execs=$(grep -oP '^#\K[0-9]+(?=: cov:)' "$log" | tail -1)

@@ -6,12 +6,12 @@
 # differential tests), then installs xent into <build>/install and builds
 # and checks examples/downstream against it (docs/embedding.md); with
 # XENT_HARDENING=1 (the default) also the lit suite again on the ASan+UBSan
-# build and a short run of both fuzz harnesses
+# build and a short run of the three fuzz harnesses
 # (docs/reliability.md). Prints each runner's summary and a final
 # "N passed, N failed" line.
 #
 #   XENT_HARDENING=0       skip the sanitizer build, its lit run and fuzzing
-#   XENT_FUZZ_SECONDS=60   length of the fuzz run (both harnesses at once)
+#   XENT_FUZZ_SECONDS=60   length of the fuzz run (the three harnesses at once)
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -44,7 +44,7 @@ if [[ "$XENT_HARDENING" == 1 ]]; then
   san_failed=$(grep -oP '^\s*(Failed|Unresolved|Timed Out|Unexpectedly Passed)\s*:\s*\K[0-9]+' "$LOG_DIR/lit-san.log" | awk '{s+=$1} END {print s+0}')
   if [[ $san_rc -ne 0 && $san_failed -eq 0 ]]; then san_failed=1; fi
 
-  echo "== fuzz (${XENT_FUZZ_SECONDS:-60} s, both harnesses at once)"
+  echo "== fuzz (${XENT_FUZZ_SECONDS:-60} s, the three harnesses at once)"
   "$ROOT/fuzz/run-fuzzers.sh" "$SAN" "${XENT_FUZZ_SECONDS:-60}" 0 2>&1 | tee "$LOG_DIR/fuzz.log"
   fuzz_rc=${PIPESTATUS[0]}
   fuzz_passed=$(grep -oP '^fuzz: \K[0-9]+(?= passed)' "$LOG_DIR/fuzz.log" | tail -1)

@@ -71,7 +71,7 @@ if [[ "$HARDENING" == 1 ]]; then
   fi
   # What the sanitizer lit run and the fuzz runs need, nothing more.
   ninja -C "$SAN" xent-opt xent-lsp-server xent-reduce XentPlugin mlir-doc \
-    xent-fuzz-passes xent-fuzz-op \
+    xent-fuzz-passes xent-fuzz-op xent-fuzz-recognize \
     | grep -v "^ninja: no work to do" || true
-  test -x "$SAN/bin/xent-fuzz-op"
+  test -x "$SAN/bin/xent-fuzz-op" && test -x "$SAN/bin/xent-fuzz-recognize"
 fi

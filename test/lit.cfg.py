@@ -70,6 +70,7 @@ tools = [
     ToolSubst("xent-reduce", unresolved="ignore"),
     ToolSubst("xent-fuzz-passes", unresolved="ignore"),
     ToolSubst("xent-fuzz-op", unresolved="ignore"),
+    ToolSubst("xent-fuzz-recognize", unresolved="ignore"),
     "not",
     "count",
     ToolSubst("mlir-runner", unresolved="ignore"),

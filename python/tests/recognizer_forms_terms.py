@@ -13,8 +13,10 @@ this module in ``corpus()``): the builders here write
   ``torch.logsumexp(x, 1) ** 2`` reduced like the loss (a mean divides by the
   kept count), and optax's ``softmax_cross_entropy_with_integer_labels`` (``lse -
   take_along_axis(x, label)``, the lse guarded by ``select(isfinite(max), max,
-  0)``) with and without ``z * lse ** 2``; near misses (a z-loss of another
-  tensor's lse, a z-loss not masked like the loss);
+  0)``) with and without ``z * lse ** 2``; the joint forward + backward graphs
+  (the z-loss term's backward added to the nll's); near misses (a z-loss of
+  another tensor's lse, a z-loss not masked like the loss, backward graphs
+  whose z-loss term is not that loss's);
 * ``saved_logp.mlir``: AOTAutograd's backward graph alone, fed the saved
   log-probabilities and total_weight: raised only under
   ``xent-recognize{assume-normalized-log-probs}``.
@@ -50,7 +52,9 @@ ZLOSS_SRC = ("linkedin/Liger-Kernel: src/liger_kernel/ops/cross_entropy.py (z_lo
              "optax/losses/_classification.py (softmax_cross_entropy_with_integer_labels: "
              "logsumexp(x) - take_along_axis(x, label)); jax-ml/jax jax/_src/ops/special.py "
              "(logsumexp: select(isfinite(amax), amax, 0)); stablehlo gather -> linalg.generic with "
-             "tensor.extract")
+             "tensor.extract; autograd's derivatives.yaml (logsumexp: logsumexp_backward = "
+             "grad.unsqueeze(dim) * (self - result.unsqueeze(dim)).exp(); mul.Tensor, div.Tensor, "
+             "sum, where backward)")
 
 F32 = "f32"
 
@@ -234,22 +238,57 @@ def tl_logsumexp(fn: Fn, x: T) -> T:
     return tl_add(fn, lg, tl_squeeze(fn, mg, 1))
 
 
+def zloss_backward(fn: Fn, g: T, x: T, t: T, lse: T, reduction: str, ignore: int, z: float,
+                   count: Optional[T], masked: bool) -> T:
+    """Autograd's backward of ``z * zl`` (``zl`` reduced from ``where(t != ignore, lse * lse,
+    0)``): mul.Scalar, div (a mean: by ``count``), sum (expand), where (masked_fill of the
+    ignored rows), mul (``g * lse`` from each side, added), then logsumexp_backward
+    ``g_lse.unsqueeze(1) * exp(x - lse.unsqueeze(1))``: the gradient with respect to ``x``."""
+    gz = tl_scalar(fn, "arith.mulf", g, f32(z))
+    if reduction == "mean":
+        gz = tl_div_by_int(fn, gz, count)
+    if reduction != "none":
+        gz = tl_expand_to(fn, gz, t, [])
+    if masked:
+        gz = tl_masked_fill_zero(fn, tl_eq_scalar(fn, t, ignore), gz)
+    glse = tl_add(fn, tl_binary(fn, "arith.mulf", gz, lse), tl_binary(fn, "arith.mulf", gz, lse))
+    shifted = tl_sub(fn, x, tl_unsqueeze(fn, lse, 1), result_shape=x.shape)
+    return tl_binary(fn, "arith.mulf", tl_expand_to(fn, glse, x, ["d0"]),
+                     tl_unary(fn, "math.exp", shifted))
+
+
 def torch_zloss(file: str, name: str, *, dims, reduction: str, ignore: int, z: float,
                 weighted=False, lse_of: str = "logits", masked=True, softcap: Optional[float] = None,
+                joint=False, seed=False, grad_scaled: bool = True,
+                grad_count: str = "kept", grad_lse_of: str = "logits",
                 variant="") -> Tuple[Fn, Spec]:
     """``F.cross_entropy(x, t, [w], reduction, ignore_index) + z * zl`` with ``lse =
     torch.logsumexp(x, 1)``, ``zl = torch.where(t != ignore, lse * lse, 0)`` reduced like the loss
     (a mean: ``zl.sum() / (t != ignore).sum()``).  ``lse_of="other"``: the lse of another tensor
     (a near miss); ``masked=False``: ignored rows count in the z-loss (a near miss); ``softcap``:
-    the logits capped first (``tanh(x / c) * c``), the loss and the lse of the capped logits."""
+    the logits capped first (``tanh(x / c) * c``), the loss and the lse of the capped logits.
+    ``joint``: also ``loss.backward([grad_output])`` -> the logits' gradient: the nll backward and
+    the log-softmax backward, plus the z-loss branch's backward (zloss_backward), added.  Near
+    misses of the gradient: the z branch not scaled by grad_output (``grad_scaled=False``), its
+    mean divided by the element count (``grad_count="all"``), or its lse of another tensor
+    (``grad_lse_of="other"``): the two sides of the sum are not the gradient of one loss."""
     et = F32
     C = dims[-1]
-    args = [arg("logits", dims, et), arg("target", dims[:-1], "i64")]
+    args = []
+    gdims = [] if reduction != "none" else dims[:-1]
+    if joint and not seed:
+        args.append(arg("grad_output", gdims, et))
+    args += [arg("logits", dims, et), arg("target", dims[:-1], "i64")]
     if weighted:
         args.append(arg("weight", [C], et))
-    if lse_of == "other":
+    if lse_of == "other" or grad_lse_of == "other":
         args.append(arg("other", dims, et))
-    res = [arg("loss", [] if reduction != "none" else dims[:-1], et)]
+    # A near miss of the gradient returns the gradient alone (the backward
+    # graph recomputing what it needs), so that nothing in it is raised.
+    near_grad = not grad_scaled or grad_count != "kept" or grad_lse_of != "logits"
+    res = [] if near_grad else [arg("loss", [] if reduction != "none" else dims[:-1], et)]
+    if joint:
+        res.append(arg("grad_logits", dims, et))
     fn = Fn(name, params_of(args), [r["type"] for r in res])
     r = {a["role"]: tval(a) for a in args}
     x, t, w = r["logits"], r["target"], r.get("weight")
@@ -257,9 +296,11 @@ def torch_zloss(file: str, name: str, *, dims, reduction: str, ignore: int, z: f
         x = rf.tl_softcap(fn, x, softcap)
     logp = tl_log_softmax(fn, x, 1, NEG_INF[et])
     if weighted:
-        ce = tl_nll_forward_decomposed(fn, logp, t, w, reduction, ignore)
+        tws: list = []
+        ce = tl_nll_forward_decomposed(fn, logp, t, w, reduction, ignore, total_weight_out=tws)
+        total = tws[0] if tws else None
     else:
-        ce, _ = tl_nll_forward_direct(fn, logp, t, reduction, ignore)
+        ce, total = tl_nll_forward_direct(fn, logp, t, reduction, ignore)
     lse = tl_logsumexp(fn, r["other"] if lse_of == "other" else x)
     sq = tl_binary(fn, "arith.mulf", lse, lse)
     ne = fn.cst("c_ignore", ignore, "i64")
@@ -270,19 +311,53 @@ def torch_zloss(file: str, name: str, *, dims, reduction: str, ignore: int, z: f
             zz = f.op("zero", f"arith.constant 0.000000e+00 : {et}")
             return [f.op("sel", f"arith.select {a[0]}, {a[1]}, {zz} : {et}")]
         sq = tl_elementwise(fn, [kept, sq], et, where, t.shape)
+    count = None
     if reduction == "none":
         zl = sq
     elif reduction == "sum":
         zl = tl_sum_all(fn, sq)
     else:
-        zl = tl_div_by_int(fn, tl_sum_all(fn, sq), tl_sum_all(fn, kept, "i64"))
+        count = tl_sum_all(fn, kept, "i64")
+        zl = tl_div_by_int(fn, tl_sum_all(fn, sq), count)
     loss = tl_add(fn, ce, tl_scalar(fn, "arith.mulf", zl, f32(z)))
-    ret(fn, [loss.v])
+    outs = [loss.v]
+    if joint:
+        if seed:
+            one = fn.cst("cst_seed", "1.000000e+00", et)
+            g = T(fn.fill(one, et, fn.empty([], [], et), tt([], et)), [], et)
+        else:
+            g = r["grad_output"]
+        if total is None:  # reduction none: total_weight unused
+            total = T(fn.fill(fn.cst("cst_0", "0.000000e+00", et), et, fn.empty([], [], et), tt([], et)),
+                      [], et)
+        dce = tl_log_softmax_backward(fn, tl_nll_backward(fn, g, logp, t, w, reduction, ignore, total),
+                                      logp, 1)
+        if grad_count == "all":
+            count = T(fn.fill(fn.cst("c_numel", dims[0], "i64"), "i64", fn.empty([], [], "i64"),
+                              tt([], "i64")), [], "i64")
+        if grad_lse_of == "other":
+            lse = tl_logsumexp(fn, r["other"])
+        gz = g
+        if not grad_scaled:
+            one = fn.cst("cst_seed", "1.000000e+00", et)
+            gz = T(fn.fill(one, et, fn.empty([], [], et), tt([], et)), [], et)
+        dz = zloss_backward(fn, gz, x, t, lse, reduction, ignore, z, count, masked)
+        outs.append(tl_add(fn, dce, dz).v)
+    ret(fn, outs[1:] if near_grad else outs)
     near = lse_of != "logits" or not masked
     sem = torch_semantics(reduction, ignore, weighted,
                           extra=f" + {z} * (logsumexp(x, 1)**2 on kept rows, reduced like the loss)"
                           + (f" of x = torch.tanh(x / {softcap}) * {softcap}" if softcap else ""))
-    spec = Spec(file=file, function=name, form="z_loss", kind="near_miss" if near else "forward",
+    if joint:
+        sem = f"loss = {sem}; loss.backward(" + ("" if seed else "grad_output") + ") -> logits.grad"
+    if near_grad:
+        sem += " -- but the z-loss branch of the backward " + (
+            "not scaled by grad_output" if not grad_scaled else
+            "divided by the element count" if grad_count != "kept" else
+            "of another tensor's logsumexp")
+    near = near or near_grad
+    spec = Spec(file=file, function=name, form="z_loss",
+                kind="near_miss" if near else ("joint" if joint else "forward"),
                 expected="near_miss" if near else "recognize", args=args, results=res, torch=sem,
                 source=ZLOSS_SRC, variant=variant, reduction=reduction, ignore_index=ignore,
                 weighted=weighted, axis=1, logits_dtype=et, compute_dtype=et,
@@ -293,6 +368,13 @@ def torch_zloss(file: str, name: str, *, dims, reduction: str, ignore: int, z: f
         spec.reason = "the z-loss squares the logsumexp of another tensor than the logits"
     elif not masked:
         spec.reason = "the z-loss counts the ignored rows, the op's z-loss only the kept ones"
+    elif not grad_scaled:
+        spec.reason = ("the gradient's z-loss branch is not scaled by grad_output, its nll branch "
+                       "is: not the gradient of one loss")
+    elif grad_count != "kept":
+        spec.reason = "the gradient's z-loss mean divides by the element count, not the kept count"
+    elif grad_lse_of != "logits":
+        spec.reason = "the gradient's z-loss branch reads another tensor's logsumexp"
     return fn, spec
 
 
@@ -466,6 +548,27 @@ def corpus() -> List[Tuple[Fn, Spec]]:
                     lse_of="other", variant="the z-loss of another tensor's logsumexp"),
         torch_zloss(zl, "torch_nm_zloss_unmasked", dims=[8, 10], reduction="mean", ignore=-100, z=1e-4,
                     masked=False, variant="the z-loss not masked: ignored rows count"),
+        torch_zloss(zl, "torch_zloss_joint_mean_seed", dims=[8, 10], reduction="mean", ignore=-100,
+                    z=1e-2, joint=True, seed=True,
+                    variant="joint forward + backward, seed 1.0: the z branch (2 z lse softmax on kept "
+                    "rows / kept count) added to the nll's"),
+        torch_zloss(zl, "torch_zloss_joint_weighted_mean", dims=[8, 10], reduction="mean", ignore=-100,
+                    z=1e-2, weighted=True, joint=True,
+                    variant="joint, class weights (the nll by the kept weight, the z branch by the kept "
+                    "count), grad_output argument"),
+        torch_zloss(zl, "torch_zloss_joint_sum_dynamic", dims=["N", 12], reduction="sum", ignore=-100,
+                    z=2e-2, joint=True, variant="joint, dynamic batch, sum"),
+        torch_zloss(zl, "torch_zloss_joint_none", dims=[6, 7], reduction="none", ignore=-1, z=5e-2,
+                    joint=True, variant="joint, per-element losses and grad_output"),
+        torch_zloss(zl, "torch_nm_zloss_bwd_unscaled", dims=[8, 10], reduction="mean",
+                    ignore=-100, z=1e-2, grad_scaled=False, joint=True,
+                    variant="the backward alone, its z branch not scaled by grad_output (the nll branch is)"),
+        torch_zloss(zl, "torch_nm_zloss_bwd_count", dims=[8, 10], reduction="mean",
+                    ignore=-100, z=1e-2, grad_count="all", joint=True, seed=True,
+                    variant="the backward alone, its z branch divided by N, not the kept count"),
+        torch_zloss(zl, "torch_nm_zloss_bwd_other_lse", dims=[8, 10], reduction="mean",
+                    ignore=-100, z=1e-2, grad_lse_of="other", joint=True, seed=True,
+                    variant="the backward alone, its z branch of another tensor's logsumexp"),
     ]
     sl = "saved_logp.mlir"
     items += [
@@ -491,9 +594,12 @@ z-loss added to the loss: F.cross_entropy(x, t) + z * zl with zl the squared
 torch.logsumexp(x, 1) on kept rows, reduced like the loss (a mean by the kept
 count, Liger's convention), lowered by torch-mlir TorchToLinalg; optax's
 softmax_cross_entropy_with_integer_labels (logsumexp(x) - take_along_axis(x,
-label)) with and without z * lse ** 2, through stablehlo -> linalg.  Near
-misses: a z-loss of another tensor's lse, a z-loss that counts ignored rows.
-Delivered form (canonicalize + cse)."""),
+label)) with and without z * lse ** 2, through stablehlo -> linalg.  The joint
+graphs add autograd's backward of the z-loss term (logsumexp's backward of
+g_lse = g * lse from both sides of lse * lse) to the nll's.  Near misses: a
+z-loss of another tensor's lse, a z-loss that counts ignored rows, backward
+graphs whose z-loss term reads another lse, divides its mean by N or is not
+scaled by grad_output.  Delivered form (canonicalize + cse)."""),
     "saved_logp.mlir": dict(canonicalize=True, recognize="xent-recognize{assume-normalized-log-probs}",
                             header="""\
 The backward graph alone, as AOTAutograd hands it to a backend: it reads the

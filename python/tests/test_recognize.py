@@ -158,7 +158,7 @@ def test_raised_or_left_alone(entry):
     cap = entry.row.get("softcap")
     assert re.findall(r"softcap = ([^ ]+) : f32", body) == ([f"{cap:e}"] * len(kinds) if cap else []), entry.id
     # label_smoothing and z_loss_scale: the f32 nearest to the chain's constant
-    for attr, kinds_with in (("label_smoothing", kinds), ("z_loss_scale", ["cross_entropy"])):
+    for attr, kinds_with in (("label_smoothing", kinds), ("z_loss_scale", kinds)):
         want = entry.row.get(attr)
         got = [float(np.float32(v)) for v in re.findall(attr + r" = ([^ ,}]+) : f32", body)]
         assert got == ([float(np.float32(want))] * len([k for k in kinds if k in kinds_with])

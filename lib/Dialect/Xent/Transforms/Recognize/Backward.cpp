@@ -124,17 +124,19 @@ struct NllBackward {
 } // namespace
 
 /// Matches the log-softmax backward `g - exp(logp) · Σ_c g` (the softmax may
-/// also be written exp(e) / Σ exp(e)); returns the log-softmax and g.
-static Match<LogSoftmaxBackward> matchLogSoftmaxBackward(ViewAnalysis &va,
-                                                         Node *root) {
+/// also be written exp(e) / Σ exp(e)), given as a linear form; returns the
+/// log-softmax and g.
+static Match<LogSoftmaxBackward>
+matchLogSoftmaxBackward(ViewAnalysis &va, const LinearForm &form) {
   using M = Match<LogSoftmaxBackward>;
-  LinearForm form = flattenLinear(va, root);
   if (form.constant != 0 || form.terms.size() < 2 || form.terms.size() > 3)
     return M::failure("not of the form g - softmax · Σ g");
   SmallVector<LinearTerm, 2> gTerms;
   Match<SoftmaxTerm> softmax = matchExactlyOne(
       form.terms, gTerms,
-      [&](const LinearTerm &t) { return matchSoftmaxTerm(va, t.node, t.coeff); },
+      [&](const LinearTerm &t) {
+        return matchSoftmaxTerm(va, t.node, t.coeff);
+      },
       "two softmax terms", "");
   if (!softmax)
     return M::failure(softmax);
@@ -275,8 +277,8 @@ static Match<bool> matchSmoothingBackward(ViewAnalysis &va, const Monomial &s,
   Equivalence eq(va);
   Axis c = nll.pieces.logSoftmax.axis;
   SmallVector<Mask, 2> masks = splitMasks(s.masks);
-  if (Match<bool> same = matchSameIgnoreMasks(
-          va, masks, ops, "the smoothing term's backward");
+  if (Match<bool> same =
+          matchSameIgnoreMasks(va, masks, ops, "the smoothing term's backward");
       !same)
     return same;
   bool sawWeight = false, sawGrad = false;
@@ -311,6 +313,10 @@ static Match<bool> matchSmoothingBackward(ViewAnalysis &va, const Monomial &s,
   return true;
 }
 
+static RankedTensorType gradType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
 /// How the remark names the tensor a saved-tensor backward exponentiates.
 static std::string describeValue(Value v) {
   if (auto arg = dyn_cast<BlockArgument>(v))
@@ -330,8 +336,10 @@ mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root,
   Node *r = start->node;
   // Through a softcap, the log-softmax backward is scaled by its slope.
   Match<SoftcapBackward> slope = matchSoftcapBackward(va, r);
-  Match<LogSoftmaxBackward> backward =
-      matchLogSoftmaxBackward(va, slope ? slope->grad : r);
+  // The z-loss term's gradient is added beside the log-softmax backward.
+  SmallVector<ZLossBackwardTerm, 2> zTerms;
+  LinearForm form = splitZLossBackward(va, slope ? slope->grad : r, zTerms);
+  Match<LogSoftmaxBackward> backward = matchLogSoftmaxBackward(va, form);
   if (!backward)
     return backward.isNearMiss() ? M::nearMiss(backward.getReason())
                                  : M::failure(backward);
@@ -416,6 +424,13 @@ mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root,
   // itself (loss.backward() seeds it with a constant): the op gets that
   // constant as grad_output.
   double seed = -(g.coeff + smoothingCoeff);
+  if (!zTerms.empty()) {
+    Match<double> z =
+        matchZLossBackward(va, zTerms, g, p, gradOutput, seed, *ops);
+    if (!z)
+      return M::nearMiss(z.getReason());
+    raised.zLossScale = *z;
+  }
   if (!gradOutput) {
     raised.constantGradOutput = seed;
   } else {
@@ -430,8 +445,20 @@ mlir::xent::recognize::matchCrossEntropyGrad(ViewAnalysis &va, Value root,
 
   if (!gradOutput || va.freeAxes(gradOutput).empty()) {
     if (gradOutput &&
-        cast<RankedTensorType>(raised.gradOutput.getType()).getRank() != 0)
+        cast<RankedTensorType>(raised.gradOutput.getType()).getRank() != 0) {
+      // Unit dimensions carry no axis: with one element, a grad_output
+      // shaped like the per-element loss is per element (`none`).
+      auto logitsType = cast<RankedTensorType>(raised.logits.getType());
+      if (g.den.empty() &&
+          raised.gradOutput.getType() ==
+              RankedTensorType::get(
+                  dropAxis(logitsType.getShape(), ops->classDim),
+                  gradType(raised.gradOutput).getElementType())) {
+        raised.reduction = xent::Reduction::none;
+        return finish(raised);
+      }
       return M::nearMiss("a reduced grad_output that is not a 0-d tensor");
+    }
     if (g.den.empty()) {
       raised.reduction = xent::Reduction::sum;
       return finish(raised);

@@ -20,6 +20,7 @@
 //   decideReduction         none / sum over every element / mean
 //   matchNllBackward        d nll / d logp: one-hot · (-grad · w / total)
 //   matchLogSoftmaxBackward g - exp(logp) · Σ_c g
+//   matchZLossBackward      2 · z · lse · softmax beside it (z-loss gradient)
 //
 // and the two entry points that combine them, matchCrossEntropy and
 // matchCrossEntropyGrad, whose results say which xent op computes a value.
@@ -48,6 +49,7 @@
 //                      shared by both chains
 //   Backward.cpp       log-softmax, nll and smoothing backward, saved
 //                      log-probabilities, matchCrossEntropyGrad
+//   ZLossBackward.cpp  the z-loss term's gradient beside them
 //
 // What more than one of these files needs is declared in `detail`.
 //
@@ -494,12 +496,49 @@ Match<Reduction> decideReduction(ViewAnalysis &va, const ReducedLoss &r,
                                  double scale, const Pieces &p,
                                  const Operands &ops);
 
+//===----------------------------------------------------------------------===//
+// The z-loss's backward (ZLossBackward.cpp)
+//===----------------------------------------------------------------------===//
+
+/// One term of the z-loss's gradient: `rest · softmax · lse` with `softmax`
+/// the exp of a log-softmax and `lse` a log-sum-exp value; `rest` holds the
+/// coefficient, masks, grad_output and divisor. An exp that is no softmax
+/// leaves `softmax.input` null and says why in `notSoftmax`.
+struct ZLossBackwardTerm {
+  Monomial rest;
+  LogSoftmax softmax;
+  LogSumExp lse;
+  std::string notSoftmax;
+};
+
+/// `root`'s linear form without the terms that are z-loss gradient terms
+/// (each a product of a softmax and a log-sum-exp, sums inside the product
+/// expanded), which go to `z`.
+LinearForm splitZLossBackward(ViewAnalysis &va, Node *root,
+                              SmallVector<ZLossBackwardTerm, 2> &z);
+
+/// The z-loss scale z of the gradient terms `z` beside the nll backward `g`
+/// (its pieces `p`, grad_output factor `gradOutput`, seed `seed`): the terms
+/// must read the log-sum-exp of the nll's logits, be masked like the nll,
+/// scaled by the same grad_output and reduced like a z-loss of that loss (a
+/// mean divides by the kept count); they sum to `2 · z · seed · lse ·
+/// softmax [· grad_output] [/ K]`.
+Match<double> matchZLossBackward(ViewAnalysis &va,
+                                 ArrayRef<ZLossBackwardTerm> z,
+                                 const Monomial &g, const Pieces &p,
+                                 Node *gradOutput, double seed,
+                                 const Operands &ops);
+
 } // namespace detail
 
 /// Raises each `xent.cross_entropy` under `root` whose logits are a
 /// projection `hidden · weightᵀ (+ bias)` with no other user to
-/// `xent.linear_cross_entropy` (Projection.cpp).
-void raiseProjections(Operation *root);
+/// `xent.linear_cross_entropy`, and each gradient op on such logits whose
+/// dlogits feed only the projection's backward to
+/// `xent.linear_cross_entropy_grad` or `_and_grad` (Projection.cpp,
+/// ProjectionGrad.cpp). With `reportFailures`, a projection that is not
+/// raised gets a remark saying why.
+void raiseProjections(Operation *root, bool reportFailures);
 
 } // namespace mlir::xent::recognize
 

@@ -9,22 +9,21 @@
 // language model, and have no other user, becomes one
 // `xent.linear_cross_entropy`: the projection and the loss op become its
 // decomposition region, so xent-inline-decomposition gives back the
-// original ops. The projection is a contraction (`linalg.matmul`, with
-// transposed indexing maps or reading a `linalg.transpose` of the weight, or
-// a `linalg.generic` of the same maps), its accumulator zero or the bias
-// broadcast over the rows, or the bias added after it; logits of `[B, T, V]`
-// may be the expanded projection of the collapsed `[B, T, H]` rows.
+// original ops. The projection is a matrix product (Projection.h: linalg
+// matmuls and contractions, batched ones with a broadcast weight,
+// `tosa.matmul`) of the hidden rows with the transposed `[V, H]` weight,
+// its accumulator zero or the bias broadcast over the rows, or the bias
+// added after it; reshapes that keep the last dimension may stand anywhere
+// between the `[N, H]` or `[B, T, H]` hidden and the logits. A gradient op
+// on such logits becomes the gradient form (ProjectionGrad.cpp).
 //
 //===----------------------------------------------------------------------===//
 
+#include "Projection.h"
 #include "Matchers.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/IR/Matchers.h"
-#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -32,174 +31,91 @@
 
 using namespace mlir;
 using namespace mlir::xent;
+using namespace mlir::xent::recognize::projection;
 
-namespace {
-/// What a projection reads.
-struct Projection {
-  Value hidden, weight, bias;
-};
-} // namespace
-
-/// The map over (m, n, k) that reads dimensions `i` and `j`.
-static AffineMap getMap(MLIRContext *ctx, unsigned i, unsigned j) {
-  return AffineMap::get(
-      3, 0, {getAffineDimExpr(i, ctx), getAffineDimExpr(j, ctx)}, ctx);
-}
-
-/// The `[V]` bias that `v` broadcasts over the rows of a `[M, V]` tensor
-/// (`linalg.broadcast` along dimension 0, or a generic that yields its
-/// input, maybe widened, read along the classes), or null.
-static Value matchRowBroadcast(Value v) {
-  if (auto broadcast = v.getDefiningOp<linalg::BroadcastOp>()) {
-    if (broadcast.getDimensions() == ArrayRef<int64_t>{0})
-      return broadcast.getInput();
-    return {};
-  }
-  auto generic = v.getDefiningOp<linalg::GenericOp>();
-  if (!generic || generic.getNumDpsInputs() != 1 ||
-      generic.getNumParallelLoops() != 2 || generic.getNumLoops() != 2)
-    return {};
-  MLIRContext *ctx = v.getContext();
-  AffineMap classes = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
-  if (generic.getIndexingMapsArray()[0] != classes)
-    return {};
-  Block &body = generic.getRegion().front();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  Value yielded = yield.getValues()[0];
-  if (auto ext = yielded.getDefiningOp<arith::ExtFOp>())
-    yielded = ext.getIn();
-  if (yielded != body.getArgument(0) || body.getOperations().size() > 2)
-    return {};
-  return generic.getDpsInputOperand(0)->get();
-}
-
-/// True when `v` is a zero-filled tensor.
-static bool isZeroFill(Value v) {
-  auto fill = v.getDefiningOp<linalg::FillOp>();
-  return fill && matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
-}
-
-/// Matches `hidden · weightᵀ`, accumulated into zero or into the broadcast
-/// bias.
-static FailureOr<Projection> matchContraction(Value v, std::string &reason) {
-  auto linalgOp = v.getDefiningOp<linalg::LinalgOp>();
-  if (!linalgOp || !linalg::isaContractionOpInterface(linalgOp) ||
-      linalgOp.getNumLoops() != 3 || linalgOp.getNumDpsInputs() != 2 ||
-      linalgOp.getNumParallelLoops() != 2) {
-    reason = "the logits are not a matrix product";
+FailureOr<Projection>
+recognize::projection::matchProjection(Value logits, std::string &reason,
+                                       bool &nearMiss) {
+  nearMiss = false;
+  Value x = peelRowReshapes(logits);
+  Value bias;
+  bool isAdd = false;
+  if (std::optional<BiasAdd> add = matchBiasAdd(x, isAdd)) {
+    bias = add->bias;
+    x = peelRowReshapes(add->other);
+  } else if (isAdd) {
+    nearMiss =
+        succeeded(matchProduct(
+            peelRowReshapes(x.getDefiningOp()->getOperand(0)), reason)) ||
+        succeeded(matchProduct(
+            peelRowReshapes(x.getDefiningOp()->getOperand(1)), reason));
+    reason = "the logits add a tensor that is not a [V] bias broadcast over "
+             "the rows";
     return failure();
   }
-  MLIRContext *ctx = v.getContext();
-  SmallVector<AffineMap> maps = linalgOp.getIndexingMapsArray();
-  if (maps[2] != getMap(ctx, 0, 1) || maps[0] != getMap(ctx, 0, 2)) {
-    reason = "the product does not contract the hidden features of each row";
+  FailureOr<Product> product = matchProduct(x, reason);
+  if (failed(product)) {
+    nearMiss = bias || reason != kNotAProduct;
+    reason = "the logits are not a projection: " + reason;
     return failure();
   }
-  Projection p;
-  p.hidden = linalgOp.getDpsInputOperand(0)->get();
-  Value rhs = linalgOp.getDpsInputOperand(1)->get();
-  if (maps[1] == getMap(ctx, 1, 2)) {
-    p.weight = rhs;
-  } else if (auto transpose = rhs.getDefiningOp<linalg::TransposeOp>();
-             maps[1] == getMap(ctx, 2, 1) && transpose &&
-             transpose.getPermutation() == ArrayRef<int64_t>{1, 0}) {
-    p.weight = transpose.getInput();
-  } else {
-    reason = "the product does not read the weight as [V, H]";
-    return failure();
-  }
-  Value init = linalgOp.getDpsInitOperand(0)->get();
-  if (!isZeroFill(init)) {
-    p.bias = matchRowBroadcast(init);
-    if (!p.bias) {
+  nearMiss = true;
+  if (product->init && !isZeroFill(product->init)) {
+    Value initBias = matchRowBroadcast(product->init);
+    if (!initBias) {
       reason = "the product accumulates into neither zero nor a bias";
       return failure();
     }
+    if (bias) {
+      reason = "the projection adds two biases";
+      return failure();
+    }
+    bias = initBias;
   }
+  // The rows: the hidden states, with the logits' leading shape.
+  auto logitsType = cast<RankedTensorType>(logits.getType());
+  SmallVector<MatrixRef> rows = peelMatrix(product->lhs);
+  if (rows.back().transposed) {
+    reason = "the product contracts the rows, not the hidden features of "
+             "each row";
+    return failure();
+  }
+  Projection p;
+  p.rows = rows.back().value;
+  for (const MatrixRef &m : rows) {
+    auto type = cast<RankedTensorType>(m.value.getType());
+    if (!m.transposed && type.getRank() == logitsType.getRank() &&
+        type.getShape().drop_back() == logitsType.getShape().drop_back()) {
+      p.hidden = m.value;
+      break;
+    }
+  }
+  if (!p.hidden) {
+    reason = "no hidden tensor shaped like the logits' rows";
+    return failure();
+  }
+  // The weight: read as [H, V], the transpose of a [V, H] tensor.
+  MatrixRef weight = peelMatrix(product->rhs).back();
+  if (!weight.transposed) {
+    reason = "the product reads a [H, V] weight that is not the transpose "
+             "of a [V, H] one";
+    return failure();
+  }
+  if (cast<RankedTensorType>(weight.value.getType()).getRank() != 2) {
+    reason = "the weight is not a matrix";
+    return failure();
+  }
+  p.weight = weight.value;
+  p.bias = bias;
   return p;
 }
 
-/// Matches the projection, with a bias added after the product when there
-/// is none in its accumulator.
-static FailureOr<Projection> matchProjection(Value v, std::string &reason) {
-  auto add = v.getDefiningOp<linalg::LinalgOp>();
-  if (add && add.getNumDpsInputs() == 2 && !isa<linalg::MatmulOp>(add) &&
-      !linalg::isaContractionOpInterface(add)) {
-    bool isAdd = isa<linalg::AddOp>(add);
-    if (auto generic = dyn_cast<linalg::GenericOp>(add.getOperation())) {
-      Block &body = generic.getRegion().front();
-      auto sum = dyn_cast<arith::AddFOp>(body.front());
-      isAdd = body.getOperations().size() == 2 && sum &&
-              cast<linalg::YieldOp>(body.getTerminator()).getValues()[0] ==
-                  sum.getResult() &&
-              llvm::is_contained(ArrayRef<Value>{sum.getLhs(), sum.getRhs()},
-                                 body.getArgument(0)) &&
-              llvm::is_contained(ArrayRef<Value>{sum.getLhs(), sum.getRhs()},
-                                 body.getArgument(1));
-    }
-    if (isAdd) {
-      for (unsigned i = 0; i < 2; ++i) {
-        Value bias = matchRowBroadcast(add.getDpsInputOperand(1 - i)->get());
-        if (!bias)
-          continue;
-        FailureOr<Projection> p =
-            matchContraction(add.getDpsInputOperand(i)->get(), reason);
-        if (failed(p))
-          return failure();
-        if (p->bias) {
-          reason = "the projection adds two biases";
-          return failure();
-        }
-        p->bias = bias;
-        return p;
-      }
-    }
-  }
-  return matchContraction(v, reason);
-}
-
-/// The projection that computes `ce`'s logits, with `hidden` of `[B, T, H]`
-/// when the logits are the expanded product of the collapsed rows.
-static FailureOr<Projection> matchLogits(CrossEntropyOp ce,
-                                         std::string &reason) {
-  Value logits = ce.getLogits();
-  if (!logits.hasOneUse()) {
-    reason = "the logits have other users";
-    return failure();
-  }
-  int64_t rank = ce.getLogits().getType().getRank();
-  if (ce.hasProbabilityTargets() || ce.getClassAxis() != rank - 1 ||
-      (rank != 2 && rank != 3)) {
-    reason = "not class-index targets with the classes last";
-    return failure();
-  }
-  if (rank == 2)
-    return matchProjection(logits, reason);
-  auto expand = logits.getDefiningOp<tensor::ExpandShapeOp>();
-  SmallVector<ReassociationIndices> rowsOf3d = {{0, 1}, {2}};
-  if (!expand || expand.getReassociationIndices() != rowsOf3d) {
-    reason = "the [B, T, V] logits are not expanded rows";
-    return failure();
-  }
-  FailureOr<Projection> p = matchProjection(expand.getSrc(), reason);
-  if (failed(p))
-    return failure();
-  auto collapse = p->hidden.getDefiningOp<tensor::CollapseShapeOp>();
-  if (!collapse || collapse.getReassociationIndices() != rowsOf3d) {
-    reason = "the [B, T, V] logits project rows that are not collapsed";
-    return failure();
-  }
-  p->hidden = collapse.getSrc();
-  return p;
-}
-
-/// The ops between `leaves` and `root`, in program order, or failure when
-/// the computation reads another block argument or has side effects.
-static FailureOr<SmallVector<Operation *>>
-collectProjectionSlice(Value root, ArrayRef<Value> leaves) {
+FailureOr<SmallVector<Operation *>>
+recognize::projection::collectSlice(ArrayRef<Value> roots,
+                                    ArrayRef<Value> leaves) {
   DenseSet<Value> stop(leaves.begin(), leaves.end());
   SetVector<Operation *> ops;
-  SmallVector<Value> worklist = {root};
+  SmallVector<Value> worklist(roots.begin(), roots.end());
   while (!worklist.empty()) {
     Value v = worklist.pop_back_val();
     if (stop.contains(v))
@@ -219,7 +135,7 @@ collectProjectionSlice(Value root, ArrayRef<Value> leaves) {
     llvm::append_range(worklist, captured);
   }
   SmallVector<Operation *> order = ops.takeVector();
-  Block *block = root.getDefiningOp()->getBlock();
+  Block *block = roots.front().getDefiningOp()->getBlock();
   if (!llvm::all_of(order,
                     [&](Operation *op) { return op->getBlock() == block; }))
     return failure();
@@ -228,72 +144,190 @@ collectProjectionSlice(Value root, ArrayRef<Value> leaves) {
   return order;
 }
 
-/// Replaces `ce` and its projection by one xent.linear_cross_entropy.
-static LogicalResult raiseProjection(RewriterBase &rewriter, CrossEntropyOp ce,
-                                     const Projection &p) {
-  SmallVector<Value> operands = {p.hidden, p.weight};
+/// Where `op` can stand: before the first user of a root, after every
+/// operand; null when there is no such place.
+static Operation *findInsertionPoint(Operation *op, ArrayRef<Operation *> slice,
+                                     ArrayRef<Value> roots) {
+  Block *block = slice.front()->getBlock();
+  DenseSet<Operation *> inSlice(slice.begin(), slice.end());
+  Operation *first = nullptr;
+  for (Value root : roots) {
+    for (Operation *user : root.getUsers()) {
+      Operation *ancestor = block->findAncestorOpInBlock(*user);
+      if (!ancestor || inSlice.contains(ancestor))
+        return nullptr;
+      if (!first || ancestor->isBeforeInBlock(first))
+        first = ancestor;
+    }
+  }
+  if (!first)
+    first = slice.back()->getNextNode();
+  // Every operand is read by an op of the slice, so one defined elsewhere
+  // dominates the block.
+  for (Value operand : op->getOperands()) {
+    Operation *def = operand.getDefiningOp();
+    if (def && def->getBlock() == block && !def->isBeforeInBlock(first))
+      return nullptr;
+  }
+  return first;
+}
+
+LogicalResult recognize::projection::finishRaise(RewriterBase &rewriter,
+                                                 Operation *op,
+                                                 ArrayRef<Operation *> slice,
+                                                 ArrayRef<Value> roots) {
+  Operation *point = findInsertionPoint(op, slice, roots);
+  if (!point) {
+    rewriter.eraseOp(op);
+    return failure();
+  }
+  rewriter.moveOpBefore(op, point);
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    SmallVector<Type> types(op->getOperandTypes());
+    SmallVector<Location> locs(types.size(), op->getLoc());
+    Block *block = rewriter.createBlock(&op->getRegion(0), {}, types, locs);
+    IRMapping mapping;
+    mapping.map(op->getOperands(), block->getArguments());
+    for (Operation *inner : slice)
+      rewriter.clone(*inner, mapping);
+    SmallVector<Value> yielded;
+    for (Value root : roots)
+      yielded.push_back(mapping.lookup(root));
+    YieldOp::create(rewriter, op->getLoc(), yielded);
+  }
+  // The matchers check the shapes; an op that would not verify (a bias of
+  // another element type...) is not raised.
+  ScopedDiagnosticHandler quiet(op->getContext(),
+                                [](Diagnostic &) { return success(); });
+  if (failed(verify(op))) {
+    rewriter.eraseOp(op);
+    return failure();
+  }
+  for (auto [root, result] : llvm::zip_equal(roots, op->getResults()))
+    rewriter.replaceAllUsesWith(root, result);
+  for (Operation *dead : llvm::reverse(slice))
+    if (dead->use_empty())
+      rewriter.eraseOp(dead);
+  return success();
+}
+
+bool recognize::projection::isLinearizable(CrossEntropyOpInterface op,
+                                           std::string &reason) {
+  CrossEntropyConfig config = CrossEntropyConfig::get(op);
+  int64_t rank = config.logitsType.getRank();
+  if (op.getLse() || op.getArgmax() || op.getAccuracy()) {
+    reason = "the loss op returns per-row outputs";
+    return false;
+  }
+  if (config.probabilityTargets || rank < 2 || config.axis != rank - 1) {
+    reason = "not class-index targets with the classes last";
+    return false;
+  }
+  return true;
+}
+
+LogicalResult recognize::projection::raiseForward(RewriterBase &rewriter,
+                                                  CrossEntropyOp ce,
+                                                  const Projection &p) {
+  SmallVector<Value> leaves = {p.hidden, p.weight};
   if (p.bias)
-    operands.push_back(p.bias);
-  operands.push_back(ce.getTarget());
+    leaves.push_back(p.bias);
+  leaves.push_back(ce.getTarget());
   if (ce.getWeight())
-    operands.push_back(ce.getWeight());
-  FailureOr<SmallVector<Operation *>> slice =
-      collectProjectionSlice(ce.getLogits(), operands);
+    leaves.push_back(ce.getWeight());
+  llvm::append_range(leaves, ce.getLossScalars().getValues());
+  SmallVector<Value> roots = {ce.getLoss()};
+  if (ce.getZLoss())
+    roots.push_back(ce.getZLoss());
+  FailureOr<SmallVector<Operation *>> slice = collectSlice(roots, leaves);
   if (failed(slice))
     return failure();
-
   rewriter.setInsertionPoint(ce);
-  Location loc = ce.getLoc();
   auto linear = LinearCrossEntropyOp::create(
-      rewriter, loc, ce.getLoss().getType(),
+      rewriter, ce.getLoc(), ce.getLoss().getType(),
       ce.getZLoss() ? ce.getZLoss().getType() : Type(), p.hidden, p.weight,
       p.bias, ce.getTarget(), ce.getWeight(), ce.getReductionAttr(),
       ce.getIgnoreIndexAttr(), ce.getLabelSmoothingAttr(),
       ce.getZLossScaleAttr(), ce.getSoftcapAttr(), ce.getLossScalars());
-  // The region: the projection's ops and the loss op, on the block's
-  // arguments.
-  {
-    OpBuilder::InsertionGuard guard(rewriter);
-    SmallVector<Type> types(linear->getOperandTypes());
-    SmallVector<Location> locs(types.size(), loc);
-    Block *block =
-        rewriter.createBlock(&linear.getDecomposition(), {}, types, locs);
-    IRMapping mapping;
-    mapping.map(linear->getOperands(), block->getArguments());
-    for (Operation *op : *slice)
-      rewriter.clone(*op, mapping);
-    Operation *loss = rewriter.clone(*ce, mapping);
-    YieldOp::create(rewriter, loc, loss->getResults());
-  }
-  // The matchers check the types; an op that would not verify (a bias of
-  // another element type...) is not raised.
-  ScopedDiagnosticHandler quiet(ce.getContext(),
-                                [](Diagnostic &) { return success(); });
-  if (failed(verify(linear))) {
-    rewriter.eraseOp(linear);
-    return failure();
-  }
-  rewriter.replaceOp(ce, linear->getResults());
-  for (Operation *op : llvm::reverse(*slice))
-    if (op->use_empty())
-      rewriter.eraseOp(op);
-  return success();
+  return finishRaise(rewriter, linear, *slice, roots);
 }
 
-void mlir::xent::recognize::raiseProjections(Operation *root) {
-  SmallVector<CrossEntropyOp> losses;
+/// Raises the loss ops reading `logits`, when they are one op or a loss
+/// and its gradient, with the projection computing `logits`. With
+/// `reportFailures`, a projection that is not raised gets a remark.
+static void raiseLossesOf(RewriterBase &rewriter, Value logits,
+                          bool reportFailures) {
+  CrossEntropyOp forward;
+  CrossEntropyOpInterface grad;
+  Operation *loss = nullptr;
+  std::string reason, blocked;
+  for (Operation *user : logits.getUsers()) {
+    auto op = dyn_cast<CrossEntropyOpInterface>(user);
+    if (!op || op.getLogits() != logits) {
+      blocked = "the logits have other users";
+      continue;
+    }
+    loss = user;
+    if (!isLinearizable(op, blocked))
+      continue;
+    if (auto ce = dyn_cast<CrossEntropyOp>(user)) {
+      if (forward)
+        blocked = "the logits feed two losses";
+      forward = ce;
+    } else {
+      if (grad)
+        blocked = "the logits feed two gradients";
+      grad = op;
+    }
+  }
+  bool nearMiss = false;
+  FailureOr<Projection> p = matchProjection(logits, reason, nearMiss);
+  if (!blocked.empty()) {
+    if (reportFailures && loss && succeeded(p))
+      loss->emitRemark() << "not raised to a linear cross-entropy: " << blocked;
+    return;
+  }
+  loss = grad ? grad.getOperation() : forward.getOperation();
+  if (succeeded(p)) {
+    // The pair must be one loss: the same operands and attributes.
+    if (forward && grad &&
+        (!isa<CrossEntropyGradOp>(grad) ||
+         forward.getTarget() != grad.getTarget() ||
+         forward.getWeight() != grad.getWeight() ||
+         !(forward.getLossScalars() == grad.getLossScalars()) ||
+         !(CrossEntropyConfig::get(forward) ==
+           CrossEntropyConfig::get(grad)))) {
+      if (reportFailures)
+        loss->emitRemark() << "not raised to a linear cross-entropy: the "
+                              "loss and the gradient differ";
+      return;
+    }
+    if (grad && succeeded(raiseGradient(rewriter, grad, forward, *p, reason)))
+      return;
+    if (!grad && succeeded(raiseForward(rewriter, forward, *p)))
+      return;
+    nearMiss = grad;
+    if (!grad)
+      reason = "the projection and the loss cannot be one op";
+  }
+  if (reportFailures && nearMiss)
+    loss->emitRemark() << "not raised to a linear cross-entropy: " << reason;
+}
+
+void mlir::xent::recognize::raiseProjections(Operation *root,
+                                             bool reportFailures) {
+  llvm::SetVector<Value> logits;
   root->walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (isa<LinearCrossEntropyOpInterface>(op))
       return WalkResult::skip();
-    if (auto ce = dyn_cast<CrossEntropyOp>(op))
-      losses.push_back(ce);
+    if (auto ce = dyn_cast<CrossEntropyOpInterface>(op)) {
+      logits.insert(ce.getLogits());
+      return WalkResult::skip();
+    }
     return WalkResult::advance();
   });
   IRRewriter rewriter(root->getContext());
-  for (CrossEntropyOp ce : losses) {
-    std::string reason;
-    FailureOr<Projection> p = matchLogits(ce, reason);
-    if (succeeded(p))
-      (void)raiseProjection(rewriter, ce, *p);
-  }
+  for (Value v : logits)
+    raiseLossesOf(rewriter, v, reportFailures);
 }

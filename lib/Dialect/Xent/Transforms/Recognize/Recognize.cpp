@@ -477,5 +477,5 @@ void mlir::xent::recognizeCrossEntropy(Operation *root, bool reportFailures,
       diag.attachNote() << "seen as " << expr;
     }
   }
-  raiseProjections(root);
+  raiseProjections(root, reportFailures);
 }

@@ -6,6 +6,8 @@
 
 #include "View.h"
 
+#include "Projection.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -267,6 +269,17 @@ View ViewAnalysis::analyzeResult(OpResult result) {
   Attribute constant;
   if (op->getNumResults() == 1 && matchPattern(value, m_Constant(&constant)))
     return analyzeConstant(value, constant);
+
+  // The output projection of a model is an atom of every chain: its value
+  // (after any reshape) is the raised op's logits operand, and
+  // Projection.cpp raises the projection and the op together afterwards.
+  if (auto type = dyn_cast<RankedTensorType>(value.getType());
+      type && type.getRank() >= 2 && isa<FloatType>(type.getElementType())) {
+    std::string reason;
+    bool nearMiss = false;
+    if (succeeded(projection::matchProjection(value, reason, nearMiss)))
+      return leaf(value);
+  }
 
   if (std::optional<View> view = visitLinalg(result))
     return *view;
