@@ -515,6 +515,17 @@ SmallVector<Value> LinearEmitter::emit() {
                 .getMemref();
     scratch.push_back(stats);
   }
+  // The loss's scalars as the kernels take them: constants of the op's
+  // attributes (getKernelUnsupportedReason refuses run-time scalar operands
+  // on this path); null for a feature the kernels do not compute.
+  const CrossEntropyConfig &cfg = spec.config;
+  Value ignoreIndex =
+      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(cfg.ignoreIndex));
+  Value labelSmoothing =
+      cfg.hasLabelSmoothing() ? f32Constant(cfg.labelSmoothing) : Value();
+  Value zLossScale = cfg.hasZLoss() ? f32Constant(cfg.zLossScale) : Value();
+  Value softcap =
+      cfg.hasSoftcap() ? f32Constant(cfg.softcap.value_or(0.0f)) : Value();
   if (spec.needsStats() || reducedLoss) {
     gpu::GPUFuncOp prologue =
         buildKernel("xent_prologue", [&](OpBuilder &kb, StringRef name) {
@@ -526,6 +537,8 @@ SmallVector<Value> LinearEmitter::emit() {
     pro.stats = stats;
     pro.loss = reducedLoss ? lossAcc : Value();
     pro.zLoss = reducedLoss ? zLossAcc : Value();
+    if (spec.needsStats())
+      pro.ignoreIndex = ignoreIndex;
     launch(prologue, one, pro.list(), geometry.threads);
   }
   gpu::GPUFuncOp rowKernel = buildKernel(
@@ -562,6 +575,10 @@ SmallVector<Value> LinearEmitter::emit() {
     row.loss = perRow && loss ? slice(loss, {i}, {r}) : lossAcc;
     row.zLoss = perRow && zLoss ? slice(zLoss, {i}, {r}) : zLossAcc;
     row.dlogits = grad ? logits : Value();
+    row.ignoreIndex = ignoreIndex;
+    row.labelSmoothing = labelSmoothing;
+    row.zLossScale = zLossScale;
+    row.softcap = softcap;
     launch(rowKernel, r, row.list(), geometry.threads);
 
     if (grad) {

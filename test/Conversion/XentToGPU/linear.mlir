@@ -60,7 +60,7 @@
 // logits = h · weightᵀ + bias
 // CHECK:           func.call @xentGemmBias_bf16_f32(%[[HC]], %[[W]], %[[BIAS]], %[[X]], %[[NOT]], %[[TRANS]], %[[ONE]], %[[ZERO]])
 // Loss and dlogits in place: x and dlogits are the chunk's logits.
-// CHECK:           gpu.launch_func  @xent_kernels::@xent_loss_grad_0 blocks in ({{.*}}) threads in (%c512, {{.*}}) args(%[[X]] : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[TC]] : {{.*}}, %[[STATS]] : memref<2xf32>, %[[G]] : {{.*}}, %[[L]] : {{.*}}, %[[X]] : memref<?x?xf32, strided<[?, ?], offset: ?>>)
+// CHECK:           gpu.launch_func  @xent_kernels::@xent_loss_grad_0 blocks in ({{.*}}) threads in (%c512, {{.*}}) args(%[[X]] : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[TC]] : {{.*}}, %[[STATS]] : memref<2xf32>, %[[G]] : {{.*}}, %[[L]] : {{.*}}, %[[X]] : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[II:.*]] : i64)
 // CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %[[I]], %c0
 // CHECK:           %[[BETA:.*]] = arith.select %[[FIRST]], %[[ZERO]], %[[ONE]] : f32
 // dlogits rounded to bf16 for the tensor-core GEMMs.
