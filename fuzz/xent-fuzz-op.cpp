@@ -774,6 +774,15 @@ std::string moduleText(const OpDesc &op) {
     // "name"(operands) <{properties}> (regions) {attributes} : type
     s += std::string("\"") + opName + "\"(" + operandList + ")";
     std::string attrs = attributeList(op, /*withReduction=*/true);
+    // The ops' operand groups (AttrSizedOperandSegments): grad_output,
+    // logits, target, weight, then the four run-time scalars, which the
+    // fuzzer never gives. Surplus operands fit no group.
+    std::string segments = "operandSegmentSizes = array<i32: ";
+    if (op.hasGradOutput())
+      segments += op.gradOutput ? "1, " : "0, ";
+    segments += std::string("1, ") + (op.dropTarget ? "0, " : "1, ") +
+                (op.weight ? "1" : "0") + ", 0, 0, 0, 0>";
+    attrs += (attrs.empty() ? "" : ", ") + segments;
     std::string discardable = op.discardableAttr ? "xent_fuzz.tag = 7 : i64" : "";
     if (op.propertiesSyntax)
       s += " <{" + attrs + "}>";
