@@ -774,6 +774,20 @@ std::string moduleText(const OpDesc &op) {
     // "name"(operands) <{properties}> (regions) {attributes} : type
     s += std::string("\"") + opName + "\"(" + operandList + ")";
     std::string attrs = attributeList(op, /*withReduction=*/true);
+    // The ops' operand groups (AttrSizedOperandSegments): grad_output,
+    // logits, target, weight, then the four run-time scalars, which the
+    // fuzzer never gives. The operands fill them by position, as the
+    // generic form did before the groups existed: one for each required
+    // group while they last, the rest (0, 1 or a surplus) to `weight`.
+    size_t remaining = operands.size();
+    std::string segments = "operandSegmentSizes = array<i32: ";
+    for (int g = 0, e = op.hasGradOutput() ? 3 : 2; g < e; ++g) {
+      size_t n = remaining ? 1 : 0;
+      remaining -= n;
+      segments += std::to_string(n) + ", ";
+    }
+    segments += std::to_string(remaining) + ", 0, 0, 0, 0>";
+    attrs += (attrs.empty() ? "" : ", ") + segments;
     std::string discardable = op.discardableAttr ? "xent_fuzz.tag = 7 : i64" : "";
     if (op.propertiesSyntax)
       s += " <{" + attrs + "}>";
