@@ -123,17 +123,16 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
     for node in list(gm.graph.nodes):
         if node.op != "call_function":
             continue
+        params = {F.cross_entropy: _CE_PARAMS, F.nll_loss: _NLL_PARAMS}.get(node.target)
+        if params is None:
+            continue
+        bound = _bind(node, params)
+        if bound is None:
+            _REPORT.append((node.name, "legacy or unknown arguments"))
+            continue
         if node.target is F.cross_entropy:
-            bound = _bind(node, _CE_PARAMS)
-            if bound is None:
-                _REPORT.append((node.name, "legacy or unknown arguments"))
-                continue
             logits = bound["input"]
-        elif node.target is F.nll_loss:
-            bound = _bind(node, _NLL_PARAMS)
-            if bound is None:
-                _REPORT.append((node.name, "legacy or unknown arguments"))
-                continue
+        else:
             logp = bound["input"]
             if not _is_log_softmax(logp):
                 _REPORT.append((node.name, "nll_loss of something that is not a log_softmax"))
@@ -141,9 +140,9 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
             if len(logp.users) != 1:
                 _REPORT.append((node.name, "the log_softmax has other users"))
                 continue
-            params = (("input", "dim", "_stacklevel", "dtype") if logp.target is F.log_softmax
-                      else ("input", "dim", "dtype"))
-            ls_args = dict(zip(params, logp.args))
+            ls_params = (("input", "dim", "_stacklevel", "dtype")
+                         if logp.target is F.log_softmax else ("input", "dim", "dtype"))
+            ls_args = dict(zip(ls_params, logp.args))
             ls_args.update(logp.kwargs)
             if ls_args.get("dtype") is not None:
                 _REPORT.append((node.name, "log_softmax with a dtype"))
@@ -153,8 +152,6 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
             if not isinstance(x, torch.Tensor) or not _class_axis_matches(x, ls_args.get("dim")):
                 _REPORT.append((node.name, "log_softmax over another axis"))
                 continue
-        else:
-            continue
         x, t = _value(logits), _value(bound["target"])
         why = _check_operands(x, t, bound.get("weight"))
         if why is None and not isinstance(bound.get("ignore_index", -100), int):

@@ -68,6 +68,22 @@ static bool isMatrixPermutation(ArrayRef<T> perm, RankedTensorType type) {
   return perm[rank - 2] == rank - 1 && perm[rank - 1] == rank - 2;
 }
 
+/// `op` when it is a `linalg.generic` of one input whose loops are all
+/// parallel and whose body only yields that input (a copy, read through its
+/// indexing map), else null.
+static linalg::GenericOp getCopyGeneric(Operation *op) {
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumParallelLoops() != generic.getNumLoops())
+    return {};
+  Block &body = generic.getRegion().front();
+  if (body.getOperations().size() != 1 ||
+      cast<linalg::YieldOp>(body.getTerminator()).getValues()[0] !=
+          body.getArgument(0))
+    return {};
+  return generic;
+}
+
 Value recognize::projection::getMatrixTransposeSource(Operation *op) {
   if (auto transpose = dyn_cast_or_null<linalg::TransposeOp>(op)) {
     Value in = transpose.getInput();
@@ -82,15 +98,8 @@ Value recognize::projection::getMatrixTransposeSource(Operation *op) {
                                                                    : Value();
   }
   // A generic that yields its input read through a transposed map.
-  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
-  if (!generic || generic.getNumDpsInputs() != 1 ||
-      generic.getNumDpsInits() != 1 ||
-      generic.getNumParallelLoops() != generic.getNumLoops())
-    return {};
-  Block &body = generic.getRegion().front();
-  if (body.getOperations().size() != 1 ||
-      cast<linalg::YieldOp>(body.getTerminator()).getValues()[0] !=
-          body.getArgument(0))
+  auto generic = getCopyGeneric(op);
+  if (!generic || generic.getNumDpsInits() != 1)
     return {};
   SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
   Value in = generic.getDpsInputOperand(0)->get();
@@ -180,15 +189,8 @@ static Value matchBatchBroadcast(Value v) {
     return broadcast.getDimensions() == ArrayRef<int64_t>{0}
                ? broadcast.getInput()
                : Value();
-  auto generic = v.getDefiningOp<linalg::GenericOp>();
-  if (!generic || generic.getNumDpsInputs() != 1 ||
-      generic.getNumLoops() != 3 ||
-      generic.getNumParallelLoops() != generic.getNumLoops())
-    return {};
-  Block &body = generic.getRegion().front();
-  if (body.getOperations().size() != 1 ||
-      cast<linalg::YieldOp>(body.getTerminator()).getValues()[0] !=
-          body.getArgument(0))
+  auto generic = getCopyGeneric(v.getDefiningOp());
+  if (!generic || generic.getNumLoops() != 3)
     return {};
   SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
   if (maps[0] != getMap(v.getContext(), 3, {1, 2}) || !maps[1].isIdentity())
