@@ -14,6 +14,8 @@
 #    shared-memory reduction, memcheck on a PyTorch program through xent.runtime.gpu,
 #    memcheck and racecheck on the drop-in (sanitizer_dropin.py) and on the
 #    linear cross-entropy GPU path (sanitizer_linear.py).
+# XENT_GPU_STEPS picks the groups to run (default "runner pytest sanitizer");
+# XENT_STEP_TIMEOUT bounds each step (default 240 s).
 # Prints a summary line per step; exit status 1 if one failed.
 set -uo pipefail
 
@@ -33,10 +35,12 @@ fi
 SANITIZER="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"
 declare -a SUMMARY
 status=0
-step() {  # step NAME COMMAND...: runs (at most 240 s), logs, records PASS/FAIL
+STEPS=" ${XENT_GPU_STEPS:-runner pytest sanitizer} "
+want() { [[ "$STEPS" == *" $1 "* ]]; }
+step() {  # step NAME COMMAND...: runs (at most XENT_STEP_TIMEOUT s), logs, records PASS/FAIL
   local name="$1"; shift
   local start=$SECONDS
-  timeout 240 "$@" >"$LOGS/$name.log" 2>&1
+  timeout "${XENT_STEP_TIMEOUT:-240}" "$@" >"$LOGS/$name.log" 2>&1
   local rc=$?
   local verdict=PASS; [[ $rc -eq 0 ]] || { verdict="FAIL(rc=$rc)"; status=1; }
   SUMMARY+=("$(printf '%-28s %-12s %4ss' "$name" "$verdict" $((SECONDS - start)))")
@@ -46,15 +50,17 @@ step() {  # step NAME COMMAND...: runs (at most 240 s), logs, records PASS/FAIL
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
 
-for t in "vector-add vadd" "shared-memory rowsum" "host-ops hostops"; do
+want runner && for t in "vector-add vadd" "shared-memory rowsum" "host-ops hostops"; do
   set -- $t
   step "runner-$2" "$BUNDLE/runner" "$BUNDLE/$1.so" "$2"
 done
 
-step pytest python3 -m pytest -s -q -p no:cacheprovider -o addopts="" \
+want pytest && step pytest python3 -m pytest -s -q -p no:cacheprovider -o addopts="" \
   --rootdir "$ROOT/python/tests_gpu" "$ROOT/python/tests_gpu"
 
-if [[ -n "$SANITIZER" ]]; then
+if ! want sanitizer; then
+  :
+elif [[ -n "$SANITIZER" ]]; then
   for t in "vector-add vadd" "shared-memory rowsum" "host-ops hostops"; do
     set -- $t
     step "memcheck-$2" "$SANITIZER" --tool memcheck --error-exitcode 9 --leak-check full \
