@@ -220,7 +220,7 @@ def test_one_library_serves_every_value(nat):
     x, t = _inputs(torch.float32)
     libraries = set()
     for eps, ii in ((0.05, -100), (0.1, 3), (0.3, -100)):
-        t2 = t.clone()
+        t2 = t.clamp(min=0)  # no -100 where another value is ignored
         t2[::5] = ii
         x.grad = None
         loss = xt.cross_entropy(x, t2, ignore_index=ii, label_smoothing=eps)

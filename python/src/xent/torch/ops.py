@@ -203,15 +203,16 @@ _PLANS: Dict[tuple, tuple] = {}
 
 def _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
                softcap, with_grad, rows=_NO_ROWS):
+    # On the native path the values are run-time arguments of a library
+    # compiled once per feature set (kernels.runtime_scalar_configs); the
+    # ctypes path passes tensors only, so its libraries bake them in. Which
+    # path is part of the key: a plan of one is no plan of the other.
+    runtime = native() is not None and _RUNTIME_SCALARS
     key = (logits.shape, logits.dtype, target.shape, target.dtype,
            None if weight is None else weight.shape, reduction, ignore_index, label_smoothing,
-           z_loss_scale, softcap, with_grad, rows)
+           z_loss_scale, softcap, with_grad, rows, runtime)
     plan = _PLANS.get(key)
     if plan is None:
-        # On the native path the values are run-time arguments of a library
-        # compiled once per feature set (kernels.runtime_scalar_configs);
-        # the ctypes path passes tensors only, so its libraries bake them in.
-        runtime = native() is not None and _RUNTIME_SCALARS
         config = config_for(logits, target, weight, reduction, ignore_index, label_smoothing,
                             z_loss_scale, softcap, with_grad, rows, runtime)
         lib = _library(config)
