@@ -169,10 +169,16 @@ void KernelEmitter::emitGradientPass() {
         });
   };
 
+  // The row's reads of the statistics walk (and x_t, emitRowBody) end at
+  // the block reduction's barrier, which a single warp does not have: in
+  // place, no lane may write before every lane has read.
+  if (geometry.warps() == 1 && !resident)
+    gpu::BarrierOp::create(b);
   auto emitKeptRow = [&]() {
-    // The target's logit is read before the row is written: dlogits may be
-    // the logits' own buffer.
-    Value xt = probs ? Value() : loadLogit(targetIndex);
+    // x_t as read before any thread wrote the row (dlogits may be the
+    // logits' own buffer).
+    Value xt = probs ? Value()
+                     : (targetLogit ? targetLogit : loadLogit(targetIndex));
     emitRowWrite(/*readLogits=*/true,
                  [&](Value c, Value xc) { return emitGradientElement(c, xc); });
     if (probs)

@@ -117,6 +117,14 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
 
 void KernelEmitter::emitRowBody() {
   bool probs = config.probabilityTargets;
+  // On the two-pass walk dlogits may be the logits' own buffer (in place):
+  // the target's logit, which the loss and the gradient's target element
+  // need after other threads have begun writing the row, is read first. (In
+  // place takes the two-pass kernel; the resident path reads it where it is
+  // used, keeping the register for the staged slice.)
+  targetLogit = Value();
+  if (!probs && !resident && (spec.lossType || spec.withGrad))
+    targetLogit = loadLogit(targetIndex);
   emitRowStatistics();
   // Thread 0 (of block 0 of the cluster) writes the row's results.
   Value isThread0 =
@@ -138,7 +146,7 @@ void KernelEmitter::emitRowBody() {
       // -Σ f_c (x_c - lse) = Σ f (m - x) + Σf · log Σ
       rowLoss = add(rowGap, mul(rowMass, logSumExp));
     } else {
-      Value xt = loadLogit(targetIndex);
+      Value xt = targetLogit ? targetLogit : loadLogit(targetIndex);
       Value wt = loadWeight(targetIndex);
       Value nll = add(sub(rowMax, xt), logSumExp);
       rowLoss = mul(mul(smoothing ? keepShare : cstF(1.0), wt), nll);

@@ -311,6 +311,9 @@ private:
   Value rowMax, rowSumExp, rowMass, rowGap, logSumExp, lse;
   // The index (i32) of the row's max, when the spec needs it.
   Value rowArgmax;
+  /// x_t of a class-index row, read before the row statistics' last barrier
+  /// (so before any thread writes dlogits, which may be the logits' buffer).
+  Value targetLogit;
   // Class-index target of the row (the i64 value, whether it is kept and in
   // range, and a safe index).
   Value targetValue, kept, valid, targetIndex;
