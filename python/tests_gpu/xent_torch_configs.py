@@ -93,13 +93,17 @@ def bench_attributes():
 
 def native():
     """What test_native.py calls (bf16 unless stated): mean, sum, none,
-    label smoothing, z-loss, class weights; f32 mean and rank-3 none."""
+    label smoothing, z-loss, class weights; f32 mean and rank-3 none; per
+    element with weights and smoothing, and f16 with smoothing."""
     base = dict(dtype="bf16", target="i64", rank=2, weighted=False, reduction="mean",
                 ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0, softcap=None,
                 with_grad=True)
     variants = [{}, {"reduction": "sum"}, {"reduction": "none"}, {"label_smoothing": 0.1},
                 {"z_loss_scale": 1e-4}, {"weighted": True}, {"reduction": "sum", "with_grad": False},
-                {"dtype": "f32"}, {"dtype": "f32", "rank": 3, "reduction": "none"}]
+                {"dtype": "f32"}, {"dtype": "f32", "rank": 3, "reduction": "none"},
+                # test_per_element_gradient_in_backward
+                {"reduction": "none", "weighted": True, "label_smoothing": 0.1},
+                {"dtype": "f16", "reduction": "none", "label_smoothing": 0.05}]
     from xent.runtime.kernels import has_resident_path
     out = []
     for v in variants:
@@ -170,14 +174,37 @@ def runtime_variant(c):
         kernels.RESIDENT_ROWS = saved
 
 
+def forward_sibling(c):
+    """The library without gradient that the native path's per-element
+    training call (reduction none: the loss in the forward, the joint kernel
+    with grad_output in the backward) loads beside the run-time variant of
+    the static configuration `c`; None when `c` is not such a call."""
+    from xent.runtime import kernels
+    if (c.get("runtime_scalars") or not c["with_grad"] or c["reduction"] != "none"
+            or any(c.get(k) for k in kernels.ROW_OUTPUTS)):
+        return None
+    keys = ("dtype", "target", "rank", "weighted", "reduction", "ignore_index",
+            "label_smoothing", "z_loss_scale", "softcap")
+    return kernel_config(**{k: c[k] for k in keys}, with_grad=False,
+                         threads=kernels.THREADS, runtime_scalars=True)
+
+
 def with_runtime_variants(configs):
+    """`configs`, the run-time scalar variant of each, and the forward
+    sibling of each per-element one."""
     out, seen = list(configs), set()
-    for c in configs:
-        r = runtime_variant(c)
-        key = tuple(sorted((k, str(v)) for k, v in r.items()))
+
+    def add(c):
+        key = tuple(sorted((k, str(v)) for k, v in c.items()))
         if key not in seen:
             seen.add(key)
-            out.append(r)
+            out.append(c)
+
+    for c in configs:
+        add(runtime_variant(c))
+        sibling = forward_sibling(c)
+        if sibling is not None:
+            add(sibling)
     return out
 
 

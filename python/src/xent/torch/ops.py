@@ -448,8 +448,15 @@ def eager(logits, target, weight, reduction, ignore_index, label_smoothing, z_lo
         softcap, with_grad)
     nat = _NATIVE[0]
     if with_grad:
+        # Per element the forward computes the loss alone (the library
+        # without gradient) and the backward the gradient with its per-row
+        # grad_output in one pass: no kept gradient to scale.
+        forward_fn = -1
+        if reduction == "none":
+            forward_fn = _call_plan(logits, target, weight, reduction, ignore_index,
+                                    label_smoothing, z_loss_scale, softcap, False)[2]
         return nat.loss(fn, scale_fn, scale_dt_fn, logits, target, weight, reduction != "none",
-                        want_z, f32_loss, ii, floats)
+                        want_z, f32_loss, ii, floats, forward_fn)
     return nat.forward(fn, logits, target, weight, reduction != "none", want_z, f32_loss, ii,
                        floats)
 

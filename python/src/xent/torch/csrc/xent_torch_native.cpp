@@ -20,11 +20,17 @@
 // * `forward_with_grad(...same...) -> (loss, z, dlogits)`: the joint kernel
 //   for grad_output = 1.
 // * `loss(fn, scale_fn, scale_dt_fn, logits, target, weight, reduced,
-//   convert_z, f32_loss) -> (loss, z)`: the eager training call. Its autograd
-//   kernel runs the joint kernel in the forward and keeps the gradient; the
-//   backward only scales it in place (the library's `xent_scale_grad_dt`,
-//   grad_output in the gradient's dtype, or `xent_scale_grad`, in f32; both
-//   return at once for a grad_output of 1) and hands it out.
+//   convert_z, f32_loss, ..., forward_fn=-1) -> (loss, z)`: the eager
+//   training call. For a reduced loss its autograd kernel runs the joint
+//   kernel in the forward and keeps the gradient; the backward only scales
+//   it in place (the library's `xent_scale_grad_dt`, grad_output in the
+//   gradient's dtype, or `xent_scale_grad`, in f32; both return at once for
+//   a grad_output of 1) and hands it out. Per element (`forward_fn`, the
+//   library without gradient, given): the forward computes the loss alone
+//   and keeps the inputs; the backward runs the joint kernel with the
+//   per-row grad_output, so the gradient is written once, already scaled
+//   (one read of the logits in the forward, one read and one write in the
+//   backward, where scaling a kept gradient would read and write it again).
 // * `scale_grad_(fn, dlogits, grad_output)`: that scaling alone.
 // * `call(fn, args)`: any entry point on tensors the caller allocated (the
 //   per-row outputs' path, xent::cross_entropy_rows).
@@ -326,7 +332,8 @@ void checkInputs(const at::Tensor &logits, const at::Tensor &target) {
 std::tuple<at::Tensor, at::Tensor>
 run(int64_t fn, const at::Tensor &logits, const at::Tensor &target,
     const OptionalTensor &weight, bool reduced, bool convertZ, bool f32Loss,
-    const at::Tensor &dlogits, const Scalars &sc) {
+    const at::Tensor &dlogits, const Scalars &sc,
+    const at::Tensor &gradOutput = at::Tensor()) {
   checkInputs(logits, target);
   const Entry &e = entry(fn);
   auto options = logits.options().dtype(at::kFloat);
@@ -338,11 +345,14 @@ run(int64_t fn, const at::Tensor &logits, const at::Tensor &target,
     w = weight->to(at::kFloat);
   c10::DeviceIndex device = logits.get_device();
   if (dlogits.defined()) {
-    at::Tensor ones = reduced ? scalarOne(logits) : at::ones(shape, options);
+    // grad_output: the caller's (f32, the loss's shape), else 1.
+    at::Tensor g = gradOutput.defined() ? gradOutput
+                   : reduced            ? scalarOne(logits)
+                                        : at::ones(shape, options);
     if (w.defined())
-      call(e, device, {logits, target, w, ones, loss, z, dlogits}, sc);
+      call(e, device, {logits, target, w, g, loss, z, dlogits}, sc);
     else
-      call(e, device, {logits, target, ones, loss, z, dlogits}, sc);
+      call(e, device, {logits, target, g, loss, z, dlogits}, sc);
   } else if (w.defined()) {
     call(e, device, {logits, target, w, loss, z}, sc);
   } else {
@@ -389,16 +399,32 @@ void scaleGradOp(int64_t fn, const at::Tensor &dlogits,
 }
 
 /// The eager training call: the joint kernel in the forward, a scaling of
-/// its gradient in the backward.
+/// its gradient in the backward; per element (forwardFn >= 0) the loss in
+/// the forward, the joint kernel with grad_output in the backward.
 struct Loss : public torch::autograd::Function<Loss> {
   static torch::autograd::variable_list
   forward(torch::autograd::AutogradContext *ctx, at::Tensor logits,
           at::Tensor target, OptionalTensor weight, int64_t fn, int64_t scaleFn,
           int64_t scaleDtFn, bool reduced, bool convertZ, bool f32Loss,
-          OptionalInt ignoreIndex, std::vector<double> scalars) {
+          OptionalInt ignoreIndex, std::vector<double> scalars,
+          int64_t forwardFn) {
     at::AutoDispatchBelowADInplaceOrView guard;
     // An unused z-loss needs no zero gradient (no fill kernel).
     ctx->set_materialize_grads(false);
+    if (forwardFn >= 0 && !reduced) {
+      auto [loss, z] =
+          run(forwardFn, logits, target, weight, reduced, convertZ, f32Loss,
+              at::Tensor(), Scalars::get(ignoreIndex, scalars));
+      ctx->save_for_backward(
+          {logits, target, weight ? *weight : at::Tensor()});
+      ctx->saved_data["fn"] = fn;
+      ctx->saved_data["ignore_index"] = ignoreIndex;
+      ctx->saved_data["scalars"] = scalars;
+      ctx->saved_data["deferred"] = true;
+      ctx->mark_non_differentiable({z});
+      return {loss, z};
+    }
+    ctx->saved_data["deferred"] = false;
     auto [loss, z, dlogits] =
         forwardWithGradOp(fn, logits, target, weight, reduced, convertZ,
                           f32Loss, ignoreIndex, scalars);
@@ -413,8 +439,32 @@ struct Loss : public torch::autograd::Function<Loss> {
   static torch::autograd::variable_list
   backward(torch::autograd::AutogradContext *ctx,
            torch::autograd::variable_list grads) {
-    at::Tensor dx = ctx->get_saved_variables()[0];
+    // One gradient per forward argument: the logits', then none.
+    torch::autograd::variable_list result(12);
     at::Tensor g = grads[0];
+    if (ctx->saved_data["deferred"].toBool()) {
+      if (!g.defined())
+        return result;
+      auto saved = ctx->get_saved_variables();
+      const at::Tensor &logits = saved[0];
+      OptionalTensor weight;
+      if (saved[2].defined())
+        weight = saved[2];
+      c10::IValue ii = ctx->saved_data["ignore_index"];
+      OptionalInt ignoreIndex;
+      if (!ii.isNone())
+        ignoreIndex = ii.toInt();
+      std::vector<double> scalars = ctx->saved_data["scalars"].toDoubleVector();
+      at::Tensor dlogits = at::empty(logits.sizes(), logits.options(),
+                                     at::MemoryFormat::Contiguous);
+      run(ctx->saved_data["fn"].toInt(), logits, saved[1], weight,
+          /*reduced=*/false, /*convertZ=*/false, /*f32Loss=*/true, dlogits,
+          Scalars::get(ignoreIndex, scalars),
+          g.to(at::kFloat).contiguous());
+      result[0] = dlogits;
+      return result;
+    }
+    at::Tensor dx = ctx->get_saved_variables()[0];
     if (g.defined()) {
       // The gradient is this node's own (never handed out before), so it
       // is scaled in place; a grad_output of 1 costs no pass over it.
@@ -438,8 +488,6 @@ struct Loss : public torch::autograd::Function<Loss> {
     } else {
       dx = at::Tensor();
     }
-    // One gradient per forward argument: the logits', then none.
-    torch::autograd::variable_list result(11);
     result[0] = dx;
     return result;
   }
@@ -450,20 +498,24 @@ lossAutograd(int64_t fn, int64_t scaleFn, int64_t scaleDtFn,
              const at::Tensor &logits, const at::Tensor &target,
              const OptionalTensor &weight, bool reduced, bool convertZ,
              bool f32Loss, const OptionalInt &ignoreIndex,
-             c10::ArrayRef<double> scalars) {
+             c10::ArrayRef<double> scalars, int64_t forwardFn) {
   auto outputs =
       Loss::apply(logits, target, weight, fn, scaleFn, scaleDtFn, reduced,
-                  convertZ, f32Loss, ignoreIndex, scalars.vec());
+                  convertZ, f32Loss, ignoreIndex, scalars.vec(), forwardFn);
   return {outputs[0], outputs[1]};
 }
 
-/// `loss` below autograd (inference mode): the joint kernel, gradient
-/// dropped.
+/// `loss` below autograd (inference mode): the library without gradient
+/// when given, else the joint kernel with the gradient dropped.
 std::tuple<at::Tensor, at::Tensor>
 lossOp(int64_t fn, int64_t /*scaleFn*/, int64_t /*scaleDtFn*/,
        const at::Tensor &logits, const at::Tensor &target,
        const OptionalTensor &weight, bool reduced, bool convertZ, bool f32Loss,
-       const OptionalInt &ignoreIndex, c10::ArrayRef<double> scalars) {
+       const OptionalInt &ignoreIndex, c10::ArrayRef<double> scalars,
+       int64_t forwardFn) {
+  if (forwardFn >= 0)
+    return run(forwardFn, logits, target, weight, reduced, convertZ, f32Loss,
+               at::Tensor(), Scalars::get(ignoreIndex, scalars));
   auto [loss, z, dlogits] =
       forwardWithGradOp(fn, logits, target, weight, reduced, convertZ, f32Loss,
                         ignoreIndex, scalars);
@@ -500,8 +552,8 @@ TORCH_LIBRARY(xent_native, m) {
         "(Tensor, Tensor, Tensor)");
   m.def("loss(int fn, int scale_fn, int scale_dt_fn, Tensor logits, "
         "Tensor target, Tensor? weight, bool reduced, bool convert_z=True, "
-        "bool f32_loss=False, int? ignore_index=None, float[] scalars=[]) -> "
-        "(Tensor, Tensor)");
+        "bool f32_loss=False, int? ignore_index=None, float[] scalars=[], "
+        "int forward_fn=-1) -> (Tensor, Tensor)");
   m.def("scale_grad_(int fn, Tensor(a!) dlogits, Tensor grad_output) -> ()");
   m.def("call(int fn, Tensor(a!)[] args, int? ignore_index=None, float[] "
         "scalars=[]) -> ()");
