@@ -3,8 +3,9 @@
 Forward + backward of the drop-in on bf16 and f32 logits, V = 4096 (vector
 path) and 7 (scalar path), ignored rows, and views: a slice of a padded
 vocabulary (aligned and misaligned rows), a transposed buffer, shifted
-labels. Checks each loss and gradient against float64 PyTorch; exits 1 on a
-wrong value.
+labels; bf16 per element (the loss in the forward, the gradient with its
+grad_output in the backward). Checks each loss and gradient against float64
+PyTorch; exits 1 on a wrong value.
 """
 
 import sys
@@ -15,15 +16,16 @@ import torch.nn.functional as F
 from xent import torch as xt
 
 
-def case(x, t):
+def case(x, t, reduction="mean"):
     x = x.detach().requires_grad_()
-    loss = xt.cross_entropy(x, t)
-    loss.backward()
+    loss = xt.cross_entropy(x, t, reduction=reduction)
+    g = torch.linspace(-1.0, 2.0, loss.numel(), device="cuda").reshape(loss.shape)
+    loss.backward(g.to(loss.dtype))
     x64 = x.detach().double().requires_grad_()
-    ref = F.cross_entropy(x64, t)
-    ref.backward()
+    ref = F.cross_entropy(x64, t, reduction=reduction)
+    ref.backward(g.to(loss.dtype).double())
     tol = 1e-5 if x.dtype == torch.float32 else 8e-3
-    ok = abs(loss.double().item() - ref.item()) <= tol * (1 + abs(ref.item()))
+    ok = bool(((loss.double() - ref).abs() <= tol * (1 + ref.abs())).all())
     err = (x.grad.double() - x64.grad).norm() / x64.grad.norm()
     return ok and err.item() <= (1e-5 if x.dtype == torch.float32 else 2.6e-3)
 
@@ -43,6 +45,13 @@ def main():
             ok &= case(full[:, :4096], labels[:, 1])
         xt_ = (torch.randn(300, 9, generator=gen, device="cuda") * 4).to(dtype)
         ok &= case(xt_.t(), torch.randint(0, 300, (9,), generator=gen, device="cuda"))
+        if dtype == torch.bfloat16:
+            x = (torch.randn(24, 4096, generator=gen, device="cuda") * 4).to(dtype)
+            t = torch.randint(0, 4096, (24,), generator=gen, device="cuda")
+            t[::5] = -100
+            ok &= case(x, t, "none")
+            ok &= case(xt_.t(), torch.randint(0, 300, (9,), generator=gen, device="cuda"),
+                       "none")
     torch.cuda.synchronize()
     print("sanitizer_dropin:", "PASSED" if ok else "FAILED")
     return 0 if ok else 1
