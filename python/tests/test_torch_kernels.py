@@ -38,7 +38,8 @@ def test_fixed_threads(monkeypatch):
 
 @pytest.mark.parametrize("change,resident", [
     ({}, True), ({"weighted": True, "z_loss_scale": 1e-4}, True), ({"rank": 1}, True),
-    ({"with_grad": False}, False), ({"label_smoothing": 0.1}, False),
+    ({"with_grad": False}, False), ({"label_smoothing": 0.1}, True),
+    ({"label_smoothing": 0.1, "weighted": True}, False),
     ({"softcap": 30.0}, False), ({"target": "probs"}, False), ({"rank": 4}, False)])
 def test_resident_path(change, resident):
     assert kernels.has_resident_path(**{**PLAIN, **change}) is resident

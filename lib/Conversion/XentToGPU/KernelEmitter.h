@@ -247,8 +247,17 @@ private:
   /// rest into registers) and returns the per-thread statistics over it.
   SmallVector<Value> emitResidentStatistics(ArrayRef<Value> init);
   /// Combines the blocks' totals across the cluster through distributed
-  /// shared memory; every block gets the row's totals.
-  SmallVector<Value> emitClusterAllReduce(ArrayRef<Value> totals);
+  /// shared memory; every block gets the row's totals. `firstSlot` is the
+  /// first exchange slot the totals take; a second exchange of the same row
+  /// (`again`) uses slots the first did not, and no arrive precedes it.
+  SmallVector<Value> emitClusterAllReduce(ArrayRef<Value> totals,
+                                          int64_t firstSlot = 0,
+                                          bool again = false);
+  /// Σ (m - x) over the row for label smoothing without class weights on
+  /// the resident path, once the row's max m is known: a second walk over
+  /// the on-chip slice (no read of the logits), summed over the block and
+  /// the cluster in exchange slot 2. The first walk stays the plain one.
+  Value emitResidentGap();
   /// The `k`-th vector of this thread's slice.
   Value loadResidentVector(int64_t k);
 

@@ -41,14 +41,18 @@ mlir::xent::getLaunchGeometry(const ConvertXentToGPUOptions &options,
 
 bool mlir::xent::hasResidentPath(const KernelSpec &spec,
                                  const LaunchGeometry &geometry) {
-  // 16-byte accesses of the whole row (cp.async copies 16 bytes). Not with
-  // per-class terms (label smoothing, probability targets) or the softcap:
-  // their work per element does not fit the registers of the resident
-  // path (ptxas spills, even at 128 registers per thread); those keep the
-  // two-pass kernel.
+  // 16-byte accesses of the whole row (cp.async copies 16 bytes). Label
+  // smoothing without class weights takes it (Σ (m - x) from a second walk
+  // over the on-chip row, exchanged in slot 2: not beside an argmax, which
+  // takes that slot). Not per-class weights under smoothing, probability
+  // targets (a second N x V stream) or the softcap: their work per element
+  // does not fit the registers of the resident path (ptxas spills); those
+  // keep the two-pass kernel.
   const CrossEntropyConfig &config = spec.config;
-  bool light = !config.probabilityTargets && !config.hasLabelSmoothing() &&
-               !config.hasSoftcap();
+  bool smoothingFits = !config.hasLabelSmoothing() ||
+                       (!spec.weightType && !spec.needsArgmax());
+  bool light =
+      !config.probabilityTargets && !config.hasSoftcap() && smoothingFits;
   return light && spec.withGrad && spec.contiguousRows &&
          geometry.residentRows && geometry.vectorBytes == 16 &&
          geometry.vectorWidth(spec.logitsType) > 1;

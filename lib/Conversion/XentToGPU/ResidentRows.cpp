@@ -130,11 +130,18 @@ SmallVector<Value> KernelEmitter::emitResidentStatistics(ArrayRef<Value> init) {
   return acc;
 }
 
-SmallVector<Value> KernelEmitter::emitClusterAllReduce(ArrayRef<Value> totals) {
-  assert(static_cast<int64_t>(totals.size()) <= kResidentComponents &&
+SmallVector<Value> KernelEmitter::emitClusterAllReduce(ArrayRef<Value> totals,
+                                                      int64_t firstSlot,
+                                                      bool again) {
+  assert(firstSlot + static_cast<int64_t>(totals.size()) <=
+             kResidentComponents &&
          "more components than exchange slots");
   MLIRContext *ctx = b.getContext();
-  NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
+  // The first exchange waits for the arrive of emitResidentStatistics
+  // (every block started); a second one follows the first's arrive / wait,
+  // and its slots are not the ones the first exchange reads.
+  if (!again)
+    NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
   // Thread j < clusterSize writes this block's totals into slot `clusterRank`
   // of block j's exchange slots.
   Value writes =
@@ -157,7 +164,7 @@ SmallVector<Value> KernelEmitter::emitClusterAllReduce(ArrayRef<Value> totals) {
               b,
               arith::MulIOp::create(b, clusterRank,
                                     cstIdx(kResidentComponents)),
-              cstIdx(k)));
+              cstIdx(firstSlot + k)));
       Value mine = LLVM::GEPOp::create(b, sharedPtr, f32, base,
                                        ArrayRef<LLVM::GEPArg>{slot});
       Value remote = NVVM::MapaOp::create(b, clusterPtr, mine, block);
@@ -179,11 +186,39 @@ SmallVector<Value> KernelEmitter::emitClusterAllReduce(ArrayRef<Value> totals) {
       Value loaded = fromScratch(
           memref::LoadOp::create(
               b, exchangeSlots,
-              ValueRange{cstIdx(j * kResidentComponents + k)}),
+              ValueRange{cstIdx(j * kResidentComponents + firstSlot + k)}),
           k);
       values.push_back(select(present, loaded, reductionIdentity(k)));
     }
     acc = j == 0 ? values : combine(acc, values);
   }
   return acc;
+}
+
+Value KernelEmitter::emitResidentGap() {
+  int64_t width = geometry.vectorWidth(spec.logitsType);
+  Value zero = cstF(0.0);
+  Value gap = zero;
+  for (int64_t k = 0; k < kResidentVectors; ++k) {
+    SmallVector<Value> cs, xs;
+    unpackVector(residentStart[k], loadResidentVector(k), width, cs, xs);
+    Value g = zero;
+    // m - x >= 0 from the row's max itself (no rebase); 0, not NaN, where
+    // both are -inf.
+    for (Value xc : xs)
+      g = add(g, arith::MaxNumFOp::create(b, sub(rowMax, xc), zero));
+    gap = select(residentValid[k], add(gap, g), gap);
+  }
+  // A plain sum across the block and the cluster.
+  bool savedPair = maxSumPair;
+  int64_t savedMass = massSlot, savedGap = gapSlot, savedArgmax = argmaxSlot;
+  maxSumPair = false;
+  massSlot = gapSlot = argmaxSlot = -1;
+  SmallVector<Value> totals = emitBlockAllReduce({gap});
+  totals = emitClusterAllReduce(totals, /*firstSlot=*/2, /*again=*/true);
+  maxSumPair = savedPair;
+  massSlot = savedMass;
+  gapSlot = savedGap;
+  argmaxSlot = savedArgmax;
+  return totals[0];
 }

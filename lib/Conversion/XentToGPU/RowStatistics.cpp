@@ -99,7 +99,12 @@ SmallVector<Value> KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs,
 }
 
 void KernelEmitter::emitRowStatistics() {
-  bool extras = spec.needsClassSums();
+  // On the resident path (label smoothing without class weights) Σ (m - x)
+  // comes from a second walk over the on-chip row once m is known
+  // (emitResidentGap), and Σ f is the number of classes: the first walk is
+  // the plain one, in the registers it has.
+  bool gapAfter = spec.needsClassSums() && resident;
+  bool extras = spec.needsClassSums() && !gapAfter;
   Value negInf = cstF(-std::numeric_limits<double>::infinity());
   Value zero = cstF(0.0);
 
@@ -187,6 +192,10 @@ void KernelEmitter::emitRowStatistics() {
   if (extras) {
     rowMass = totals[massSlot];
     rowGap = totals[gapSlot];
+  }
+  if (gapAfter) {
+    rowMass = numClassesF;
+    rowGap = emitResidentGap();
   }
   if (argmaxSlot >= 0)
     rowArgmax = totals[argmaxSlot];
