@@ -154,6 +154,34 @@ def test_per_element_gradient_in_backward(nat, dtype, shape, attrs):
     assert torch.count_nonzero(x.grad.movedim(1, -1)[ignored]) == 0
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "f32"])
+@pytest.mark.parametrize("v", [32768, 65536, 131072, 262144, 50257])
+def test_resident_label_smoothing(nat, dtype, v):
+    # Label smoothing on the resident path: clusters of 1 to 8 blocks (the
+    # class sums in a second exchange), 50257 (not a multiple of the vector:
+    # the two-pass walk in the same kernel); loss and gradient against
+    # float64, no worse than twice PyTorch's own error in the same dtype.
+    x, t = _inputs(dtype, n=24, v=v, seed=v % 97)
+    g = torch.tensor(1.5, device="cuda")
+    loss = xt.cross_entropy(x, t, label_smoothing=0.1)
+    loss.backward(g.to(loss.dtype))
+    x64 = x.detach().double().requires_grad_()
+    ref = F.cross_entropy(x64, t, label_smoothing=0.1)
+    ref.backward(g.double())
+    xs = x.detach().clone().requires_grad_()
+    same = F.cross_entropy(xs, t, label_smoothing=0.1)
+    same.backward(g.to(same.dtype))
+    unit = 2 ** -8 if dtype == torch.bfloat16 else 2 ** -24
+    loss_err = abs(loss.double().item() - ref.item())
+    assert loss_err <= max(2 * abs(same.double().item() - ref.item()), unit * abs(ref.item())), \
+        (loss.item(), same.item(), ref.item())
+
+    def error(d):
+        return ((d.double() - x64.grad).norm() / x64.grad.norm()).item()
+    assert error(x.grad) <= max(2 * error(xs.grad), 1e-6), (error(x.grad), error(xs.grad))
+    assert torch.count_nonzero(x.grad[t == -100]) == 0
+
+
 def test_grad_output_of_one_and_of_other_values(nat):
     x, t = _inputs(torch.float32)
     xt.cross_entropy(x, t).backward()

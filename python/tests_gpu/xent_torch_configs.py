@@ -103,7 +103,9 @@ def native():
                 {"dtype": "f32"}, {"dtype": "f32", "rank": 3, "reduction": "none"},
                 # test_per_element_gradient_in_backward
                 {"reduction": "none", "weighted": True, "label_smoothing": 0.1},
-                {"dtype": "f16", "reduction": "none", "label_smoothing": 0.05}]
+                {"dtype": "f16", "reduction": "none", "label_smoothing": 0.05},
+                # test_resident_label_smoothing
+                {"dtype": "f32", "label_smoothing": 0.1}]
     from xent.runtime.kernels import has_resident_path
     out = []
     for v in variants:
