@@ -144,8 +144,10 @@ def linear_configs() -> list:
     from xent.runtime.linear import linear_config
     configs = [linear_config(dtype=d, reduction=r, bias=b, chunk_rows=LINEAR_CHUNK_ROWS)
                for d in ("bf16", "f32") for r in ("mean", "sum", "none") for b in (False, True)]
-    configs += [linear_config(dtype=d, reduction="mean", bias=b)
-                for d in ("bf16", "f32") for b in (False, True)]
+    # The automatic chunks: what xent.torch.linear_cross_entropy asks for
+    # (test_linear_dropin.py) and test_automatic_chunks.
+    configs += [linear_config(dtype=d, reduction=r, bias=b)
+                for d in ("bf16", "f32") for r in ("mean", "sum", "none") for b in (False, True)]
     configs.append(linear_config(dtype="f16", reduction="mean", bias=True,
                                  chunk_rows=LINEAR_CHUNK_ROWS, ignore_index=0, target="i32"))
     # Every attribute at once, class weights, [B, T, H] rows.
