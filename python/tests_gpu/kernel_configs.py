@@ -148,6 +148,7 @@ def linear_configs() -> list:
     # (test_linear_dropin.py) and test_automatic_chunks.
     configs += [linear_config(dtype=d, reduction=r, bias=b)
                 for d in ("bf16", "f32") for r in ("mean", "sum", "none") for b in (False, True)]
+    configs.append(linear_config(dtype="bf16", reduction="mean", bias=False, rank=3))
     configs.append(linear_config(dtype="f16", reduction="mean", bias=True,
                                  chunk_rows=LINEAR_CHUNK_ROWS, ignore_index=0, target="i32"))
     # Every attribute at once, class weights, [B, T, H] rows.
