@@ -209,6 +209,55 @@ def test_kernel_cache_index(tmp_path, monkeypatch):
     assert gpu.KernelCache.key(config) != gpu.KernelCache.key({"op": "test", "dtype": "f16"})
 
 
+def test_kernel_cache_rebuilds_what_another_compiler_built(tmp_path, monkeypatch):
+    # An entry records the compiler that built it; where another compiler
+    # is at hand the entry is rebuilt (an older xent-opt wrote other kernels
+    # under the same configuration); where none is, or rebuilding fails,
+    # the entry is served.
+    cache = gpu.KernelCache(str(tmp_path))
+    config = {"op": "test", "dtype": "f32"}
+    built = []
+
+    def fake_compile(text, pipeline_args, opt_tool, out_dir):
+        built.append(text)
+        path = os.path.join(out_dir, f"xent_{len(built)}.so")
+        open(path, "w").close()
+        return path
+
+    monkeypatch.setattr(gpu, "compile_gpu_module", fake_compile)
+    monkeypatch.setattr(gpu, "compiler_identity", lambda tool=None: "old")
+    first = cache.path(config, lambda: "module {}")
+    (entry,) = (tmp_path / "index").iterdir()
+    assert json.loads(entry.read_text())["compiler"] == "old"
+    assert cache.path(config, lambda: "module {}") == first and len(built) == 1
+    monkeypatch.setattr(gpu, "compiler_identity", lambda tool=None: "new")
+    second = cache.path(config, lambda: "module {}")
+    assert second != first and len(built) == 2
+    assert json.loads(entry.read_text())["compiler"] == "new"
+    # No build callable (a GPU machine): the entry as it is.
+    monkeypatch.setattr(gpu, "compiler_identity", lambda tool=None: "newer")
+    assert cache.path(config) == second
+    # Rebuilding fails: the entry is served, with a warning.
+
+    def failing(*args, **kwargs):
+        raise DriverError("tool not found: mlir-opt")
+
+    monkeypatch.setattr(gpu, "compile_gpu_module", failing)
+    with pytest.warns(RuntimeWarning, match="built by another compiler"):
+        assert cache.path(config, lambda: "module {}") == second
+
+
+def test_compiler_identity(tmp_path, monkeypatch):
+    tool = tmp_path / "xent-opt"
+    tool.write_bytes(b"one")
+    tool.chmod(0o755)
+    a = gpu.compiler_identity(str(tool))
+    assert a == gpu.compiler_identity(str(tool))
+    tool.write_bytes(b"two!")
+    assert gpu.compiler_identity(str(tool)) not in (None, a)
+    assert gpu.compiler_identity(str(tmp_path / "missing")) is None
+
+
 def test_runtime_not_found(tmp_path, monkeypatch):
     monkeypatch.setenv("XENT_CUDA_RUNTIME", str(tmp_path / "missing.so"))
     assert gpu.find_runtime_library() is None

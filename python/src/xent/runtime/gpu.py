@@ -760,6 +760,30 @@ class TensorCall:
 
 # --------------------------------------------------------------------------- kernel cache
 
+_COMPILERS: Dict[tuple, str] = {}
+
+
+def compiler_identity(opt_tool: Optional[str] = None) -> Optional[str]:
+    """A hash of the compiler executable that would build a kernel here
+    (``opt_tool``, else ``$XENT_OPT``, else LLVM's ``mlir-opt``), or None
+    where there is none (a GPU machine running a copied cache). Memoized per
+    path, size and modification time."""
+    try:
+        path = driver._resolve_tool(opt_tool or _default_opt_tool())
+        st = os.stat(path)
+    except (DriverError, OSError):
+        return None
+    memo = (path, st.st_size, st.st_mtime_ns)
+    identity = _COMPILERS.get(memo)
+    if identity is None:
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        identity = _COMPILERS[memo] = digest.hexdigest()[:16]
+    return identity
+
+
 class KernelCache:
     """Compiled GPU libraries indexed by a configuration, in a directory.
 
@@ -767,9 +791,12 @@ class KernelCache:
     JSON-able dict, e.g. ``{"op": "cross_entropy", "dtype": "bf16",
     "reduction": "mean", "chip": "sm_90"}``), compiling ``build()`` (the MLIR
     text) with ``pipeline_args`` only the first time.  The index entry
-    (``index/<hash>.json``) names the library file, so a copy of the
-    directory serves a machine without LLVM: there ``get`` never compiles,
-    and a missing configuration raises :class:`DriverError` naming it.
+    (``index/<hash>.json``) names the library file and the compiler that
+    built it (:func:`compiler_identity`): where a compiler is at hand, an
+    entry another compiler built (an older xent-opt: other kernels under the
+    same configuration) is rebuilt, not served. A copy of the directory
+    serves a machine without LLVM: there ``get`` never compiles, and a
+    missing configuration raises :class:`DriverError` naming it.
     """
 
     def __init__(self, directory: Optional[str] = None):
@@ -785,12 +812,16 @@ class KernelCache:
     def _index_path(self, key: str) -> str:
         return os.path.join(self.directory, "index", f"{key}.json")
 
-    def lookup(self, config: Dict[str, Any]) -> Optional[str]:
-        """Path of the library compiled for ``config``, or None."""
+    def lookup(self, config: Dict[str, Any], compiler: Optional[str] = None) -> Optional[str]:
+        """Path of the library compiled for ``config``, or None; with
+        ``compiler`` (an identity), None too for an entry another compiler
+        built."""
         try:
             with open(self._index_path(self.key(config))) as f:
                 entry = json.load(f)
         except (OSError, ValueError):
+            return None
+        if compiler is not None and entry.get("compiler") != compiler:
             return None
         path = os.path.join(self.directory, entry.get("library", ""))
         return path if entry.get("library") and os.path.exists(path) else None
@@ -803,7 +834,8 @@ class KernelCache:
         Needs no GPU (it does not load the library): this is how a cache is
         filled on a machine with LLVM for a GPU machine without it.
         """
-        path = self.lookup(config)
+        compiler = compiler_identity(opt_tool) if build is not None else None
+        path = self.lookup(config, compiler)
         if path is not None:
             return path
         if build is None:
@@ -812,6 +844,15 @@ class KernelCache:
         try:
             path = compile_gpu_module(build(), pipeline_args, opt_tool, out_dir=self.directory)
         except DriverError as e:
+            stale = self.lookup(config)
+            if stale is not None:
+                # Built by another compiler, and this one cannot rebuild it
+                # (e.g. LLVM's mlir-opt beside a copied xent bundle).
+                import warnings
+                warnings.warn(f"xent: serving {stale} for {json.dumps(config, sort_keys=True)}, "
+                              f"built by another compiler; rebuilding it failed: {e}",
+                              RuntimeWarning, stacklevel=3)
+                return stale
             raise DriverError(
                 f"no compiled kernel for {json.dumps(config, sort_keys=True)} in "
                 f"{self.directory}, and compiling it failed (compile on a machine with "
@@ -821,6 +862,7 @@ class KernelCache:
         fd, tmp = tempfile.mkstemp(prefix=".index_", dir=self.directory)
         with os.fdopen(fd, "w") as f:
             json.dump({"config": config, "library": os.path.basename(path),
+                       "compiler": compiler,
                        "pipeline": list(pipeline_args if pipeline_args is not None
                                         else gpu_pipeline_args())}, f,
                       sort_keys=True, indent=1)
