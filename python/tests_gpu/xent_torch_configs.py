@@ -159,13 +159,18 @@ def rows():
     return out
 
 
+# What a static configuration says of its call (kernel_config's arguments
+# but with_grad and the launch geometry).
+_ATTRIBUTES = ("dtype", "target", "rank", "weighted", "reduction", "ignore_index",
+               "label_smoothing", "z_loss_scale", "softcap")
+
+
 def runtime_variant(c):
     """The configuration xent.torch's native path asks for instead of the
     static `c` (XENT_RUNTIME_SCALARS, the default): the same kernel with
     the attribute values as run-time arguments."""
     from xent.runtime import kernels
-    keys = ("dtype", "target", "rank", "weighted", "reduction", "ignore_index",
-            "label_smoothing", "z_loss_scale", "softcap", "with_grad")
+    keys = _ATTRIBUTES + ("with_grad",)
     saved = kernels.RESIDENT_ROWS
     kernels.RESIDENT_ROWS = c["resident_rows"]
     try:
@@ -185,9 +190,7 @@ def forward_sibling(c):
     if (c.get("runtime_scalars") or not c["with_grad"] or c["reduction"] != "none"
             or any(c.get(k) for k in kernels.ROW_OUTPUTS)):
         return None
-    keys = ("dtype", "target", "rank", "weighted", "reduction", "ignore_index",
-            "label_smoothing", "z_loss_scale", "softcap")
-    return kernel_config(**{k: c[k] for k in keys}, with_grad=False,
+    return kernel_config(**{k: c[k] for k in _ATTRIBUTES}, with_grad=False,
                          threads=kernels.THREADS, runtime_scalars=True)
 
 

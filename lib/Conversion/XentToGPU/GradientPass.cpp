@@ -177,8 +177,7 @@ void KernelEmitter::emitGradientPass() {
   auto emitKeptRow = [&]() {
     // x_t as read before any thread wrote the row (dlogits may be the
     // logits' own buffer).
-    Value xt = probs ? Value()
-                     : (targetLogit ? targetLogit : loadLogit(targetIndex));
+    Value xt = probs ? Value() : getTargetLogit();
     emitRowWrite(/*readLogits=*/true,
                  [&](Value c, Value xc) { return emitGradientElement(c, xc); });
     if (probs)

@@ -146,7 +146,7 @@ void KernelEmitter::emitRowBody() {
       // -Σ f_c (x_c - lse) = Σ f (m - x) + Σf · log Σ
       rowLoss = add(rowGap, mul(rowMass, logSumExp));
     } else {
-      Value xt = targetLogit ? targetLogit : loadLogit(targetIndex);
+      Value xt = getTargetLogit();
       Value wt = loadWeight(targetIndex);
       Value nll = add(sub(rowMax, xt), logSumExp);
       rowLoss = mul(mul(smoothing ? keepShare : cstF(1.0), wt), nll);

@@ -191,6 +191,11 @@ private:
   Value loadLogit(Value c) {
     return emitLogit(memref::LoadOp::create(b, x, rowIndex(c)));
   }
+  /// x_t of a class-index row: the one read first (targetLogit), else read
+  /// here.
+  Value getTargetLogit() {
+    return targetLogit ? targetLogit : loadLogit(targetIndex);
+  }
   Value loadWeight(Value c) {
     if (!weight)
       return cstF(1.0);

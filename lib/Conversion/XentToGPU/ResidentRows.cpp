@@ -196,6 +196,7 @@ SmallVector<Value> KernelEmitter::emitClusterAllReduce(ArrayRef<Value> totals,
 }
 
 Value KernelEmitter::emitResidentGap() {
+  assert(!weight && "hasResidentPath keeps weighted smoothing off this path");
   int64_t width = geometry.vectorWidth(spec.logitsType);
   Value zero = cstF(0.0);
   Value gap = zero;

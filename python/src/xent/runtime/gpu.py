@@ -62,6 +62,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -848,7 +849,6 @@ class KernelCache:
             if stale is not None:
                 # Built by another compiler, and this one cannot rebuild it
                 # (e.g. LLVM's mlir-opt beside a copied xent bundle).
-                import warnings
                 warnings.warn(f"xent: serving {stale} for {json.dumps(config, sort_keys=True)}, "
                               f"built by another compiler; rebuilding it failed: {e}",
                               RuntimeWarning, stacklevel=3)

@@ -22,19 +22,9 @@ from typing import Optional
 import torch
 
 from ..runtime import linear as _linear
+from .ops import _scalar_one
 
 __all__ = ["linear_cross_entropy"]
-
-_ONES = {}
-
-
-def _one(device) -> torch.Tensor:
-    one = _ONES.get(device)
-    if one is None:
-        one = torch.ones((), device=device, dtype=torch.float32)
-        if not torch.cuda.is_current_stream_capturing():
-            _ONES[device] = one
-    return one
 
 
 class _LinearCrossEntropy(torch.autograd.Function):
@@ -46,7 +36,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
                      z_loss_scale=z_loss_scale, softcap=softcap, chunk_rows=chunk_rows)
         per_row = reduction == "none"
         g = (torch.ones(target.shape, device=hidden.device, dtype=torch.float32) if per_row
-             else _one(hidden.device))
+             else _scalar_one(hidden.device))
         out = _linear.linear_cross_entropy_and_grad(hidden, weight, target, bias,
                                                     grad_output=g, **attrs)
         loss = out[0]
