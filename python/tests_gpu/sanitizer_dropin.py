@@ -4,8 +4,9 @@ Forward + backward of the drop-in on bf16 and f32 logits, V = 4096 (vector
 path) and 7 (scalar path), ignored rows, and views: a slice of a padded
 vocabulary (aligned and misaligned rows), a transposed buffer, shifted
 labels; bf16 per element (the loss in the forward, the gradient with its
-grad_output in the backward) and with label smoothing on the resident path. Checks each loss and gradient against float64
-PyTorch; exits 1 on a wrong value.
+grad_output in the backward), with label smoothing and with a softcap on the
+resident path. Checks each loss and gradient against float64 PyTorch; exits 1
+on a wrong value.
 """
 
 import sys
@@ -16,13 +17,15 @@ import torch.nn.functional as F
 from xent import torch as xt
 
 
-def case(x, t, reduction="mean", label_smoothing=0.0):
+def case(x, t, reduction="mean", label_smoothing=0.0, softcap=None):
     x = x.detach().requires_grad_()
-    loss = xt.cross_entropy(x, t, reduction=reduction, label_smoothing=label_smoothing)
+    loss = xt.cross_entropy(x, t, reduction=reduction, label_smoothing=label_smoothing,
+                            softcap=softcap)
     g = torch.linspace(-1.0, 2.0, loss.numel(), device="cuda").reshape(loss.shape)
     loss.backward(g.to(loss.dtype))
     x64 = x.detach().double().requires_grad_()
-    ref = F.cross_entropy(x64, t, reduction=reduction, label_smoothing=label_smoothing)
+    capped = x64 if softcap is None else softcap * torch.tanh(x64 / softcap)
+    ref = F.cross_entropy(capped, t, reduction=reduction, label_smoothing=label_smoothing)
     ref.backward(g.to(loss.dtype).double())
     tol = 1e-5 if x.dtype == torch.float32 else 8e-3
     ok = bool(((loss.double() - ref).abs() <= tol * (1 + ref.abs())).all())
@@ -58,6 +61,8 @@ def main():
             t = torch.randint(0, 65536, (8,), generator=gen, device="cuda")
             t[::5] = -100
             ok &= case(x, t, label_smoothing=0.1)
+            # The softcap on the resident path (the MUFU tanh).
+            ok &= case(x * 4, t, softcap=30.0)
     torch.cuda.synchronize()
     print("sanitizer_dropin:", "PASSED" if ok else "FAILED")
     return 0 if ok else 1

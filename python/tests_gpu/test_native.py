@@ -191,6 +191,38 @@ def test_grad_output_of_one_and_of_other_values(nat):
     torch.testing.assert_close(x.grad, g1 * -3.0, rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+@pytest.mark.parametrize("path", ["native", "ctypes"])
+def test_second_backward_is_refused_not_wrong(nat, path, reduction):
+    # The reduced loss keeps its gradient and scales it in place in
+    # backward: a second backward (retain_graph=True) is refused with a
+    # message, and the first gradient stays as it was. The native per-element
+    # loss runs the joint kernel in backward: a second one is simply right.
+    x, t = _inputs(torch.float32)
+
+    def run():
+        x.grad = None
+        loss = xt.cross_entropy(x, t, reduction=reduction)
+        g = torch.full_like(loss, 0.5)
+        loss.backward(g, retain_graph=True)
+        first = x.grad.clone()
+        if path == "native" and reduction == "none":
+            loss.backward(g)
+            torch.testing.assert_close(x.grad, 2 * first, rtol=1e-6, atol=0)
+            return first
+        with pytest.raises(RuntimeError, match="second backward"):
+            loss.backward(g)
+        assert torch.equal(x.grad, first)
+        return first
+
+    first = run() if path == "native" else _ctypes_path(run)
+    x64 = x.detach().double().requires_grad_()
+    F.cross_entropy(x64, t, reduction=reduction).backward(
+        torch.full(t.shape if reduction == "none" else (), 0.5, dtype=torch.float64,
+                   device="cuda"))
+    torch.testing.assert_close(first.double(), x64.grad, rtol=1e-5, atol=1e-7)
+
+
 def test_rank3_and_views(nat):
     x, t = _inputs(torch.float32, shape=(4, 300, 5))
     out = xt.cross_entropy(x, t, reduction="none")

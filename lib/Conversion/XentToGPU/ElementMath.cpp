@@ -15,7 +15,20 @@ Value KernelEmitter::emitLogit(Value raw) {
   Value v = toF32(raw);
   if (!softcap)
     return v;
-  return mul(softcap, tanh(mul(v, invSoftcap)));
+  Value scaled = mul(v, invSoftcap);
+  // bf16 / f16 logits: the hardware tanh (tanh.approx.f32, one MUFU op,
+  // relative error below 2^-10.9), finer than the input's own spacing
+  // (2^-8 for bf16, 2^-11 for f16, where PyTorch rounds tanh's result to the
+  // input dtype). f32 logits keep the accurate form below.
+  if (!spec.logitsType.isF32())
+    return mul(softcap, fastTanh(scaled));
+  return mul(softcap, tanh(scaled));
+}
+
+Value KernelEmitter::fastTanh(Value x) {
+  // llvm.tanh with afn: the NVPTX backend selects tanh.approx.f32 for it
+  // (sm_75+), never a libdevice call.
+  return LLVM::TanhOp::create(b, x, LLVM::FastmathFlags::afn);
 }
 
 Value KernelEmitter::tanh(Value x) {

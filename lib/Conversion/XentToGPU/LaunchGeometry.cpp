@@ -44,15 +44,16 @@ bool mlir::xent::hasResidentPath(const KernelSpec &spec,
   // 16-byte accesses of the whole row (cp.async copies 16 bytes). Label
   // smoothing without class weights takes it (Σ (m - x) from a second walk
   // over the on-chip row, exchanged in slot 2: not beside an argmax, which
-  // takes that slot). Not per-class weights under smoothing, probability
-  // targets (a second N x V stream) or the softcap: their work per element
-  // does not fit the registers of the resident path (ptxas spills); those
-  // keep the two-pass kernel.
+  // takes that slot). The softcap on bf16 / f16 logits takes it (one MUFU
+  // tanh per element). Not per-class weights under smoothing, probability
+  // targets (a second N x V stream) or the softcap of f32 logits (the
+  // accurate tanh): their work per element does not fit the registers of
+  // the resident path (ptxas spills); those keep the two-pass kernel.
   const CrossEntropyConfig &config = spec.config;
   bool smoothingFits = !config.hasLabelSmoothing() ||
                        (!spec.weightType && !spec.needsArgmax());
-  bool light =
-      !config.probabilityTargets && !config.hasSoftcap() && smoothingFits;
+  bool softcapFits = !config.hasSoftcap() || !spec.logitsType.isF32();
+  bool light = !config.probabilityTargets && softcapFits && smoothingFits;
   return light && spec.withGrad && spec.contiguousRows &&
          geometry.residentRows && geometry.vectorBytes == 16 &&
          geometry.vectorWidth(spec.logitsType) > 1;

@@ -38,14 +38,15 @@ def _tensor(rank: int, dtype: str) -> str:
 
 
 def has_resident_path(*, target: str, rank: int, label_smoothing: float,
-                      softcap: Optional[float], with_grad: bool, weighted: bool = False,
-                      **_) -> bool:
+                      softcap: Optional[float], with_grad: bool, dtype: str,
+                      weighted: bool = False, **_) -> bool:
     """Whether the gradient kernel keeps rows on chip (convert-xent-to-gpu's
     hasResidentPath for the drop-in's modules: class axis last, i.e. rank
     1 or 2 with the class axis at 1; label smoothing only without class
-    weights)."""
+    weights; a softcap only on bf16 / f16 logits)."""
     return (RESIDENT_ROWS and with_grad and target != "probs"
-            and not (label_smoothing and weighted) and softcap is None and rank <= 2)
+            and not (label_smoothing and weighted)
+            and (softcap is None or dtype != "f32") and rank <= 2)
 
 
 def threads_for(dtype: str, classes: int, resident: bool) -> int:

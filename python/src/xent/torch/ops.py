@@ -291,6 +291,11 @@ def _setup_context(ctx, inputs, output):
     ctx.mark_non_differentiable(output[1], output[2])
 
 
+_SECOND_BACKWARD = ("xent: a second backward through the same xent cross-entropy loss "
+                    "(retain_graph=True) is not supported: the first one scaled the "
+                    "gradient it kept in place. Call the loss again for another backward.")
+
+
 def _tracing(t: torch.Tensor) -> bool:
     return torch.compiler.is_compiling() or is_fake(t)
 
@@ -307,7 +312,11 @@ def _backward(ctx, grad_loss, grad_z, grad_dlogits):
                 None, None)
     # Eager: the gradient is this formula's own (xent.torch never hands it
     # out), so it is scaled in place; a scalar grad_output of 1 costs no pass
-    # over it.
+    # over it. A second backward (retain_graph=True) would scale it again,
+    # and with it the gradient the first one returned: refused.
+    if getattr(ctx, "consumed", False):
+        raise RuntimeError(_SECOND_BACKWARD)
+    ctx.consumed = True
     if ctx.reduced:
         # The operator's implementation, without a second dispatch.
         _scale_grad(dx, g.contiguous())

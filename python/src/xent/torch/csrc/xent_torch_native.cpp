@@ -465,6 +465,15 @@ struct Loss : public torch::autograd::Function<Loss> {
       return result;
     }
     at::Tensor dx = ctx->get_saved_variables()[0];
+    // The gradient is scaled in place and handed out: a second backward
+    // through this node (retain_graph=True) would scale it again, and with
+    // it the gradient the first one returned. Refused, not silently wrong.
+    TORCH_CHECK(!ctx->saved_data.count("consumed"),
+                "xent: a second backward through the same xent cross-entropy "
+                "loss (retain_graph=True) is not supported: the first one "
+                "scaled the gradient it kept in place. Call the loss again "
+                "for another backward.");
+    ctx->saved_data["consumed"] = true;
     if (g.defined()) {
       // The gradient is this node's own (never handed out before), so it
       // is scaled in place; a grad_output of 1 costs no pass over it.
