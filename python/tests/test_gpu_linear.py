@@ -45,6 +45,34 @@ def test_module_and_config():
         linear.linear_config(dtype="f64", reduction="mean", bias=False)
 
 
+def test_forward_only_module():
+    """with_grad=False: xent.linear_cross_entropy, no grad_output argument and
+    no gradient results; the gradient configurations are unchanged by it."""
+    grad = linear.linear_config(dtype="bf16", reduction="mean", bias=True, z_loss_scale=1e-4)
+    fwd = linear.linear_config(dtype="bf16", reduction="mean", bias=True, z_loss_scale=1e-4,
+                               with_grad=False)
+    assert fwd["op"] == "linear_cross_entropy" and grad["op"] == "linear_cross_entropy_and_grad"
+    assert fwd["source"] != grad["source"]
+    text = linear.linear_module(fwd)
+    assert "xent.linear_cross_entropy mean %h, %w bias %b, %t" in text
+    assert "%g" not in text and "%dh" not in text
+    assert f"-> (tensor<f32>, tensor<f32>)" in text
+    outs = linear.linear_module(linear.linear_config(
+        dtype="f32", reduction="none", bias=False, destinations=True, with_grad=False))
+    assert "%l_out: memref<?xf32>" in outs and "%dh_out" not in outs
+
+
+@needs_compiler
+@pytest.mark.parametrize("bias", [False, True])
+def test_forward_only_compiles_without_gradient_gemms(tmp_path, bias):
+    config = linear.linear_config(dtype="bf16", reduction="sum", bias=bias, with_grad=False)
+    so = gpu.KernelCache(str(tmp_path)).path(config, lambda: linear.linear_module(config),
+                                             linear.linear_pipeline_args(config), XENT_OPT)
+    gemms = {s for s in _symbols(so, "--undefined-only") if s.startswith("xentGemm")}
+    # The logits' product alone (with the bias in its epilogue).
+    assert gemms == ({"xentGemmBias_bf16_f32"} if bias else {"xentGemm_bf16_f32"})
+
+
 def _symbols(path, *flags):
     out = subprocess.run([LLVM_NM, "-D", *flags, "--format=just-symbols", path], check=True,
                          stdout=subprocess.PIPE).stdout.decode()

@@ -144,8 +144,7 @@ def linear_configs() -> list:
     from xent.runtime.linear import linear_config
     configs = [linear_config(dtype=d, reduction=r, bias=b, chunk_rows=LINEAR_CHUNK_ROWS)
                for d in ("bf16", "f32") for r in ("mean", "sum", "none") for b in (False, True)]
-    # The automatic chunks: what xent.torch.linear_cross_entropy asks for
-    # (test_linear_dropin.py) and test_automatic_chunks.
+    # The automatic chunks (test_automatic_chunks, the benchmark).
     configs += [linear_config(dtype=d, reduction=r, bias=b)
                 for d in ("bf16", "f32") for r in ("mean", "sum", "none") for b in (False, True)]
     configs.append(linear_config(dtype="bf16", reduction="mean", bias=False, rank=3))
@@ -163,6 +162,22 @@ def linear_configs() -> list:
                               chunk_rows=LINEAR_CHUNK_ROWS, destinations=True),
                 linear_config(dtype="f32", reduction="none", bias=False,
                               chunk_rows=LINEAR_CHUNK_ROWS, destinations=True)]
+    return configs
+
+
+def linear_dropin_configs() -> list:
+    """What xent.torch.linear_cross_entropy asks for (test_linear_dropin.py):
+    results into PyTorch's tensors, the joint op for every reduction (per
+    element in the backward) and the loss alone (inference, and the forward
+    of `none`), at the automatic chunk size."""
+    from xent.runtime.linear import linear_config
+    configs = [linear_config(dtype=d, reduction=r, bias=b, destinations=True,
+                             with_grad=grad, rank=rank)
+               for d in ("bf16", "f32") for r in ("mean", "sum", "none") for b in (False, True)
+               for grad in (True, False) for rank in (2, 3)]
+    configs += [linear_config(dtype="bf16", reduction=r, bias=True, destinations=True,
+                              with_grad=grad, rank=3, **LINEAR_ATTRIBUTES)
+                for r in ("mean", "none") for grad in (True, False)]
     return configs
 
 

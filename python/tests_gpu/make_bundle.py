@@ -67,7 +67,7 @@ def main(argv):
                               kernel_configs.row_outputs_pipeline(resident), xent_opt)
             print(f"row outputs (resident rows {resident}):", path)
         from xent.runtime import linear
-        configs = kernel_configs.linear_configs()
+        configs = kernel_configs.linear_configs() + kernel_configs.linear_dropin_configs()
         linear.precompile(configs, out)
         print(f"linear cross-entropy: {len(configs)} configurations")
     else:

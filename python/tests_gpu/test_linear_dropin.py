@@ -5,7 +5,10 @@ worse than twice PyTorch's own error in the same dtype (or the type's
 accumulation noise, test_linear_gpu.FLOOR): bf16 and f32, mean, sum and
 none (the per-row grad_output, which the backward passes to the op), with
 and without a bias, a grad_output other than 1, a frozen weight, [B, T, H]
-rows, the loss in the hidden's dtype by default.
+rows, the loss in the hidden's dtype by default; the loss alone when nothing
+needs a gradient (no gradient GEMMs, no gradient buffers), every attribute on
+[B, T, H], torch.compile with fullgraph=True, torch.library.opcheck of both
+operators, CUDA-graph capture, the module, and a refused second backward.
 
 Runs where PyTorch sees a GPU, the libraries from ``$XENT_CACHE_DIR``
 (make_bundle.py: kernel_configs.linear_configs, the automatic chunks).
@@ -93,3 +96,154 @@ def test_errors():
         xt.linear_cross_entropy(hidden, weight, target[:4])
     with pytest.raises(ValueError):
         xt.linear_cross_entropy(hidden, weight, target, reduction="avg")
+
+
+def test_inference_computes_the_loss_alone():
+    # No gradient needed: xent::linear_cross_entropy, whose results are the
+    # loss alone: nothing of the size of the weight is allocated.
+    hidden, weight, b, target = inputs("bf16", 512, 256, 4096, True, seed=6)
+    for reduction in ("mean", "none"):
+        with torch.no_grad():
+            xt.linear_cross_entropy(hidden, weight, target, b, reduction=reduction)
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
+            loss = xt.linear_cross_entropy(hidden, weight, target, b, reduction=reduction,
+                                           loss_dtype=torch.float32)
+            torch.cuda.synchronize()
+            extra = torch.cuda.max_memory_allocated() - before
+        assert extra < weight.numel() * weight.element_size() // 4, (reduction, extra)
+        g = torch.ones(target.shape if reduction == "none" else (), device="cuda")
+        config = {"reduction": reduction, "ignore_index": -100}
+        ref = torch_grads(config, hidden, weight, b, target, g, torch.float64)[0]
+        same = torch_grads(config, hidden, weight, b, target, g, torch.bfloat16)[0]
+        assert rel(loss, ref) <= max(2 * rel(same, ref), FLOOR["bf16"]), reduction
+        # The same numbers as the training call's forward.
+        trained = xt.linear_cross_entropy(hidden, weight.clone().requires_grad_(), target, b,
+                                          reduction=reduction, loss_dtype=torch.float32)
+        torch.testing.assert_close(loss, trained.detach(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_every_attribute_rank3(reduction):
+    """Class weights, label smoothing, z-loss, softcap and ignore_index = 0 on
+    [B, T, H] with a bias, the z-loss returned, against F.linear +
+    F.cross_entropy of the soft-capped logits in float64."""
+    import torch.nn.functional as F
+    from kernel_configs import LINEAR_ATTRIBUTES as A
+    hidden, weight, b, target = inputs("bf16", 2 * 96, 64, 1000, True, seed=8)
+    target[target == -100] = 0
+    cw = torch.rand(1000, device="cuda") + 0.5
+    h3 = hidden.view(2, 96, 64).clone().requires_grad_()
+    w, bb = weight.clone().requires_grad_(), b.clone().requires_grad_()
+    loss, z = xt.linear_cross_entropy(h3, w, target.view(2, 96), bb, class_weight=cw,
+                                      ignore_index=0, reduction=reduction,
+                                      label_smoothing=A["label_smoothing"],
+                                      z_loss_scale=A["z_loss_scale"], softcap=A["softcap"],
+                                      return_z_loss=True, loss_dtype=torch.float32)
+    g = (torch.rand(2, 96, device="cuda") if reduction == "none"
+         else torch.tensor(1.25, device="cuda"))
+    loss.backward(g)
+
+    def reference(dtype):
+        hh, ww, b_ = (hidden.to(dtype).requires_grad_(), weight.to(dtype).requires_grad_(),
+                      b.to(dtype).requires_grad_())
+        x = F.linear(hh, ww, b_)
+        x = A["softcap"] * torch.tanh(x / A["softcap"])
+        per = F.cross_entropy(x, target, weight=cw.to(dtype), ignore_index=0, reduction="none",
+                              label_smoothing=A["label_smoothing"])
+        keep = (target != 0).to(dtype)
+        zl = A["z_loss_scale"] * torch.logsumexp(x, -1) ** 2 * keep
+        if reduction == "mean":
+            total = (per.sum() / (cw.to(dtype)[target] * keep).sum() + zl.sum() / keep.sum())
+            zr = zl.sum() / keep.sum()
+        else:
+            total, zr = per + zl, zl
+        grads = torch.autograd.grad(total, [hh, ww, b_], g.view(total.shape).to(dtype))
+        return [total.detach().view(loss.shape), zr.detach().view(loss.shape)] + list(grads)
+
+    ref, same = reference(torch.float64), reference(torch.bfloat16)
+    ours = [loss.detach(), z, h3.grad.view(-1, 64), w.grad, bb.grad]
+    for name, out, r, s_ in zip(["loss", "z", "d_hidden", "d_weight", "d_bias"], ours, ref, same):
+        err, torch_err = rel(out, r), rel(s_, r)
+        assert err <= max(2 * torch_err, FLOOR["bf16"]), (name, err, torch_err)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_torch_compile_fullgraph(reduction):
+    # The operators trace with no graph break; the compiled loss and
+    # gradients are eager xent's.
+    hidden, weight, b, target = inputs("bf16", 256, 64, 1000, True, seed=9)
+    g = torch.rand(256, device="cuda") if reduction == "none" else torch.tensor(
+        0.5, device="cuda")
+
+    def loss_fn(h, w, bias):
+        return xt.linear_cross_entropy(h, w, target, bias, reduction=reduction,
+                                       loss_dtype=torch.float32)
+
+    def step(fn):
+        args = [t.clone().requires_grad_() for t in (hidden, weight, b)]
+        loss = fn(*args)
+        loss.backward(g)  # the compiled backward (aot_autograd) for the compiled loss
+        return [loss.detach()] + [a.grad for a in args]
+
+    got = step(torch.compile(loss_fn, fullgraph=True))
+    want = step(loss_fn)
+    torch.testing.assert_close(got[0], want[0], rtol=1e-6, atol=1e-6)
+    for x, y in zip(got[1:], want[1:]):
+        torch.testing.assert_close(x, y, rtol=1e-2, atol=1e-3)
+    torch._dynamo.reset()
+
+
+def test_opcheck():
+    hidden, weight, b, target = inputs("f32", 64, 32, 300, True, seed=10)
+    h, w, bb = (t.clone().requires_grad_() for t in (hidden, weight, b))
+    attrs = ("mean", -100, 0.0, 0.0, None, 0)
+    torch.library.opcheck(torch.ops.xent.linear_cross_entropy_with_grad.default,
+                          (h, w, target, bb, None, None) + attrs)
+    torch.library.opcheck(torch.ops.xent.linear_cross_entropy.default,
+                          (h, w, target, bb, None) + attrs)
+    torch.library.opcheck(torch.ops.xent.linear_cross_entropy.default,
+                          (h, w, target, None, None, "none", -100, 0.0, 0.0, None, 0))
+
+
+def test_cuda_graph_capture():
+    # Results in PyTorch's allocator, the scratch stream-ordered: the loss
+    # and its gradients replay from a graph with new inputs.
+    hidden, weight, b, target = inputs("bf16", 256, 64, 1000, False, seed=11)
+    h = hidden.clone().requires_grad_()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):  # the runtime's per-stream setup, then a clean call
+            loss = xt.linear_cross_entropy(h, weight, target, loss_dtype=torch.float32)
+            (dh,) = torch.autograd.grad(loss, [h])
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=s):
+        loss = xt.linear_cross_entropy(h, weight, target, loss_dtype=torch.float32)
+        (dh,) = torch.autograd.grad(loss, [h])
+    with torch.no_grad():
+        h.copy_(hidden * 0.5)
+    graph.replay()
+    torch.cuda.synchronize()
+    fresh = h.detach().clone().requires_grad_()
+    want = xt.linear_cross_entropy(fresh, weight, target, loss_dtype=torch.float32)
+    (want_dh,) = torch.autograd.grad(want, [fresh])
+    torch.testing.assert_close(loss, want, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(dh, want_dh, rtol=0, atol=0)
+
+
+def test_module_and_second_backward():
+    hidden, weight, b, target = inputs("bf16", 128, 64, 1000, True, seed=12)
+    fn = xt.LinearCrossEntropyLoss(reduction="sum", loss_dtype=torch.float32)
+    h = hidden.clone().requires_grad_()
+    loss = fn(h, weight, target, b)
+    want = xt.linear_cross_entropy(hidden, weight, target, b, reduction="sum",
+                                   loss_dtype=torch.float32)
+    torch.testing.assert_close(loss.detach(), want, rtol=1e-6, atol=0)  # atomic sums
+    loss.backward(retain_graph=True)
+    first = h.grad.clone()
+    with pytest.raises(RuntimeError, match="second backward|modified by an inplace"):
+        loss.backward()
+    assert torch.equal(h.grad, first)

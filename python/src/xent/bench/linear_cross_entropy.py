@@ -2,8 +2,9 @@
 
     XENT_CACHE_DIR=<bundle> python3 -m xent.bench.linear_cross_entropy \\
         [--shapes 8192,2048,128256 8192,2048,256000 16384,4096,128256] \\
-        [--dtypes bf16] [--bias] [--chunk-rows 0] [--providers torch torch.compile xent] \\
-        [--json out.json]
+        [--dtypes bf16] [--bias] [--chunk-rows 0] \\
+        [--providers torch torch.compile liger cce xent xent.torch] \\
+        [--liger LIGER_CHECKOUT/src] [--cce CCE_CHECKOUT] [--json out.json]
 
 For each (N, H, V) it times forward + backward of ``cross_entropy(hidden @
 weight.T (+ bias), target)`` (mean, 1 target in 7 ignored; gradients of
@@ -11,9 +12,17 @@ hidden, weight and bias) for:
 
 * ``torch``: ``F.linear`` + ``F.cross_entropy`` and ``backward()``, eager;
 * ``torch.compile``: the same function compiled;
+* ``liger``: Liger-Kernel's ``LigerFusedLinearCrossEntropyFunction`` from a
+  checkout (``--liger``, its ``src/``);
+* ``cce``: Cut Cross-Entropy's ``linear_cross_entropy`` (apple/ml-cross-entropy,
+  ``--cce``: the checkout holding ``cut_cross_entropy/``), its default
+  implementation (gradient filtering on);
 * ``xent``: ``xent.linear_cross_entropy_and_grad`` through
   ``xent-gpu-pipeline`` (:mod:`xent.runtime.linear`: chunks of rows, cuBLASLt
-  GEMMs, the loss kernel in place over each chunk's logits).
+  GEMMs, the loss kernel in place over each chunk's logits);
+* ``xent.torch``: the PyTorch drop-in ``xent.torch.linear_cross_entropy``
+  and ``backward()`` (the op above for grad_output = 1 in the forward, the
+  gradients scaled in the backward).
 
 Time: ``triton.testing.do_bench`` (median) when Triton is installed, else
 the median of CUDA-event samples. Peak extra memory: the most device memory
@@ -36,6 +45,7 @@ import argparse
 import ctypes
 import json
 import statistics
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -102,7 +112,12 @@ def _torch_loss(h, w, b, t):
     return F.cross_entropy(F.linear(h, w, b), t)
 
 
-def providers(names, chunk_rows):
+def _from_checkout(path):
+    if path and path not in sys.path:
+        sys.path.insert(0, path)
+
+
+def providers(names, chunk_rows, liger=None, cce=None):
     out = {}
 
     def autograd_step(loss_fn):
@@ -119,6 +134,29 @@ def providers(names, chunk_rows):
         out["torch"] = autograd_step(_torch_loss)
     if "torch.compile" in names:
         out["torch.compile"] = autograd_step(torch.compile(_torch_loss))
+    if "liger" in names:
+        _from_checkout(liger)
+        try:
+            from liger_kernel.ops.fused_linear_cross_entropy import (
+                LigerFusedLinearCrossEntropyFunction as Liger)
+
+            def liger_loss(h, w, b, t):
+                out_ = Liger.apply(h, w, t, b)
+                return out_[0] if isinstance(out_, tuple) else out_
+            out["liger"] = autograd_step(liger_loss)
+        except Exception as e:  # reported, not fatal
+            print(f"liger unavailable: {e}")
+    if "cce" in names:
+        _from_checkout(cce)
+        try:
+            from cut_cross_entropy import linear_cross_entropy as cce_loss
+            out["cce"] = autograd_step(lambda h, w, b, t: cce_loss(h, w, t, b))
+        except Exception as e:
+            print(f"cce unavailable: {e}")
+    if "xent.torch" in names:
+        from xent import torch as xt
+        out["xent.torch"] = autograd_step(
+            lambda h, w, b, t: xt.linear_cross_entropy(h, w, t, b, chunk_rows=chunk_rows))
     if "xent" in names:
         from xent.runtime import linear
         one = torch.ones((), device="cuda")
@@ -136,7 +174,7 @@ def _rel(x, ref):
 
 
 def run(args):
-    impls = providers(args.providers, args.chunk_rows)
+    impls = providers(args.providers, args.chunk_rows, args.liger, args.cce)
     pool = None
     results = []
     for dtype_name in args.dtypes:
@@ -166,7 +204,7 @@ def run(args):
                     torch.cuda.synchronize()
                     extra = (torch.cuda.max_memory_allocated() - base) + \
                         max(pool.high() - base_pool, 0)
-                    if name == "xent":
+                    if name.startswith("xent"):
                         extra += WORKSPACE_BYTES
                     ms = _bench(lambda s=step, a=inputs: s(*a), args.repeats, args.rep_ms)
                 except Exception as e:  # a provider that fails is reported, not fatal
@@ -207,7 +245,11 @@ def main(argv=None):
     p.add_argument("--bias", action="store_true")
     p.add_argument("--chunk-rows", type=int, default=0,
                    help="rows per chunk of xent (0: the pipeline's automatic size)")
-    p.add_argument("--providers", nargs="+", default=["torch", "torch.compile", "xent"])
+    p.add_argument("--providers", nargs="+",
+                   default=["torch", "torch.compile", "liger", "cce", "xent", "xent.torch"])
+    p.add_argument("--liger", default=None, help="path of a Liger-Kernel checkout's src/")
+    p.add_argument("--cce", default=None,
+                   help="path of an apple/ml-cross-entropy checkout (holding cut_cross_entropy/)")
     p.add_argument("--repeats", type=int, default=10,
                    help="CUDA-event samples when Triton is not installed")
     p.add_argument("--rep-ms", type=int, default=1000,

@@ -21,7 +21,7 @@ from typing import Dict, Iterable, Optional, Tuple
 from . import gpu
 
 __all__ = ["linear_config", "linear_module", "linear_pipeline_args", "linear_library",
-           "linear_cross_entropy_and_grad", "precompile", "ENTRY"]
+           "linear_cross_entropy_and_grad", "linear_cross_entropy", "precompile", "ENTRY"]
 
 ENTRY = "linear_cross_entropy_and_grad"
 _DTYPES = ("bf16", "f16", "f32")
@@ -32,18 +32,22 @@ CHIP = os.environ.get("XENT_CHIP", "sm_90")
 def linear_config(*, dtype: str, reduction: str, bias: bool, ignore_index: int = -100,
                   chunk_rows: int = 0, target: str = "i64", destinations: bool = False,
                   rank: int = 2, class_weight: bool = False, label_smoothing: float = 0.0,
-                  z_loss_scale: float = 0.0, softcap: Optional[float] = None) -> Dict:
+                  z_loss_scale: float = 0.0, softcap: Optional[float] = None,
+                  with_grad: bool = True) -> Dict:
     """The KernelCache configuration of one entry function: the dtype of
     hidden / weight / bias, the reduction, the op's attributes (a z-loss adds
     the ``z_loss`` result after the loss), hidden ``[N, H]`` (rank 2) or
     ``[B, T, H]`` (rank 3), f32 class weights; `chunk_rows` 0 for the
     pipeline's automatic chunks; `destinations`: the results are written into
-    buffers the caller passes after the inputs, instead of returned."""
+    buffers the caller passes after the inputs, instead of returned;
+    `with_grad` False: ``xent.linear_cross_entropy``, the loss alone (no
+    grad_output, no gradient GEMMs)."""
     if dtype not in _DTYPES or reduction not in _REDUCTIONS or target not in ("i32", "i64") \
             or rank not in (2, 3):
         raise ValueError(f"unsupported linear configuration {dtype}/{reduction}/{target}/"
                          f"rank {rank}")
-    config = {"op": "linear_cross_entropy_and_grad", "dtype": dtype, "reduction": reduction,
+    op = "linear_cross_entropy_and_grad" if with_grad else "linear_cross_entropy"
+    config = {"op": op, "dtype": dtype, "reduction": reduction,
               "bias": bool(bias), "ignore_index": int(ignore_index),
               "chunk_rows": int(chunk_rows), "target": target, "chip": CHIP,
               "destinations": bool(destinations), "rank": int(rank),
@@ -62,7 +66,8 @@ def _types(c: Dict):
     t, rows = c["dtype"], c.get("rank", 2) - 1
     per_row = c["reduction"] == "none"
     loss = _tensor(rows if per_row else 0, "f32")
-    inputs = [("g", loss), ("h", _tensor(rows + 1, t)), ("w", _tensor(2, t))]
+    grad = _with_grad(c)
+    inputs = ([("g", loss)] if grad else []) + [("h", _tensor(rows + 1, t)), ("w", _tensor(2, t))]
     if c["bias"]:
         inputs.append(("b", _tensor(1, t)))
     inputs.append(("t", _tensor(rows, c["target"])))
@@ -71,10 +76,15 @@ def _types(c: Dict):
     results = [("l", loss)]
     if c.get("z_loss_scale"):
         results.append(("z", loss))
-    results += [("dh", _tensor(rows + 1, t)), ("dw", _tensor(2, t))]
-    if c["bias"]:
-        results.append(("db", _tensor(1, t)))
+    if grad:
+        results += [("dh", _tensor(rows + 1, t)), ("dw", _tensor(2, t))]
+        if c["bias"]:
+            results.append(("db", _tensor(1, t)))
     return inputs, results
+
+
+def _with_grad(c: Dict) -> bool:
+    return c["op"] == "linear_cross_entropy_and_grad"
 
 
 def _attributes(c: Dict) -> str:
@@ -92,12 +102,13 @@ def linear_module(c: Dict) -> str:
     """The MLIR of the configuration's entry function (dynamic sizes)."""
     inputs, results = _types(c)
     args = ", ".join(f"%{n}: {ty}" for n, ty in inputs)
-    operands = "%g, %h, %w" + (" bias %b" if c["bias"] else "") + ", %t" + \
+    operands = ("%g, " if _with_grad(c) else "") + "%h, %w" + \
+        (" bias %b" if c["bias"] else "") + ", %t" + \
         (" class_weight %cw" if c.get("class_weight") else "")
     in_types = ", ".join(ty for _, ty in inputs)
     out_types = ", ".join(ty for _, ty in results)
     names = ", ".join(f"%{n}" for n, _ in results)
-    op = (f"  {names} = xent.linear_cross_entropy_and_grad {c['reduction']} {operands}\n"
+    op = (f"  {names} = xent.{c['op']} {c['reduction']} {operands}\n"
           f"      {_attributes(c)}\n"
           f"      : ({in_types}) -> ({out_types})\n")
     if not c.get("destinations"):
@@ -171,6 +182,24 @@ def linear_cross_entropy_and_grad(hidden, weight, target, bias=None, *, grad_out
     returned (nothing is allocated but the op's scratch, which is freed in
     the call's stream order: CUDA-graph capturable after a first call on the
     capturing stream)."""
+    return _call(True, hidden, weight, target, bias, grad_output, reduction, ignore_index,
+                 class_weight, label_smoothing, z_loss_scale, softcap, chunk_rows, out)
+
+
+def linear_cross_entropy(hidden, weight, target, bias=None, *, reduction: str = "mean",
+                         ignore_index: int = -100, class_weight=None,
+                         label_smoothing: float = 0.0, z_loss_scale: float = 0.0,
+                         softcap: Optional[float] = None, chunk_rows: int = 0,
+                         out=None) -> Tuple:
+    """(loss[, z_loss]) of ``xent.linear_cross_entropy``: the loss alone, no
+    gradient GEMMs (the chunks' logits GEMM and the forward kernel), with the
+    arguments of :func:`linear_cross_entropy_and_grad` but `grad_output`."""
+    return _call(False, hidden, weight, target, bias, None, reduction, ignore_index,
+                 class_weight, label_smoothing, z_loss_scale, softcap, chunk_rows, out)
+
+
+def _call(with_grad, hidden, weight, target, bias, grad_output, reduction, ignore_index,
+          class_weight, label_smoothing, z_loss_scale, softcap, chunk_rows, out) -> Tuple:
     dtype = {"torch.bfloat16": "bf16", "torch.float16": "f16",
              "torch.float32": "f32"}[str(hidden.dtype)]
     config = linear_config(dtype=dtype, reduction=reduction, bias=bias is not None,
@@ -179,9 +208,10 @@ def linear_cross_entropy_and_grad(hidden, weight, target, bias=None, *, grad_out
                            destinations=out is not None, rank=hidden.dim(),
                            class_weight=class_weight is not None,
                            label_smoothing=label_smoothing, z_loss_scale=z_loss_scale,
-                           softcap=softcap)
+                           softcap=softcap, with_grad=with_grad)
     fn = linear_library(config)
-    args = [grad_output, hidden, weight] + ([bias] if bias is not None else []) + [target] + \
+    args = ([grad_output] if with_grad else []) + [hidden, weight] + \
+        ([bias] if bias is not None else []) + [target] + \
         ([class_weight] if class_weight is not None else [])
     if out is None:
         return fn(*args)

@@ -5,94 +5,185 @@ the bias (docs/linear-cross-entropy.md).
     loss = linear_cross_entropy(hidden, lm_head.weight, target, lm_head.bias)
 
 is ``F.cross_entropy(F.linear(hidden, weight, bias), target, ...)`` without
-the ``N x V`` logits in memory: the compiled ``xent.linear_cross_entropy_and_grad``
-(xent.runtime.linear) computes the loss and all three gradients by row chunks
-(cuBLASLt GEMMs and the fused kernels over each chunk's logits). For a
-reduced loss the forward computes them for ``grad_output = 1`` and the
-backward scales them by the incoming gradient (three small elementwise
-passes, no GEMM); per element (``reduction="none"``) the weight's gradient
-depends on each row's ``grad_output``, so the backward runs the op again with
-it (the forward's gradients are dropped: twice the GEMMs of the reduced
-case).
+the ``N x V`` logits in memory: the compiled ops of xent.runtime.linear
+compute by row chunks (cuBLASLt GEMMs and the fused kernels over each
+chunk's logits). Two PyTorch operators, each with a fake implementation
+(``torch.compile`` traces them without a graph break, ``torch.export``
+exports them) and an autograd formula, write their results into tensors of
+PyTorch's allocator on its current stream (CUDA-graph capturable):
+
+- ``xent::linear_cross_entropy_with_grad``: ``xent.linear_cross_entropy_and_grad``,
+  the loss and the three gradients for a ``grad_output`` (1 when None).
+  For a reduced loss that needs a gradient, the forward runs it for
+  ``grad_output = 1`` and the backward scales the gradients by the incoming
+  one (elementwise, no GEMM; in eager mode in place);
+- ``xent::linear_cross_entropy``: ``xent.linear_cross_entropy``, the loss
+  alone (the logits' GEMM and the forward kernel per chunk). What the call
+  runs when nothing needs a gradient (inference, a frozen model) and, per
+  element (``reduction="none"``), in the forward: the weight's gradient
+  depends on each row's ``grad_output``, so its backward runs the joint op
+  once with it.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 
 from ..runtime import linear as _linear
 from .ops import _scalar_one
 
-__all__ = ["linear_cross_entropy"]
+__all__ = ["linear_cross_entropy", "LinearCrossEntropyLoss"]
+
+_SECOND_BACKWARD = ("xent: a second backward through the same xent linear cross-entropy loss "
+                    "(retain_graph=True) is not supported: the first one scaled the "
+                    "gradients it kept in place. Call the loss again for another backward.")
 
 
-class _LinearCrossEntropy(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, hidden, weight, target, bias, class_weight, reduction, ignore_index,
-                label_smoothing, z_loss_scale, softcap, chunk_rows):
-        attrs = dict(reduction=reduction, ignore_index=ignore_index,
-                     class_weight=class_weight, label_smoothing=label_smoothing,
-                     z_loss_scale=z_loss_scale, softcap=softcap, chunk_rows=chunk_rows)
-        per_row = reduction == "none"
-        g = (torch.ones(target.shape, device=hidden.device, dtype=torch.float32) if per_row
-             else _scalar_one(hidden.device))
-        out = _linear.linear_cross_entropy_and_grad(hidden, weight, target, bias,
-                                                    grad_output=g, **attrs)
-        loss = out[0]
-        z = out[1] if z_loss_scale else None
-        grads = out[2:] if z_loss_scale else out[1:]
-        ctx.per_row = per_row
-        ctx.attrs = attrs
-        ctx.has_bias = bias is not None
-        if per_row:
-            ctx.save_for_backward(hidden, weight, target, bias)
-        else:
-            ctx.save_for_backward(*grads)
-        if z is None:
-            z = torch.empty(0, device=hidden.device)
-        ctx.mark_non_differentiable(z)
-        return loss, z
+def _loss_shape(target: torch.Tensor, reduction: str):
+    return tuple(target.shape) if reduction == "none" else ()
 
-    @staticmethod
-    def backward(ctx, grad_loss, _grad_z):
-        none = (None,) * 9
-        if grad_loss is None:
-            return (None, None) + none
+
+def _empty(like: torch.Tensor, dtype=None) -> torch.Tensor:
+    return torch.empty(0, device=like.device, dtype=dtype or like.dtype)
+
+
+def _attrs(reduction, ignore_index, class_weight, label_smoothing, z_loss_scale, softcap,
+           chunk_rows):
+    return dict(reduction=reduction, ignore_index=ignore_index, class_weight=class_weight,
+                label_smoothing=label_smoothing, z_loss_scale=z_loss_scale, softcap=softcap,
+                chunk_rows=chunk_rows)
+
+
+@torch.library.custom_op("xent::linear_cross_entropy_with_grad", mutates_args=(),
+                         device_types="cuda")
+def linear_cross_entropy_with_grad(
+        hidden: torch.Tensor, weight: torch.Tensor, target: torch.Tensor,
+        bias: Optional[torch.Tensor], class_weight: Optional[torch.Tensor],
+        grad_output: Optional[torch.Tensor], reduction: str, ignore_index: int,
+        label_smoothing: float, z_loss_scale: float, softcap: Optional[float],
+        chunk_rows: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                                  torch.Tensor]:
+    """Loss (f32), z-loss (f32; empty without a z-loss scale), d_hidden,
+    d_weight and d_bias (empty without a bias) for `grad_output` (f32, 0-d
+    or per row for ``none``; None: 1)."""
+    shape = _loss_shape(target, reduction)
+    dev = hidden.device
+    if grad_output is None:
+        grad_output = (_scalar_one(dev) if reduction != "none" else
+                       torch.ones(shape, device=dev, dtype=torch.float32))
+    loss = torch.empty(shape, device=dev, dtype=torch.float32)
+    z = torch.empty(shape, device=dev, dtype=torch.float32) if z_loss_scale else \
+        _empty(hidden, torch.float32)
+    dh, dw = torch.empty_like(hidden), torch.empty_like(weight)
+    db = torch.empty_like(bias) if bias is not None else _empty(hidden)
+    out = [loss] + ([z] if z_loss_scale else []) + [dh, dw] + ([db] if bias is not None else [])
+    _linear.linear_cross_entropy_and_grad(
+        hidden, weight, target, bias, grad_output=grad_output.contiguous(), out=out,
+        **_attrs(reduction, ignore_index, class_weight, label_smoothing, z_loss_scale, softcap,
+                 chunk_rows))
+    return loss, z, dh, dw, db
+
+
+@linear_cross_entropy_with_grad.register_fake
+def _(hidden, weight, target, bias, class_weight, grad_output, reduction, ignore_index,
+      label_smoothing, z_loss_scale, softcap, chunk_rows):
+    shape = _loss_shape(target, reduction)
+    return (hidden.new_empty(shape, dtype=torch.float32),
+            hidden.new_empty(shape if z_loss_scale else (0,), dtype=torch.float32),
+            torch.empty_like(hidden), torch.empty_like(weight),
+            torch.empty_like(bias) if bias is not None else hidden.new_empty((0,)))
+
+
+def _with_grad_setup(ctx, inputs, output):
+    ctx.has_bias = inputs[3] is not None
+    ctx.save_for_backward(*output[2:])
+    ctx.mark_non_differentiable(*output[1:])
+
+
+def _with_grad_backward(ctx, grad_loss, *_):
+    dh, dw, db = ctx.saved_tensors
+    grads = [dh, dw, db if ctx.has_bias else None]
+    if grad_loss is None:
+        grads = [None, None, None]
+    elif torch.compiler.is_compiling() or is_fake(dh):
+        # A graph: the scaled gradients as new values (pointwise ops the
+        # compiler fuses and places).
         g = grad_loss.to(torch.float32)
-        if ctx.per_row:
-            hidden, weight, target, bias = ctx.saved_tensors
-            out = _linear.linear_cross_entropy_and_grad(
-                hidden, weight, target, bias, grad_output=g.contiguous(), **ctx.attrs)
-            grads = list(out[2:] if ctx.attrs["z_loss_scale"] else out[1:])
-        else:
-            # The gradients are this node's own: scaled in place.
-            grads = list(ctx.saved_tensors)
-            for t in grads:
-                t.mul_(g.to(t.dtype) if t.dtype != torch.float32 else g)
-        d_hidden, d_weight = grads[0], grads[1]
-        d_bias = grads[2] if ctx.has_bias else None
-        return (d_hidden if ctx.needs_input_grad[0] else None,
-                d_weight if ctx.needs_input_grad[1] else None, None,
-                d_bias if ctx.needs_input_grad[3] else None) + (None,) * 7
+        grads = [None if t is None else (t.to(torch.float32) * g).to(t.dtype) for t in grads]
+    else:
+        # Eager: the gradients are this formula's own, scaled in place; a
+        # second backward would scale them again.
+        if getattr(ctx, "consumed", False):
+            raise RuntimeError(_SECOND_BACKWARD)
+        ctx.consumed = True
+        g = grad_loss.to(torch.float32)
+        for t in grads:
+            if t is not None:
+                t.mul_(g if t.dtype == torch.float32 else g.to(t.dtype))
+    needs = ctx.needs_input_grad
+    return (grads[0] if needs[0] else None, grads[1] if needs[1] else None, None,
+            grads[2] if needs[3] else None) + (None,) * 8
 
 
-def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, target: torch.Tensor,
-                         bias: Optional[torch.Tensor] = None,
-                         class_weight: Optional[torch.Tensor] = None,
-                         ignore_index: int = -100, reduction: str = "mean",
-                         label_smoothing: float = 0.0, z_loss_scale: float = 0.0,
-                         softcap: Optional[float] = None, return_z_loss: bool = False,
-                         loss_dtype: Optional[torch.dtype] = None, chunk_rows: int = 0):
-    """``F.cross_entropy(F.linear(hidden, weight, bias), target, weight=class_weight,
-    ignore_index=..., reduction=..., label_smoothing=...)`` (plus xent's z-loss
-    and softcap) without materializing the logits. `hidden` is ``[N, H]`` or
-    ``[B, T, H]`` (bf16, f16 or f32, contiguous), `weight` ``[V, H]`` and
-    `bias` ``[V]`` in its dtype, `target` int64 / int32 shaped like `hidden`
-    without its last dim. The loss comes back in the hidden's dtype (as
-    PyTorch's), or float32 with ``loss_dtype=torch.float32``; with
-    ``return_z_loss`` also the z-loss part (not differentiable).
-    `chunk_rows` 0 lets the pipeline size the row chunks."""
+linear_cross_entropy_with_grad.register_autograd(_with_grad_backward,
+                                                 setup_context=_with_grad_setup)
+
+
+@torch.library.custom_op("xent::linear_cross_entropy", mutates_args=(), device_types="cuda")
+def linear_cross_entropy_loss(
+        hidden: torch.Tensor, weight: torch.Tensor, target: torch.Tensor,
+        bias: Optional[torch.Tensor], class_weight: Optional[torch.Tensor], reduction: str,
+        ignore_index: int, label_smoothing: float, z_loss_scale: float,
+        softcap: Optional[float], chunk_rows: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Loss and z-loss (f32; the z-loss empty without a z-loss scale), no
+    gradient."""
+    shape = _loss_shape(target, reduction)
+    loss = torch.empty(shape, device=hidden.device, dtype=torch.float32)
+    z = torch.empty(shape, device=hidden.device, dtype=torch.float32) if z_loss_scale else \
+        _empty(hidden, torch.float32)
+    _linear.linear_cross_entropy(
+        hidden, weight, target, bias, out=[loss] + ([z] if z_loss_scale else []),
+        **_attrs(reduction, ignore_index, class_weight, label_smoothing, z_loss_scale, softcap,
+                 chunk_rows))
+    return loss, z
+
+
+@linear_cross_entropy_loss.register_fake
+def _(hidden, weight, target, bias, class_weight, reduction, ignore_index, label_smoothing,
+      z_loss_scale, softcap, chunk_rows):
+    shape = _loss_shape(target, reduction)
+    return (hidden.new_empty(shape, dtype=torch.float32),
+            hidden.new_empty(shape if z_loss_scale else (0,), dtype=torch.float32))
+
+
+def _loss_setup(ctx, inputs, output):
+    hidden, weight, target, bias, class_weight = inputs[:5]
+    ctx.attrs = inputs[5:]
+    ctx.has_bias = bias is not None
+    ctx.save_for_backward(hidden, weight, target, bias, class_weight)
+    ctx.mark_non_differentiable(output[1])
+
+
+def _loss_backward(ctx, grad_loss, _grad_z):
+    if grad_loss is None:
+        return (None,) * 11
+    hidden, weight, target, bias, class_weight = ctx.saved_tensors
+    # The joint op with the incoming gradient (per row for `none`): the
+    # gradients come out scaled, nothing is kept.
+    _, _, dh, dw, db = torch.ops.xent.linear_cross_entropy_with_grad(
+        hidden, weight, target, bias, class_weight, grad_loss.to(torch.float32).contiguous(),
+        *ctx.attrs)
+    needs = ctx.needs_input_grad
+    return (dh if needs[0] else None, dw if needs[1] else None, None,
+            db if ctx.has_bias and needs[3] else None) + (None,) * 7
+
+
+linear_cross_entropy_loss.register_autograd(_loss_backward, setup_context=_loss_setup)
+
+
+def _check(hidden, weight, target, bias, reduction, loss_dtype):
     if not hidden.is_cuda:
         raise ValueError("xent.torch.linear_cross_entropy runs on CUDA tensors")
     if reduction not in ("mean", "sum", "none"):
@@ -113,15 +204,69 @@ def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, target: tor
         raise TypeError(f"xent: unsupported target dtype {target.dtype}")
     if loss_dtype not in (None, hidden.dtype, torch.float32):
         raise ValueError("xent: loss_dtype must be the hidden's dtype or torch.float32")
+
+
+def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, target: torch.Tensor,
+                         bias: Optional[torch.Tensor] = None,
+                         class_weight: Optional[torch.Tensor] = None,
+                         ignore_index: int = -100, reduction: str = "mean",
+                         label_smoothing: float = 0.0, z_loss_scale: float = 0.0,
+                         softcap: Optional[float] = None, return_z_loss: bool = False,
+                         loss_dtype: Optional[torch.dtype] = None, chunk_rows: int = 0):
+    """``F.cross_entropy(F.linear(hidden, weight, bias), target, weight=class_weight,
+    ignore_index=..., reduction=..., label_smoothing=...)`` (plus xent's z-loss
+    and softcap) without materializing the logits. `hidden` is ``[N, H]`` or
+    ``[B, T, H]`` (bf16, f16 or f32), `weight` ``[V, H]`` and `bias` ``[V]``
+    in its dtype, `target` int64 / int32 shaped like `hidden` without its
+    last dim. The loss comes back in the hidden's dtype (as PyTorch's), or
+    float32 with ``loss_dtype=torch.float32``; with ``return_z_loss`` also
+    the z-loss part (not differentiable). `chunk_rows` 0 lets the pipeline
+    size the row chunks. When no input needs a gradient the loss alone is
+    computed (no gradient GEMMs)."""
+    _check(hidden, weight, target, bias, reduction, loss_dtype)
     hidden, weight = hidden.contiguous(), weight.contiguous()
     bias = bias.contiguous() if bias is not None else None
     cw = class_weight.to(torch.float32).contiguous() if class_weight is not None else None
-    loss, z = _LinearCrossEntropy.apply(
-        hidden, weight, target.contiguous(), bias, cw, reduction, int(ignore_index),
-        float(label_smoothing), float(z_loss_scale), None if softcap is None else float(softcap),
-        int(chunk_rows))
+    attrs = (reduction, int(ignore_index), float(label_smoothing), float(z_loss_scale),
+             None if softcap is None else float(softcap), int(chunk_rows))
+    needs_grad = torch.is_grad_enabled() and (
+        hidden.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad))
+    if needs_grad and reduction != "none":
+        loss, z = torch.ops.xent.linear_cross_entropy_with_grad(
+            hidden, weight, target.contiguous(), bias, cw, None, *attrs)[:2]
+    else:
+        loss, z = torch.ops.xent.linear_cross_entropy(hidden, weight, target.contiguous(), bias,
+                                                      cw, *attrs)
     out_dtype = loss_dtype or hidden.dtype
     loss = loss.to(out_dtype)
     if return_z_loss:
         return loss, (z.to(out_dtype) if z_loss_scale else torch.zeros_like(loss))
     return loss
+
+
+class LinearCrossEntropyLoss(torch.nn.Module):
+    """:func:`linear_cross_entropy` as a module: the attributes at
+    construction, ``forward(hidden, weight, target, bias=None)`` (for example
+    ``loss_fn(h, model.lm_head.weight, labels, model.lm_head.bias)``)."""
+
+    def __init__(self, class_weight: Optional[torch.Tensor] = None, ignore_index: int = -100,
+                 reduction: str = "mean", label_smoothing: float = 0.0,
+                 z_loss_scale: float = 0.0, softcap: Optional[float] = None,
+                 return_z_loss: bool = False, loss_dtype: Optional[torch.dtype] = None,
+                 chunk_rows: int = 0):
+        super().__init__()
+        self.register_buffer("class_weight", class_weight)
+        self.ignore_index, self.reduction = ignore_index, reduction
+        self.label_smoothing, self.z_loss_scale, self.softcap = (label_smoothing, z_loss_scale,
+                                                                 softcap)
+        self.return_z_loss, self.loss_dtype, self.chunk_rows = (return_z_loss, loss_dtype,
+                                                                chunk_rows)
+
+    def forward(self, hidden: torch.Tensor, weight: torch.Tensor, target: torch.Tensor,
+                bias: Optional[torch.Tensor] = None):
+        return linear_cross_entropy(hidden, weight, target, bias, class_weight=self.class_weight,
+                                    ignore_index=self.ignore_index, reduction=self.reduction,
+                                    label_smoothing=self.label_smoothing,
+                                    z_loss_scale=self.z_loss_scale, softcap=self.softcap,
+                                    return_z_loss=self.return_z_loss, loss_dtype=self.loss_dtype,
+                                    chunk_rows=self.chunk_rows)
