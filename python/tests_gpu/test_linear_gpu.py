@@ -93,7 +93,7 @@ def check(config, outputs, hidden, weight, bias, target, grad):
 CHUNKED = [c for c in kernel_configs.linear_configs()
            if c["chunk_rows"] == kernel_configs.LINEAR_CHUNK_ROWS and not c["destinations"]
            and c["rank"] == 2]
-ATTRIBUTES = [c for c in kernel_configs.linear_configs() if c["rank"] == 3]
+ATTRIBUTES = [c for c in kernel_configs.linear_configs() if c["rank"] == 3 and c["class_weight"]]
 DESTINATIONS = [c for c in kernel_configs.linear_configs() if c["destinations"]]
 
 
