@@ -36,17 +36,19 @@ from .ops import _scalar_one
 
 __all__ = ["linear_cross_entropy", "LinearCrossEntropyLoss"]
 
-_SECOND_BACKWARD = ("xent: a second backward through the same xent linear cross-entropy loss "
-                    "(retain_graph=True) is not supported: the first one scaled the "
-                    "gradients it kept in place. Call the loss again for another backward.")
+
+def _new_losses(hidden, target, reduction, z_loss_scale):
+    """The f32 loss and z-loss buffers (0-d, or per row for ``none``; the
+    z-loss empty without a z-loss scale), real or fake alike."""
+    shape = tuple(target.shape) if reduction == "none" else ()
+    return (hidden.new_empty(shape, dtype=torch.float32),
+            hidden.new_empty(shape if z_loss_scale else (0,), dtype=torch.float32))
 
 
-def _loss_shape(target: torch.Tensor, reduction: str):
-    return tuple(target.shape) if reduction == "none" else ()
-
-
-def _empty(like: torch.Tensor, dtype=None) -> torch.Tensor:
-    return torch.empty(0, device=like.device, dtype=dtype or like.dtype)
+def _new_grads(hidden, weight, bias):
+    """d_hidden, d_weight and d_bias (empty without a bias)."""
+    return (torch.empty_like(hidden), torch.empty_like(weight),
+            torch.empty_like(bias) if bias is not None else hidden.new_empty((0,)))
 
 
 def _attrs(reduction, ignore_index, class_weight, label_smoothing, z_loss_scale, softcap,
@@ -68,16 +70,11 @@ def linear_cross_entropy_with_grad(
     """Loss (f32), z-loss (f32; empty without a z-loss scale), d_hidden,
     d_weight and d_bias (empty without a bias) for `grad_output` (f32, 0-d
     or per row for ``none``; None: 1)."""
-    shape = _loss_shape(target, reduction)
-    dev = hidden.device
+    loss, z = _new_losses(hidden, target, reduction, z_loss_scale)
+    dh, dw, db = _new_grads(hidden, weight, bias)
     if grad_output is None:
-        grad_output = (_scalar_one(dev) if reduction != "none" else
-                       torch.ones(shape, device=dev, dtype=torch.float32))
-    loss = torch.empty(shape, device=dev, dtype=torch.float32)
-    z = torch.empty(shape, device=dev, dtype=torch.float32) if z_loss_scale else \
-        _empty(hidden, torch.float32)
-    dh, dw = torch.empty_like(hidden), torch.empty_like(weight)
-    db = torch.empty_like(bias) if bias is not None else _empty(hidden)
+        grad_output = (_scalar_one(hidden.device) if reduction != "none" else
+                       torch.ones_like(loss))
     out = [loss] + ([z] if z_loss_scale else []) + [dh, dw] + ([db] if bias is not None else [])
     _linear.linear_cross_entropy_and_grad(
         hidden, weight, target, bias, grad_output=grad_output.contiguous(), out=out,
@@ -89,11 +86,7 @@ def linear_cross_entropy_with_grad(
 @linear_cross_entropy_with_grad.register_fake
 def _(hidden, weight, target, bias, class_weight, grad_output, reduction, ignore_index,
       label_smoothing, z_loss_scale, softcap, chunk_rows):
-    shape = _loss_shape(target, reduction)
-    return (hidden.new_empty(shape, dtype=torch.float32),
-            hidden.new_empty(shape if z_loss_scale else (0,), dtype=torch.float32),
-            torch.empty_like(hidden), torch.empty_like(weight),
-            torch.empty_like(bias) if bias is not None else hidden.new_empty((0,)))
+    return _new_losses(hidden, target, reduction, z_loss_scale) + _new_grads(hidden, weight, bias)
 
 
 def _with_grad_setup(ctx, inputs, output):
@@ -113,11 +106,10 @@ def _with_grad_backward(ctx, grad_loss, *_):
         g = grad_loss.to(torch.float32)
         grads = [None if t is None else (t.to(torch.float32) * g).to(t.dtype) for t in grads]
     else:
-        # Eager: the gradients are this formula's own, scaled in place; a
-        # second backward would scale them again.
-        if getattr(ctx, "consumed", False):
-            raise RuntimeError(_SECOND_BACKWARD)
-        ctx.consumed = True
+        # Eager: the gradients are this formula's own, scaled in place. That
+        # bumps their version, so a second backward (retain_graph=True),
+        # which would scale them again, is refused by autograd when it
+        # unpacks them.
         g = grad_loss.to(torch.float32)
         for t in grads:
             if t is not None:
@@ -139,10 +131,7 @@ def linear_cross_entropy_loss(
         softcap: Optional[float], chunk_rows: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """Loss and z-loss (f32; the z-loss empty without a z-loss scale), no
     gradient."""
-    shape = _loss_shape(target, reduction)
-    loss = torch.empty(shape, device=hidden.device, dtype=torch.float32)
-    z = torch.empty(shape, device=hidden.device, dtype=torch.float32) if z_loss_scale else \
-        _empty(hidden, torch.float32)
+    loss, z = _new_losses(hidden, target, reduction, z_loss_scale)
     _linear.linear_cross_entropy(
         hidden, weight, target, bias, out=[loss] + ([z] if z_loss_scale else []),
         **_attrs(reduction, ignore_index, class_weight, label_smoothing, z_loss_scale, softcap,
@@ -153,9 +142,7 @@ def linear_cross_entropy_loss(
 @linear_cross_entropy_loss.register_fake
 def _(hidden, weight, target, bias, class_weight, reduction, ignore_index, label_smoothing,
       z_loss_scale, softcap, chunk_rows):
-    shape = _loss_shape(target, reduction)
-    return (hidden.new_empty(shape, dtype=torch.float32),
-            hidden.new_empty(shape if z_loss_scale else (0,), dtype=torch.float32))
+    return _new_losses(hidden, target, reduction, z_loss_scale)
 
 
 def _loss_setup(ctx, inputs, output):
