@@ -1,11 +1,14 @@
 """Host time of one forward + backward through xent.torch beside
 F.cross_entropy, in one process, on problems small enough that the GPU is
 idle most of the time (the loop is bound by the host). For
-docs/performance.md; run on the GPU machine with XENT_CACHE_DIR set:
+docs/performance.md; run on the GPU machine with XENT_CACHE_DIR set (or
+from the installed package, whose bundle has no ctypes-path kernels:
+``--native-only``):
 
-    python3 python/tests_gpu/host_time.py
+    python3 python/tests_gpu/host_time.py [--native-only]
 """
 import statistics
+import sys
 import time
 
 import torch
@@ -47,11 +50,14 @@ def main():
         x = torch.randn(n, v, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         t = torch.randint(0, v, (n,), device="cuda")
         # Five rounds, the three interleaved; the median of each.
-        rounds = [[per_call_us(f, x, t) for f in (xt.cross_entropy, ctypes_path,
-                                                  F.cross_entropy)] for _ in range(5)]
+        callers = (xt.cross_entropy, ctypes_path, F.cross_entropy)
+        if "--native-only" in sys.argv:
+            callers = (xt.cross_entropy, xt.cross_entropy, F.cross_entropy)
+        rounds = [[per_call_us(f, x, t) for f in callers] for _ in range(5)]
         ours, slow, theirs = (statistics.median(r[i] for r in rounds) for i in range(3))
         print(f"N={n} V={v} bf16 mean fwd+bwd: xent.torch {ours:.0f} us/call "
-              f"({'native' if native else 'ctypes'}), ctypes path {slow:.0f}, "
+              f"({'native' if native else 'ctypes'}), "
+              f"{'(again)' if '--native-only' in sys.argv else 'ctypes path'} {slow:.0f}, "
               f"F.cross_entropy {theirs:.0f} us/call, ratio {ours / theirs:.2f}")
 
 

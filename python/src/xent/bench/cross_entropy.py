@@ -164,6 +164,11 @@ def providers(liger_path, case=None):
             kernels.RESIDENT_ROWS = True
     if not case:  # the plain case: resident rows against two passes
         out["xent 2-pass"] = two_pass
+        # inplace=True needs logits that are an operation's result: both
+        # sides pay the same x·1 (one more read and write of N×V).
+        out["xent x*1"] = lambda x, t, w: xt.cross_entropy(x * 1, t, weight=w)
+        out["xent inplace x*1"] = lambda x, t, w: xt.cross_entropy(x * 1, t, weight=w,
+                                                                    inplace=True)
     return out
 
 

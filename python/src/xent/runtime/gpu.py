@@ -434,7 +434,13 @@ class Runtime:
         key = os.path.realpath(path)
         with cls._lock:
             if key not in cls._instances:
-                cls._instances[key] = cls(path)
+                # A copy of a runtime already loaded (one per cache or bundle
+                # directory) is that runtime: the libraries resolve their
+                # DT_NEEDED entry by soname to the first copy loaded, so
+                # the stream must be set there.
+                same = next((rt for rt in cls._instances.values()
+                             if filecmp.cmp(rt.path, key, shallow=False)), None)
+                cls._instances[key] = same or cls(path)
             return cls._instances[key]
 
     def __getattr__(self, name):
@@ -800,10 +806,22 @@ class KernelCache:
     missing configuration raises :class:`DriverError` naming it.
     """
 
-    def __init__(self, directory: Optional[str] = None):
+    def __init__(self, directory: Optional[str] = None, fallbacks: Sequence[str] = ()):
         self.directory = driver._cache_dir(directory)
+        # Read-only directories looked at after this one, before compiling:
+        # the package's bundle (xent.runtime.bundle). Their entries follow
+        # the same compiler rule; compiling writes here, never there.
+        self.fallbacks = [KernelCache._readonly(d) for d in fallbacks
+                          if os.path.abspath(d) != os.path.abspath(self.directory)]
         self._libraries: Dict[str, GpuLibrary] = {}
         self._lock = threading.Lock()
+
+    @classmethod
+    def _readonly(cls, directory: str) -> "KernelCache":
+        cache = cls.__new__(cls)
+        cache.directory, cache.fallbacks = os.path.abspath(directory), []
+        cache._libraries, cache._lock = {}, threading.Lock()
+        return cache
 
     @staticmethod
     def key(config: Dict[str, Any]) -> str:
@@ -836,16 +854,18 @@ class KernelCache:
         filled on a machine with LLVM for a GPU machine without it.
         """
         compiler = compiler_identity(opt_tool) if build is not None else None
-        path = self.lookup(config, compiler)
-        if path is not None:
-            return path
+        for cache in [self, *self.fallbacks]:
+            path = cache.lookup(config, compiler)
+            if path is not None:
+                return path
         if build is None:
             raise DriverError(f"no compiled kernel for {json.dumps(config, sort_keys=True)} "
                               f"in {self.directory}")
         try:
             path = compile_gpu_module(build(), pipeline_args, opt_tool, out_dir=self.directory)
         except DriverError as e:
-            stale = self.lookup(config)
+            stale = next((p for p in (c.lookup(config) for c in [self, *self.fallbacks]) if p),
+                         None)
             if stale is not None:
                 # Built by another compiler, and this one cannot rebuild it
                 # (e.g. LLVM's mlir-opt beside a copied xent bundle).

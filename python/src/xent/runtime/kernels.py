@@ -70,7 +70,7 @@ def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reducti
                   softcap: Optional[float], with_grad: bool,
                   threads: Optional[int] = None, return_lse: bool = False,
                   return_argmax: bool = False, return_accuracy: bool = False,
-                  runtime_scalars: bool = False) -> Dict:
+                  runtime_scalars: bool = False, two_pass: bool = False) -> Dict:
     """The configuration that names one compiled library in the cache.
 
     ``return_lse`` / ``return_argmax`` / ``return_accuracy`` ask for the
@@ -84,14 +84,24 @@ def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reducti
     z-loss scale, softcap when non-neutral) as arguments, so the
     configuration records only which features are present and one library
     serves every value. Off by default: existing configurations (and their
-    hashes) are unchanged."""
+    hashes) are unchanged.
+
+    ``two_pass=True`` compiles a gradient kernel without the resident path
+    (``resident-rows=false``), whose joint walk may write the gradient over
+    the logits (xent.torch's ``inplace``); without a gradient, or where the
+    path is two-pass anyway, the configuration is the default one."""
     if return_accuracy and target == "probs":
         raise ValueError("return_accuracy needs class-index targets")
     extras = {k: True for k, v in (("return_lse", return_lse), ("return_argmax", return_argmax),
                                    ("return_accuracy", return_accuracy)) if v}
-    return {**_base_config(dtype, target, rank, weighted, reduction, ignore_index,
-                           label_smoothing, z_loss_scale, softcap, with_grad, threads,
-                           runtime_scalars), **extras}
+    config = {**_base_config(dtype, target, rank, weighted, reduction, ignore_index,
+                             label_smoothing, z_loss_scale, softcap, with_grad, threads,
+                             runtime_scalars), **extras}
+    if two_pass and with_grad and has_resident_path(
+            dtype=dtype, target=target, rank=rank, weighted=weighted,
+            label_smoothing=label_smoothing, softcap=softcap, with_grad=with_grad):
+        config["resident_rows"] = False
+    return config
 
 
 def _base_config(dtype, target, rank, weighted, reduction, ignore_index, label_smoothing,
@@ -290,7 +300,9 @@ _DTYPES = ("f32", "bf16", "f16")
 _TARGETS = ("i64", "i32", "probs")
 
 
-def runtime_scalar_configs(*, max_rank: int = 4, classes: Iterable[int] = (32768, 128256)):
+def runtime_scalar_configs(*, max_rank: int = 4, classes: Iterable[int] = (32768, 128256),
+                           ranks: Optional[Iterable[int]] = None,
+                           two_pass_variants: bool = False):
     """Every configuration the drop-in (xent.torch.ops.config_for) can ask
     for under runtime scalars, for logits of rank 1..`max_rank` (config_for
     takes any rank ≥ 1: the set is finite per rank bound): dtype × target
@@ -298,11 +310,14 @@ def runtime_scalar_configs(*, max_rank: int = 4, classes: Iterable[int] = (32768
     z-loss, softcap present or not) × with_grad × threads (threads_for over
     `classes`, which should include one row length on each side of its
     256-thread bound; the two defaults do for every dtype). A bundle
-    compiled from this list serves every value of the features."""
+    compiled from this list serves every value of the features. `ranks`
+    replaces 1..`max_rank`; `two_pass_variants` adds, for each gradient
+    configuration on the resident path, the two-pass one that an in-place
+    call takes (kernel_config's ``two_pass``)."""
     seen = {}
     for dtype in _DTYPES:
         for target in _TARGETS:
-            for rank in range(1, max_rank + 1):
+            for rank in (range(1, max_rank + 1) if ranks is None else ranks):
                 for weighted in (False, True):
                     for reduction in _REDUCTIONS:
                         for ls in (0.0, 0.1):
@@ -319,6 +334,11 @@ def runtime_scalar_configs(*, max_rank: int = 4, classes: Iterable[int] = (32768
                                             c = kernel_config(
                                                 **attrs, threads=threads_for(dtype, n, resident),
                                                 runtime_scalars=True)
+                                            seen[tuple(sorted(c.items()))] = c
+                                        if two_pass_variants and resident:
+                                            c = kernel_config(
+                                                **attrs, threads=threads_for(dtype, 0, False),
+                                                runtime_scalars=True, two_pass=True)
                                             seen[tuple(sorted(c.items()))] = c
     return list(seen.values())
 

@@ -55,7 +55,7 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
                   z_loss_scale: float = 0.0, softcap: Optional[float] = None,
                   return_z_loss: bool = False, loss_dtype: Optional[torch.dtype] = None,
                   return_lse: bool = False, return_predicted_tokens: bool = False,
-                  return_token_accuracy: bool = False):
+                  return_token_accuracy: bool = False, inplace: bool = False):
     """``torch.nn.functional.cross_entropy`` with xent's fused CUDA kernels.
 
     Returns the loss (in the logits' dtype, like PyTorch, or in float32 with
@@ -70,13 +70,40 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
     ``return_token_accuracy`` the share of kept elements whose argmax is the
     target, reduced like the loss (float32; per element for ``none``). With
     any of them the result is a :class:`CrossEntropyOutput`; they are not
-    differentiable."""
+    differentiable.
+
+    ``inplace=True`` writes the gradient over the logits (Liger's default;
+    it saves the N × C gradient buffer) where autograd allows an in-place
+    write: eager calls on the native path, dense logits that need a
+    gradient and are the result of an operation (or a view of one; not a
+    leaf that requires grad, nor a view of one). The
+    logits' version is bumped, so an operation that saved them for its own
+    backward raises there instead of reading gradients. Elsewhere (a leaf,
+    a strided tensor, torch.compile, the ctypes fallback) it is
+    ignored and the gradient has its own memory. The in-place kernel is the
+    two-pass one (the logits are read twice)."""
     if not logits.is_cuda:
         raise ValueError("xent.torch.cross_entropy runs on CUDA tensors")
     if loss_dtype not in (None, logits.dtype, torch.float32):
         raise ValueError(f"xent: loss_dtype must be the logits' dtype or torch.float32, "
                          f"not {loss_dtype}")
     f32_loss = loss_dtype == torch.float32 and logits.dtype != torch.float32
+    if logits.dim() == 1:
+        # One row: called as a batch of one (the rank-2 kernels, which the
+        # package's bundle holds), the per-element results viewed back.
+        out = cross_entropy(logits.unsqueeze(0), target.unsqueeze(0), weight, ignore_index,
+                            reduction, label_smoothing, z_loss_scale, softcap, return_z_loss,
+                            loss_dtype, return_lse, return_predicted_tokens,
+                            return_token_accuracy, inplace)
+        if reduction != "none":
+            return out
+        if isinstance(out, tuple) and not isinstance(out, CrossEntropyOutput):
+            return tuple(t.squeeze(0) for t in out)
+        if isinstance(out, CrossEntropyOutput):
+            return CrossEntropyOutput(*(None if t is None else t.squeeze(0) for t in out))
+        return out.squeeze(0)
+    in_place = (inplace and not torch.compiler.is_compiling()
+                and ops.in_place_allowed(logits))
     args = (logits, target, weight, reduction, int(ignore_index), float(label_smoothing),
             float(z_loss_scale), None if softcap is None else float(softcap))
     with_grad = torch.is_grad_enabled() and logits.requires_grad
@@ -92,7 +119,7 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
         # Eager on plain tensors (not fake, functional or a subclass): one C++
         # operator does the call and carries the autograd formula
         # (xent.torch.native).
-        loss, z = ops.eager(*args, with_grad, return_z_loss, f32_loss)
+        loss, z = ops.eager(*args, with_grad, return_z_loss, f32_loss, with_grad and in_place)
     elif with_grad:
         loss, z, _ = torch.ops.xent.cross_entropy_with_grad(*args, f32_loss)
     else:
@@ -105,13 +132,16 @@ class CrossEntropyLoss(torch.nn.Module):
 
     def __init__(self, weight: Optional[torch.Tensor] = None, ignore_index: int = -100,
                  reduction: str = "mean", label_smoothing: float = 0.0,
-                 z_loss_scale: float = 0.0, softcap: Optional[float] = None):
+                 z_loss_scale: float = 0.0, softcap: Optional[float] = None,
+                 inplace: bool = False):
         super().__init__()
         self.register_buffer("weight", weight)
+        self.inplace = inplace
         self.ignore_index, self.reduction = ignore_index, reduction
         self.label_smoothing, self.z_loss_scale, self.softcap = (label_smoothing, z_loss_scale,
                                                                   softcap)
 
     def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return cross_entropy(logits, target, self.weight, self.ignore_index, self.reduction,
-                             self.label_smoothing, self.z_loss_scale, self.softcap)
+                             self.label_smoothing, self.z_loss_scale, self.softcap,
+                             inplace=self.inplace)

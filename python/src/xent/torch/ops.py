@@ -34,13 +34,13 @@ from typing import Dict, Optional, Tuple
 import torch
 from torch._subclasses.fake_tensor import is_fake
 
-from ..runtime import gpu
+from ..runtime import bundle, gpu
 from . import native as _native_ext
 from ..runtime.kernels import (has_resident_path, kernel_config, kernel_module, pipeline_args,
                                threads_for)
 
 __all__ = ["config_for", "cross_entropy", "cross_entropy_rows", "cross_entropy_with_grad",
-           "eager", "native", "scale_grad_"]
+           "eager", "in_place_allowed", "native", "scale_grad_"]
 
 # The per-row outputs a call may ask for, in the entry function's order
 # (xent.runtime.kernels.ROW_OUTPUTS): lse, argmax (predicted tokens),
@@ -57,7 +57,8 @@ _CACHE: Optional[gpu.KernelCache] = None
 def _cache() -> gpu.KernelCache:
     global _CACHE
     if _CACHE is None:
-        _CACHE = gpu.KernelCache(os.environ.get("XENT_CACHE_DIR"))
+        # $XENT_CACHE_DIR, then the kernels installed with the package.
+        _CACHE = bundle.kernel_cache()
     return _CACHE
 
 
@@ -78,8 +79,11 @@ def _library(config: Dict) -> gpu.GpuLibrary:
 
 def config_for(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ignore_index,
                label_smoothing, z_loss_scale, softcap, with_grad, rows=_NO_ROWS,
-               runtime_scalars: bool = False) -> Dict:
-    """The kernel configuration of one call; raises as ``F.cross_entropy`` on bad arguments."""
+               runtime_scalars: bool = False, in_place: bool = False) -> Dict:
+    """The kernel configuration of one call; raises as ``F.cross_entropy`` on
+    bad arguments. `in_place`: the joint kernel will write the gradient over
+    the logits, which the two-pass walk allows (the resident one reads the
+    target's logit after other blocks wrote their part of the row)."""
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
@@ -109,9 +113,11 @@ def config_for(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ig
     if rows[2] and probs:
         raise ValueError("xent: return_token_accuracy needs class-index targets")
     classes = logits.shape[1 if logits.dim() > 1 else 0]
-    threads = threads_for(attrs["dtype"], classes, has_resident_path(**attrs))
+    in_place = in_place and with_grad
+    threads = threads_for(attrs["dtype"], classes, has_resident_path(**attrs) and not in_place)
     return kernel_config(**attrs, threads=threads, return_lse=rows[0], return_argmax=rows[1],
-                         return_accuracy=rows[2], runtime_scalars=runtime_scalars)
+                         return_accuracy=rows[2], runtime_scalars=runtime_scalars,
+                         two_pass=in_place)
 
 
 _ONES: Dict[torch.device, torch.Tensor] = {}
@@ -202,7 +208,7 @@ _PLANS: Dict[tuple, tuple] = {}
 
 
 def _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
-               softcap, with_grad, rows=_NO_ROWS):
+               softcap, with_grad, rows=_NO_ROWS, in_place=False):
     # On the native path the values are run-time arguments of a library
     # compiled once per feature set (kernels.runtime_scalar_configs); the
     # ctypes path passes tensors only, so its libraries bake them in. Which
@@ -210,11 +216,11 @@ def _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
     runtime = native() is not None and _RUNTIME_SCALARS
     key = (logits.shape, logits.dtype, target.shape, target.dtype,
            None if weight is None else weight.shape, reduction, ignore_index, label_smoothing,
-           z_loss_scale, softcap, with_grad, rows, runtime)
+           z_loss_scale, softcap, with_grad, rows, runtime, in_place)
     plan = _PLANS.get(key)
     if plan is None:
         config = config_for(logits, target, weight, reduction, ignore_index, label_smoothing,
-                            z_loss_scale, softcap, with_grad, rows, runtime)
+                            z_loss_scale, softcap, with_grad, rows, runtime, in_place)
         lib = _library(config)
         handles = (tuple(_handle(lib, f) for f in ("xent_entry", "xent_scale_grad",
                                                     "xent_scale_grad_dt"))
@@ -448,13 +454,15 @@ cross_entropy_rows.register_autograd(_rows_backward, setup_context=_rows_setup_c
 
 
 def eager(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
-          softcap, with_grad, want_z, f32_loss=False):
+          softcap, with_grad, want_z, f32_loss=False, in_place=False):
     """An eager call on the native path (``native()`` is not None): loss and
     z-loss (in f32 unless `want_z`), differentiable through the C++ autograd
-    formula when `with_grad`."""
+    formula when `with_grad`; with `in_place` (the caller checked
+    :func:`in_place_allowed`) the gradient is written over the logits."""
+    in_place = in_place and with_grad
     _, _, fn, scale_fn, scale_dt_fn, ii, floats = _call_plan(
         logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
-        softcap, with_grad)
+        softcap, with_grad, in_place=in_place)
     nat = _NATIVE[0]
     if with_grad:
         # Per element the forward computes the loss alone (the library
@@ -465,9 +473,24 @@ def eager(logits, target, weight, reduction, ignore_index, label_smoothing, z_lo
             forward_fn = _call_plan(logits, target, weight, reduction, ignore_index,
                                     label_smoothing, z_loss_scale, softcap, False)[2]
         return nat.loss(fn, scale_fn, scale_dt_fn, logits, target, weight, reduction != "none",
-                        want_z, f32_loss, ii, floats, forward_fn)
+                        want_z, f32_loss, ii, floats, forward_fn, in_place)
     return nat.forward(fn, logits, target, weight, reduction != "none", want_z, f32_loss, ii,
                        floats)
+
+
+def in_place_allowed(logits: torch.Tensor) -> bool:
+    """Whether the gradient may be written over `logits`: dense logits that
+    need a gradient and whose memory belongs to the result of an operation
+    (themselves or the base of their view), never to a leaf that requires
+    grad (autograd forbids writing those in place). The write is not a
+    differentiable step (nothing is rebased: the logits' new contents are
+    the gradient, not a value of the graph), and every node that saved the
+    logits or their base is protected by the version counter the call
+    bumps."""
+    if not (logits.requires_grad and logits.is_contiguous()):
+        return False
+    base = logits._base if logits._is_view() else logits
+    return not base.is_leaf
 
 
 @torch.library.custom_op("xent::scale_grad_", mutates_args=("dlogits",), device_types="cuda")

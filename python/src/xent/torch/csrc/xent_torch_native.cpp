@@ -31,6 +31,10 @@
 //   per-row grad_output, so the gradient is written once, already scaled
 //   (one read of the logits in the forward, one read and one write in the
 //   backward, where scaling a kept gradient would read and write it again).
+//   `in_place=True` writes the gradient into the logits' memory (in the
+//   forward, or per element in the backward) and bumps their version; the
+//   caller passes it only where autograd allows an in-place write and with
+//   a library whose joint kernel may run in place (the two-pass walk).
 // * `scale_grad_(fn, dlogits, grad_output)`: that scaling alone.
 // * `call(fn, args)`: any entry point on tensors the caller allocated (the
 //   per-row outputs' path, xent::cross_entropy_rows).
@@ -407,8 +411,13 @@ struct Loss : public torch::autograd::Function<Loss> {
           at::Tensor target, OptionalTensor weight, int64_t fn, int64_t scaleFn,
           int64_t scaleDtFn, bool reduced, bool convertZ, bool f32Loss,
           OptionalInt ignoreIndex, std::vector<double> scalars,
-          int64_t forwardFn) {
+          int64_t forwardFn, bool inPlace) {
     at::AutoDispatchBelowADInplaceOrView guard;
+    // In place (the caller checked that autograd allows it: a dense
+    // non-leaf, not a view), the gradient goes into the logits' memory and
+    // their version is bumped, so any other node that saved the logits for
+    // its backward refuses to run instead of reading gradients.
+    ctx->saved_data["in_place"] = inPlace;
     // An unused z-loss needs no zero gradient (no fill kernel).
     ctx->set_materialize_grads(false);
     if (forwardFn >= 0 && !reduced) {
@@ -425,6 +434,18 @@ struct Loss : public torch::autograd::Function<Loss> {
       return {loss, z};
     }
     ctx->saved_data["deferred"] = false;
+    if (inPlace) {
+      auto [loss, z] = run(fn, logits, target, weight, reduced, convertZ,
+                           f32Loss, logits, Scalars::get(ignoreIndex, scalars));
+      torch::autograd::impl::bump_version(logits);
+      // Not a saved variable: its version has just changed on purpose.
+      ctx->saved_data["dlogits"] = logits.detach();
+      ctx->saved_data["scale_fn"] = scaleFn;
+      ctx->saved_data["scale_dt_fn"] = scaleDtFn;
+      ctx->saved_data["reduced"] = reduced;
+      ctx->mark_non_differentiable({z});
+      return {loss, z};
+    }
     auto [loss, z, dlogits] =
         forwardWithGradOp(fn, logits, target, weight, reduced, convertZ,
                           f32Loss, ignoreIndex, scalars);
@@ -440,7 +461,7 @@ struct Loss : public torch::autograd::Function<Loss> {
   backward(torch::autograd::AutogradContext *ctx,
            torch::autograd::variable_list grads) {
     // One gradient per forward argument: the logits', then none.
-    torch::autograd::variable_list result(12);
+    torch::autograd::variable_list result(13);
     at::Tensor g = grads[0];
     if (ctx->saved_data["deferred"].toBool()) {
       if (!g.defined())
@@ -455,16 +476,26 @@ struct Loss : public torch::autograd::Function<Loss> {
       if (!ii.isNone())
         ignoreIndex = ii.toInt();
       std::vector<double> scalars = ctx->saved_data["scalars"].toDoubleVector();
-      at::Tensor dlogits = at::empty(logits.sizes(), logits.options(),
-                                     at::MemoryFormat::Contiguous);
+      bool inPlace = ctx->saved_data["in_place"].toBool();
+      at::Tensor dlogits =
+          inPlace ? logits
+                  : at::empty(logits.sizes(), logits.options(),
+                              at::MemoryFormat::Contiguous);
       run(ctx->saved_data["fn"].toInt(), logits, saved[1], weight,
           /*reduced=*/false, /*convertZ=*/false, /*f32Loss=*/true, dlogits,
           Scalars::get(ignoreIndex, scalars),
           g.to(at::kFloat).contiguous());
+      if (inPlace) {
+        // Nodes that run later and saved the logits see the new version.
+        torch::autograd::impl::bump_version(logits);
+        dlogits = logits.detach();
+      }
       result[0] = dlogits;
       return result;
     }
-    at::Tensor dx = ctx->get_saved_variables()[0];
+    at::Tensor dx = ctx->saved_data["in_place"].toBool()
+                        ? ctx->saved_data["dlogits"].toTensor()
+                        : ctx->get_saved_variables()[0];
     // The gradient is scaled in place and handed out: a second backward
     // through this node (retain_graph=True) would scale it again, and with
     // it the gradient the first one returned. Refused, not silently wrong.
@@ -507,10 +538,10 @@ lossAutograd(int64_t fn, int64_t scaleFn, int64_t scaleDtFn,
              const at::Tensor &logits, const at::Tensor &target,
              const OptionalTensor &weight, bool reduced, bool convertZ,
              bool f32Loss, const OptionalInt &ignoreIndex,
-             c10::ArrayRef<double> scalars, int64_t forwardFn) {
-  auto outputs =
-      Loss::apply(logits, target, weight, fn, scaleFn, scaleDtFn, reduced,
-                  convertZ, f32Loss, ignoreIndex, scalars.vec(), forwardFn);
+             c10::ArrayRef<double> scalars, int64_t forwardFn, bool inPlace) {
+  auto outputs = Loss::apply(logits, target, weight, fn, scaleFn, scaleDtFn,
+                             reduced, convertZ, f32Loss, ignoreIndex,
+                             scalars.vec(), forwardFn, inPlace);
   return {outputs[0], outputs[1]};
 }
 
@@ -521,7 +552,7 @@ lossOp(int64_t fn, int64_t /*scaleFn*/, int64_t /*scaleDtFn*/,
        const at::Tensor &logits, const at::Tensor &target,
        const OptionalTensor &weight, bool reduced, bool convertZ, bool f32Loss,
        const OptionalInt &ignoreIndex, c10::ArrayRef<double> scalars,
-       int64_t forwardFn) {
+       int64_t forwardFn, bool /*inPlace: no gradient here*/) {
   if (forwardFn >= 0)
     return run(forwardFn, logits, target, weight, reduced, convertZ, f32Loss,
                at::Tensor(), Scalars::get(ignoreIndex, scalars));
@@ -562,7 +593,7 @@ TORCH_LIBRARY(xent_native, m) {
   m.def("loss(int fn, int scale_fn, int scale_dt_fn, Tensor logits, "
         "Tensor target, Tensor? weight, bool reduced, bool convert_z=True, "
         "bool f32_loss=False, int? ignore_index=None, float[] scalars=[], "
-        "int forward_fn=-1) -> (Tensor, Tensor)");
+        "int forward_fn=-1, bool in_place=False) -> (Tensor, Tensor)");
   m.def("scale_grad_(int fn, Tensor(a!) dlogits, Tensor grad_output) -> ()");
   m.def("call(int fn, Tensor(a!)[] args, int? ignore_index=None, float[] "
         "scalars=[]) -> ()");

@@ -1,0 +1,125 @@
+"""The kernel bundle that installs with the package.
+
+xent.torch's calls compile one library per configuration (dtype, target
+kind, rank, class weights, reduction, which of label smoothing / z-loss /
+softcap are present, gradient or not, in place or not, threads per block);
+attribute values are run-time arguments (``runtime_scalars``), so this set is
+finite. :func:`package_configs` lists it, :func:`build` compiles it (LLVM 22,
+``xent-opt`` and the CUDA toolkit's ``ptxas``; no GPU) into a directory that
+the CMake target ``xent-python-kernels`` fills at
+``<build>/python/xent-kernels`` and ``pip install ./python`` copies into the
+package as ``xent/kernels``. A GPU machine with the installed package then
+runs every such call without compiling anything.
+
+Lookup order of the drop-in's libraries (:func:`kernel_cache`):
+``$XENT_CACHE_DIR`` (else ``~/.cache/xent``: the JIT cache, written), then
+the bundle (:func:`bundle_directories`, read-only), then compiling into the
+cache where a compiler is at hand. An entry another compiler built is served
+only where no compiler is at hand, as for any cache (gpu.KernelCache).
+
+    python3 -m xent.runtime.bundle OUT_DIR [--jobs N] [--limit K]
+
+(with ``XENT_OPT`` pointing at ``xent-opt``) compiles the set into OUT_DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import sys
+import time
+from typing import Dict, List, Optional
+
+from .._checkout import checkout_root
+from . import gpu
+from .kernels import kernel_module, pipeline_args, runtime_scalar_configs
+
+__all__ = ["BUNDLE_ENV", "bundle_directories", "build", "kernel_cache", "package_configs"]
+
+BUNDLE_ENV = "XENT_KERNEL_BUNDLE"
+
+
+def package_configs() -> List[Dict]:
+    """Every library xent.torch.cross_entropy asks for on the native path
+    without per-row outputs: logits of rank 2 (rank-1 logits are called as
+    one row of rank 2), every dtype, target kind, weighting, reduction and
+    feature set, with and without gradient, and the two-pass variants that
+    ``inplace=True`` takes. The gradient scaling kernels are part of each
+    gradient library."""
+    return runtime_scalar_configs(ranks=(2,), two_pass_variants=True)
+
+
+def bundle_directories() -> List[str]:
+    """The bundle directories present, in lookup order: ``$XENT_KERNEL_BUNDLE``
+    (``0`` or empty: none), the installed package's ``xent/kernels``, and,
+    from a source checkout, ``<checkout>/build/python/xent-kernels``."""
+    env = os.environ.get(BUNDLE_ENV)
+    if env is not None:
+        return [env] if env not in ("", "0") and os.path.isdir(os.path.join(env, "index")) else []
+    candidates = [os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                               "kernels")]
+    root = checkout_root()
+    if root:
+        build_dir = os.environ.get("XENT_BUILD_DIR") or os.path.join(root, "build")
+        candidates.append(os.path.join(build_dir, "python", "xent-kernels"))
+    return [c for c in candidates if os.path.isdir(os.path.join(c, "index"))]
+
+
+_CACHE: List[gpu.KernelCache] = []
+
+
+def kernel_cache() -> gpu.KernelCache:
+    """The process's cache of xent.torch libraries: ``$XENT_CACHE_DIR`` with
+    the bundle behind it."""
+    if not _CACHE:
+        _CACHE.append(gpu.KernelCache(os.environ.get("XENT_CACHE_DIR"),
+                                      fallbacks=bundle_directories()))
+    return _CACHE[0]
+
+
+def build(out_dir: str, configs: Optional[List[Dict]] = None, jobs: Optional[int] = None,
+          opt_tool: Optional[str] = None, log=None) -> int:
+    """Compiles `configs` (default :func:`package_configs`) into `out_dir`
+    with `jobs` compilations at a time (default: the CPUs); returns how many
+    were compiled (entries already there and built by this compiler are
+    kept)."""
+    configs = package_configs() if configs is None else configs
+    opt = opt_tool or os.environ.get("XENT_OPT")
+    cache = gpu.KernelCache(out_dir)
+    compiler = gpu.compiler_identity(opt)
+    todo = [c for c in configs if cache.lookup(c, compiler) is None]
+    jobs = jobs or os.cpu_count() or 1
+    done = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(cache.path, c, lambda c=c: kernel_module(c),
+                               pipeline_args=pipeline_args(c), opt_tool=opt) for c in todo]
+        for f in concurrent.futures.as_completed(futures):
+            f.result()
+            done += 1
+            if log and (done % 100 == 0 or done == len(todo)):
+                log(f"{done}/{len(todo)}")
+    return done
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m xent.runtime.bundle",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir")
+    parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument("--limit", type=int, default=None,
+                        help="compile only the first K configurations (tests)")
+    args = parser.parse_args(argv)
+    configs = package_configs()
+    if args.limit is not None:
+        configs = configs[:args.limit]
+    start = time.time()
+    n = build(args.out_dir, configs, args.jobs,
+              log=lambda m: print(f"xent-python-kernels: {m}", flush=True))
+    print(f"xent-python-kernels: {len(configs)} configurations in {args.out_dir} "
+          f"({n} compiled, {time.time() - start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""The kernel bundle that installs with the package (xent.runtime.bundle,
+python/setup.py, CMake's xent-python-kernels), without a GPU or torch: the
+set covers every configuration the drop-in's native path asks for at rank 2
+whatever the attribute values, the in-place (two-pass) variants included; a
+KernelCache serves a bundle directory's entries before compiling, under the
+compiler rule of any cache; and a regular `pip install ./python` copies a
+bundle into the package, where the installed copy finds it."""
+
+import itertools
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from xent.runtime import bundle, gpu, kernels
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _keys(configs):
+    return {json.dumps(c, sort_keys=True) for c in configs}
+
+
+PACKAGE = _keys(bundle.package_configs())
+
+
+def test_every_value_and_feature_set_at_rank_2():
+    rng = random.Random(0)
+    for dtype, target, weighted, reduction, with_grad in itertools.product(
+            ("f32", "bf16", "f16"), ("i64", "i32", "probs"), (False, True),
+            ("mean", "sum", "none"), (False, True)):
+        for _ in range(6):
+            attrs = dict(dtype=dtype, target=target, rank=2, weighted=weighted,
+                         reduction=reduction, ignore_index=rng.randrange(-200, 50000),
+                         label_smoothing=rng.choice([0.0, rng.random()]),
+                         z_loss_scale=rng.choice([0.0, rng.random() * 1e-3]),
+                         softcap=rng.choice([None, rng.uniform(1, 60)]), with_grad=with_grad)
+            classes = rng.choice([1, 7, 4096, 32768, 65537, 128256, 262144])
+            resident = kernels.has_resident_path(**attrs)
+            config = kernels.kernel_config(
+                **attrs, threads=kernels.threads_for(dtype, classes, resident),
+                runtime_scalars=True)
+            assert json.dumps(config, sort_keys=True) in PACKAGE, config
+            in_place = kernels.kernel_config(
+                **attrs, threads=kernels.threads_for(dtype, classes, resident and not with_grad),
+                runtime_scalars=True, two_pass=True)
+            assert json.dumps(in_place, sort_keys=True) in PACKAGE, in_place
+
+
+def test_two_pass_variants_are_two_pass():
+    configs = bundle.package_configs()
+    two_pass = [c for c in configs if not c["resident_rows"]]
+    assert two_pass and all(c["with_grad"] and c["threads"] == kernels.THREADS
+                            and c["target"] != "probs" for c in two_pass)
+    # One for each gradient configuration that has the resident path.
+    resident = {json.dumps({**c, "threads": 0}, sort_keys=True) for c in configs
+                if c["with_grad"] and c["resident_rows"] and kernels.has_resident_path(
+                    **{**c, "softcap": 1.0 if c["softcap"] else None})}
+    assert len(two_pass) == len(resident)
+    assert kernels.pipeline_args(two_pass[0]) == [
+        f"--xent-gpu-pipeline=chip={kernels.CHIP} threads={kernels.THREADS} resident-rows=false"]
+    # Without a gradient the option changes nothing.
+    attrs = dict(dtype="bf16", target="i64", rank=2, weighted=False, reduction="mean",
+                 ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0, softcap=None,
+                 with_grad=False)
+    assert kernels.kernel_config(**attrs, two_pass=True) == kernels.kernel_config(**attrs)
+
+
+def _fake_entry(directory, config, name, compiler):
+    os.makedirs(os.path.join(directory, "index"), exist_ok=True)
+    with open(os.path.join(directory, name), "w") as f:
+        f.write("not a library")
+    key = gpu.KernelCache.key(config)
+    with open(os.path.join(directory, "index", f"{key}.json"), "w") as f:
+        json.dump({"config": config, "library": name, "compiler": compiler}, f)
+    return os.path.join(directory, name)
+
+
+def test_cache_serves_the_bundle_before_compiling(tmp_path, monkeypatch):
+    config = {"op": "test", "n": 1}
+    shipped = _fake_entry(str(tmp_path / "bundle"), config, "shipped.so", "c1")
+    cache = gpu.KernelCache(str(tmp_path / "cache"), fallbacks=[str(tmp_path / "bundle")])
+
+    def no_compile():
+        raise AssertionError("compiled although the bundle has the entry")
+
+    # No compiler at hand (a GPU machine): served whoever built it.
+    monkeypatch.setattr(gpu, "compiler_identity", lambda opt=None: None)
+    assert cache.path(config, no_compile) == shipped
+    # The same compiler: served.
+    monkeypatch.setattr(gpu, "compiler_identity", lambda opt=None: "c1")
+    assert cache.path(config, no_compile) == shipped
+    # Another compiler: rebuilt into the cache (here: the build fails, so
+    # the bundle's entry is served with a warning, as for a stale cache).
+    monkeypatch.setattr(gpu, "compiler_identity", lambda opt=None: "c2")
+
+    def fails():
+        raise gpu.DriverError("no compiler")
+
+    monkeypatch.setattr(gpu, "compile_gpu_module", lambda *a, **k: fails())
+    with pytest.warns(RuntimeWarning, match="built by another compiler"):
+        assert cache.path(config, lambda: "module {}") == shipped
+    # A configuration nobody has: the error names it.
+    with pytest.raises(gpu.DriverError, match='"n": 2'):
+        cache.path({"op": "test", "n": 2}, lambda: "module {}")
+    # The bundle is never written.
+    assert sorted(os.listdir(tmp_path / "bundle" / "index")) == [
+        f"{gpu.KernelCache.key(config)}.json"]
+
+
+def test_bundle_directories(tmp_path, monkeypatch):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv(bundle.BUNDLE_ENV, str(empty))
+    assert bundle.bundle_directories() == []  # no index: not a bundle
+    (empty / "index").mkdir()
+    assert bundle.bundle_directories() == [str(empty)]
+    monkeypatch.setenv(bundle.BUNDLE_ENV, "0")
+    assert bundle.bundle_directories() == []
+
+
+def test_pip_install_copies_the_bundle(tmp_path):
+    """A regular install of ./python with a bundle (here a fake entry) has it
+    as xent/kernels, and the installed package looks there."""
+    source = str(tmp_path / "kernels")
+    _fake_entry(source, {"op": "test"}, "x.so", None)
+    target = str(tmp_path / "site")
+    env = {**os.environ, bundle.BUNDLE_ENV: source}
+    out = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation",
+                          "--no-index", "--no-deps", "--quiet", "--target", target,
+                          os.path.join(ROOT, "python")],
+                         capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    installed = os.path.join(target, "xent", "kernels")
+    assert sorted(os.listdir(installed)) == ["index", "x.so"]
+    env = {k: v for k, v in os.environ.items()
+           if k not in (bundle.BUNDLE_ENV, "PYTHONPATH", "XENT_BUILD_DIR")}
+    env["PYTHONPATH"] = target
+    probe = subprocess.run([sys.executable, "-c",
+                            "import xent.runtime.bundle as b; print(b.__file__); "
+                            "print(b.bundle_directories())"],
+                           capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    assert probe.returncode == 0, probe.stderr
+    where, dirs = probe.stdout.splitlines()
+    assert where.startswith(target)
+    assert eval(dirs) == [installed]

@@ -1,0 +1,164 @@
+"""xent.torch from the installed package alone (issue 12): a regular
+`pip install ./python` of a build whose CMake compiled the kernel bundle
+(xent-python-kernels), on a GPU machine without LLVM or a checkout. Every
+kernel comes from the package's xent/kernels: these tests fail if one would
+be compiled. Run on the H200 with an empty XENT_CACHE_DIR, from outside the
+checkout; not collected with the rest of python/tests_gpu (which runs from
+the checkout):
+
+    cd /tmp && PYTHONPATH=SITE XENT_CACHE_DIR=$(mktemp -d) python3 -m pytest \
+        -o python_files=check_installed_package.py CHECKOUT/python/tests_gpu/check_installed_package.py
+"""
+
+import json
+import os
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import xent
+from xent import torch as xt
+from xent._checkout import checkout_root
+from xent.runtime import bundle, gpu
+from xent.torch import ops
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+def _index(directory):
+    d = os.path.join(directory, "index")
+    return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+
+@pytest.fixture(scope="module")
+def cache_before():
+    cache = os.environ.get("XENT_CACHE_DIR") or os.path.expanduser("~/.cache/xent")
+    return cache, _index(cache)
+
+
+def test_the_package_is_installed_with_its_kernels(cache_before):
+    assert checkout_root() is None, f"xent imported from a checkout: {xent.__file__}"
+    dirs = bundle.bundle_directories()
+    assert dirs == [os.path.join(os.path.dirname(xent.__file__), "kernels")]
+    assert len(_index(dirs[0])) == len(bundle.package_configs())
+    assert gpu.compiler_identity() is None, "a compiler is at hand: not the machine this checks"
+    assert ops.native() is not None, "the native launch path did not build"
+
+
+class Model(torch.nn.Module):
+    def __init__(self, hidden=64, vocab=4096, **loss):
+        super().__init__()
+        self.proj = torch.nn.Linear(hidden, vocab, bias=False)
+        self.loss = loss
+
+    def forward(self, h, t):
+        return xt.cross_entropy(self.proj(h), t, **self.loss)
+
+
+def _attributes(rng):
+    return dict(ignore_index=rng.choice([-100, 0, 7]),
+                label_smoothing=rng.choice([0.0, round(rng.random() * 0.3, 3)]),
+                z_loss_scale=rng.choice([0.0, 1e-4, 3e-3]),
+                softcap=rng.choice([None, round(rng.uniform(5, 50), 2)]),
+                reduction=rng.choice(["mean", "sum", "none"]))
+
+
+def _reference(x, t, weight, ignore_index, label_smoothing, z_loss_scale, softcap, reduction):
+    """F.cross_entropy (+ z-loss, softcap) in float64."""
+    x = x.double()
+    if softcap is not None:
+        x = softcap * torch.tanh(x / softcap)
+    w = None if weight is None else weight.double()
+    loss = F.cross_entropy(x, t, w, ignore_index=ignore_index, reduction="none",
+                           label_smoothing=label_smoothing)
+    kept = (t != ignore_index) if not t.is_floating_point() else torch.ones_like(loss, dtype=bool)
+    z = z_loss_scale * torch.logsumexp(x, dim=-1) ** 2 * kept
+    total = loss + z
+    if reduction == "none":
+        return total
+    if reduction == "sum":
+        return total.sum()
+    denom = (w[t.clamp(min=0)] * kept).sum() if w is not None and not t.is_floating_point() \
+        else kept.sum()
+    return loss.sum() / denom + z.sum() / kept.sum()
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_any_values_run_without_compiling(seed, cache_before):
+    """Random dtype, target kind, weights, reduction, attribute values and
+    size (in place or not) against float64: all from the package."""
+    rng = random.Random(seed)
+    dtype = rng.choice([torch.float32, torch.bfloat16, torch.float16])
+    n, v = rng.choice([(1, 7), (33, 1000), (256, 32768), (64, 128256)])
+    attrs = _attributes(rng)
+    probs = rng.random() < 0.2
+    weight = (torch.rand(v, device="cuda") + 0.5) if rng.random() < 0.3 else None
+    h = torch.randn(n, v, device="cuda", dtype=dtype) * 3
+    x = h.clone().requires_grad_()
+    logits = x * 1  # not a leaf: may take the gradient in place
+    if probs:
+        t = torch.softmax(torch.randn(n, v, device="cuda"), -1).to(dtype)
+        attrs["ignore_index"] = -100
+    else:
+        t = torch.randint(0, v, (n,), device="cuda")
+        t[3::7] = attrs["ignore_index"]
+    if n == 1 and rng.random() < 0.5:  # one row as rank-1 logits
+        logits, t = logits[0], t[0]
+    loss = xt.cross_entropy(logits, t, weight, inplace=rng.random() < 0.5, **attrs)
+    g = torch.rand_like(loss, dtype=torch.float32).to(loss.dtype) if loss.dim() else None
+    loss.backward(g)
+    hd = h.double().requires_grad_()
+    ref = _reference(hd if logits.dim() == 2 else hd[0], t if not probs else t.double(),
+                     weight, **attrs)
+    ref.backward(None if g is None else g.double())
+    tol = {torch.float32: 2e-5, torch.bfloat16: 2e-2, torch.float16: 4e-3}[dtype]
+    torch.testing.assert_close(loss.double(), ref.detach(), rtol=tol, atol=tol, equal_nan=True)
+    err = (x.grad.double() - hd.grad).norm() / hd.grad.norm().clamp(min=1e-30)
+    assert err < tol, err
+    assert _index(cache_before[0]) == cache_before[1], "a kernel was compiled"
+
+
+def test_compile_export_and_graph(cache_before):
+    torch.manual_seed(0)
+    model = Model(label_smoothing=0.1, z_loss_scale=1e-4, softcap=30.0).cuda()
+    h = torch.randn(512, 64, device="cuda")
+    t = torch.randint(0, 4096, (512,), device="cuda")
+    eager = model(h, t)
+    eager.backward()
+    expected = model.proj.weight.grad.clone()
+    model.zero_grad()
+    compiled = torch.compile(model, fullgraph=True)
+    loss = compiled(h, t)
+    loss.backward()
+    torch.testing.assert_close(loss, eager)
+    torch.testing.assert_close(model.proj.weight.grad, expected, rtol=1e-4, atol=1e-6)
+    exported = torch.export.export(model, (h, t))
+    assert any("xent" in str(node.target) for node in exported.graph.nodes)
+    torch.testing.assert_close(exported.module()(h, t), eager)
+    # A CUDA graph of forward + backward replays the same loss and gradient
+    # (a fresh module: the graphs above keep the weight's AccumulateGrad
+    # node, made on the default stream, which a capture must not touch).
+    del eager, loss
+    model = Model(label_smoothing=0.1, z_loss_scale=1e-4, softcap=30.0).cuda()
+    static_h = h.clone()
+    weight = model.proj.weight
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up outside the capture
+        for _ in range(2):
+            torch.autograd.grad(model(static_h, t), [weight])
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_loss = model(static_h, t)
+        (static_grad,) = torch.autograd.grad(static_loss, [weight])
+    static_h.copy_(torch.randn_like(h))
+    graph.replay()
+    fresh_loss = model(static_h, t)
+    (fresh_grad,) = torch.autograd.grad(fresh_loss, [weight])
+    torch.cuda.synchronize()
+    torch.testing.assert_close(static_loss, fresh_loss)
+    torch.testing.assert_close(static_grad, fresh_grad, rtol=1e-4, atol=1e-6)
+    assert _index(cache_before[0]) == cache_before[1], "a kernel was compiled"
