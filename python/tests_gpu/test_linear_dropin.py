@@ -7,7 +7,7 @@ none (the per-row grad_output, which the backward passes to the op), with
 and without a bias, a grad_output other than 1, a frozen weight, [B, T, H]
 rows, the loss in the hidden's dtype by default; the loss alone when nothing
 needs a gradient (no gradient GEMMs, no gradient buffers), every attribute on
-[B, T, H], torch.compile with fullgraph=True, torch.library.opcheck of both
+[B, T, H], torch.compile with fullgraph=True, torch.export, torch.library.opcheck of both
 operators, CUDA-graph capture, the module, and a refused second backward.
 
 Runs where PyTorch sees a GPU, the libraries from ``$XENT_CACHE_DIR``
@@ -193,6 +193,34 @@ def test_torch_compile_fullgraph(reduction):
     for x, y in zip(got[1:], want[1:]):
         torch.testing.assert_close(x, y, rtol=1e-2, atol=1e-3)
     torch._dynamo.reset()
+
+
+class _Head(torch.nn.Module):
+    def __init__(self, weight, bias):
+        super().__init__()
+        self.weight = torch.nn.Parameter(weight.clone())
+        self.bias = torch.nn.Parameter(bias.clone())
+
+    def forward(self, h, t):
+        return xt.linear_cross_entropy(h, self.weight, t, self.bias, loss_dtype=torch.float32)
+
+
+def test_torch_export():
+    # torch.export takes the operators as single nodes (training IR with the
+    # joint operator, inference IR with the forward-only one) and the
+    # exported program gives eager xent's loss.
+    hidden, weight, b, target = inputs("bf16", 256, 64, 1000, True, seed=11)
+    model = _Head(weight, b)
+    eager = model(hidden, target)
+    exported = torch.export.export(model, (hidden, target))
+    assert "xent.linear_cross_entropy_with_grad" in str(exported.graph), exported.graph
+    torch.testing.assert_close(exported.module()(hidden, target), eager.detach(),
+                               rtol=1e-6, atol=1e-6)
+    with torch.no_grad():
+        inference = torch.export.export(model, (hidden, target))
+    assert "xent.linear_cross_entropy.default" in str(inference.graph), inference.graph
+    torch.testing.assert_close(inference.module()(hidden, target), eager.detach(),
+                               rtol=1e-6, atol=1e-6)
 
 
 def test_opcheck():
