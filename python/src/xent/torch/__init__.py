@@ -102,11 +102,18 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
         if isinstance(out, CrossEntropyOutput):
             return CrossEntropyOutput(*(None if t is None else t.squeeze(0) for t in out))
         return out.squeeze(0)
-    in_place = (inplace and not torch.compiler.is_compiling()
-                and ops.in_place_allowed(logits))
     args = (logits, target, weight, reduction, int(ignore_index), float(label_smoothing),
             float(z_loss_scale), None if softcap is None else float(softcap))
     with_grad = torch.is_grad_enabled() and logits.requires_grad
+    if (type(logits) in _PLAIN and not (return_lse or return_predicted_tokens
+                                        or return_token_accuracy)
+            and not torch.compiler.is_compiling() and ops.native() is not None):
+        # Eager on plain tensors (not fake, functional or a subclass): one C++
+        # operator does the call and carries the autograd formula
+        # (xent.torch.native).
+        in_place = with_grad and inplace and ops.in_place_allowed(logits)
+        loss, z = ops.eager(*args, with_grad, return_z_loss, f32_loss, in_place)
+        return (loss, z) if return_z_loss else loss
     rows = (bool(return_lse), bool(return_predicted_tokens), bool(return_token_accuracy))
     if any(rows):
         loss, z, lse, predicted, accuracy, _ = torch.ops.xent.cross_entropy_rows(
@@ -114,13 +121,7 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
         return CrossEntropyOutput(loss, z if return_z_loss else None,
                                   lse if rows[0] else None, predicted if rows[1] else None,
                                   accuracy if rows[2] else None)
-    if (type(logits) in _PLAIN and not torch.compiler.is_compiling()
-            and ops.native() is not None):
-        # Eager on plain tensors (not fake, functional or a subclass): one C++
-        # operator does the call and carries the autograd formula
-        # (xent.torch.native).
-        loss, z = ops.eager(*args, with_grad, return_z_loss, f32_loss, with_grad and in_place)
-    elif with_grad:
+    if with_grad:
         loss, z, _ = torch.ops.xent.cross_entropy_with_grad(*args, f32_loss)
     else:
         loss, z = torch.ops.xent.cross_entropy(*args, f32_loss)

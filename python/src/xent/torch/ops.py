@@ -35,6 +35,7 @@ import torch
 from torch._subclasses.fake_tensor import is_fake
 
 from ..runtime import bundle, gpu
+from ..runtime import kernels as _kernels
 from . import native as _native_ext
 from ..runtime.kernels import (has_resident_path, kernel_config, kernel_module, pipeline_args,
                                threads_for)
@@ -216,7 +217,7 @@ def _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
     runtime = native() is not None and _RUNTIME_SCALARS
     key = (logits.shape, logits.dtype, target.shape, target.dtype,
            None if weight is None else weight.shape, reduction, ignore_index, label_smoothing,
-           z_loss_scale, softcap, with_grad, rows, runtime, in_place)
+           z_loss_scale, softcap, with_grad, rows, runtime, in_place, _kernels.RESIDENT_ROWS)
     plan = _PLANS.get(key)
     if plan is None:
         config = config_for(logits, target, weight, reduction, ignore_index, label_smoothing,
@@ -453,6 +454,14 @@ def _rows_backward(ctx, grad_loss, *_):
 cross_entropy_rows.register_autograd(_rows_backward, setup_context=_rows_setup_context)
 
 
+# The eager calls by signature: a function of (logits, target, weight)
+# that calls the C++ operator's overload with everything else bound. The
+# plan, the per-element forward's library and the overload are looked up
+# once per signature, not per call (the Python layers in front of the C++
+# operator cost more host time than the operator's own work).
+_EAGER: Dict[tuple, object] = {}
+
+
 def eager(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
           softcap, with_grad, want_z, f32_loss=False, in_place=False):
     """An eager call on the native path (``native()`` is not None): loss and
@@ -460,22 +469,39 @@ def eager(logits, target, weight, reduction, ignore_index, label_smoothing, z_lo
     formula when `with_grad`; with `in_place` (the caller checked
     :func:`in_place_allowed`) the gradient is written over the logits."""
     in_place = in_place and with_grad
+    key = (logits.shape, logits.dtype, target.shape, target.dtype,
+           None if weight is None else weight.shape, reduction, ignore_index, label_smoothing,
+           z_loss_scale, softcap, with_grad, want_z, f32_loss, in_place, _kernels.RESIDENT_ROWS)
+    call = _EAGER.get(key)
+    if call is None:
+        call = _eager_call(logits, target, weight, reduction, ignore_index, label_smoothing,
+                           z_loss_scale, softcap, with_grad, want_z, f32_loss, in_place)
+        if len(_EAGER) >= 256:
+            _EAGER.clear()
+        _EAGER[key] = call
+    return call(logits, target, weight)
+
+
+def _eager_call(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
+                softcap, with_grad, want_z, f32_loss, in_place):
     _, _, fn, scale_fn, scale_dt_fn, ii, floats = _call_plan(
         logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
         softcap, with_grad, in_place=in_place)
-    nat = _NATIVE[0]
+    reduced = reduction != "none"
+    ops_ = torch.ops.xent_native
     if with_grad:
         # Per element the forward computes the loss alone (the library
         # without gradient) and the backward the gradient with its per-row
         # grad_output in one pass: no kept gradient to scale.
         forward_fn = -1
-        if reduction == "none":
+        if not reduced:
             forward_fn = _call_plan(logits, target, weight, reduction, ignore_index,
                                     label_smoothing, z_loss_scale, softcap, False)[2]
-        return nat.loss(fn, scale_fn, scale_dt_fn, logits, target, weight, reduction != "none",
-                        want_z, f32_loss, ii, floats, forward_fn, in_place)
-    return nat.forward(fn, logits, target, weight, reduction != "none", want_z, f32_loss, ii,
-                       floats)
+        op = ops_.loss.default
+        return lambda x, t, w: op(fn, scale_fn, scale_dt_fn, x, t, w, reduced, want_z, f32_loss,
+                                  ii, floats, forward_fn, in_place)
+    op = ops_.forward.default
+    return lambda x, t, w: op(fn, x, t, w, reduced, want_z, f32_loss, ii, floats)
 
 
 def in_place_allowed(logits: torch.Tensor) -> bool:
