@@ -18,7 +18,7 @@ import hashlib
 import os
 from typing import Dict, Iterable, Optional, Tuple
 
-from . import gpu
+from . import bundle, gpu
 
 __all__ = ["linear_config", "linear_module", "linear_pipeline_args", "linear_library",
            "linear_cross_entropy_and_grad", "linear_cross_entropy", "precompile", "ENTRY"]
@@ -152,18 +152,35 @@ def _memref(tensor_type: str) -> str:
     return tensor_type.replace("tensor<", "memref<")
 
 
+# Entry functions by configuration, for the process's cache (the lookup
+# reads the cache's index and loads the library: not a per-call cost).
+_FUNCTIONS: Dict[tuple, gpu.GpuFunction] = {}
+
+
 def linear_library(config: Dict, cache: Optional[gpu.KernelCache] = None) -> gpu.GpuFunction:
     """The compiled entry function of `config` (from the cache, or compiled
-    with ``$XENT_OPT`` where LLVM is at hand)."""
+    with ``$XENT_OPT`` where LLVM is at hand); memoized per configuration
+    for the default cache (``$XENT_CACHE_DIR`` with the package's bundle
+    behind it, xent.runtime.bundle)."""
+    key = tuple(sorted(config.items()))
+    if cache is None:
+        fn = _FUNCTIONS.get(key)
+        if fn is not None:
+            return fn
     _find_wheel_cublaslt()
-    cache = cache or gpu.KernelCache(os.environ.get("XENT_CACHE_DIR"))
+    memoize = cache is None
+    cache = cache or bundle.kernel_cache()
     lib = cache.get(config, lambda: linear_module(config), linear_pipeline_args(config),
                     os.environ.get("XENT_OPT"))
     inputs, results = _types(config)
     types = [_memref(t) for _, t in inputs]
     if config.get("destinations"):
-        return lib.function(ENTRY, types + [_memref(t) for _, t in results], [])
-    return lib.function(ENTRY, types, [_memref(t) for _, t in results])
+        fn = lib.function(ENTRY, types + [_memref(t) for _, t in results], [])
+    else:
+        fn = lib.function(ENTRY, types, [_memref(t) for _, t in results])
+    if memoize:
+        _FUNCTIONS[key] = fn
+    return fn
 
 
 def linear_cross_entropy_and_grad(hidden, weight, target, bias=None, *, grad_output,
@@ -198,18 +215,31 @@ def linear_cross_entropy(hidden, weight, target, bias=None, *, reduction: str = 
                  class_weight, label_smoothing, z_loss_scale, softcap, chunk_rows, out)
 
 
+# The entry function of each call signature (dtypes, ranks, which optional
+# inputs, attributes): the configuration is built and hashed once.
+_CALLS: Dict[tuple, gpu.GpuFunction] = {}
+
+
 def _call(with_grad, hidden, weight, target, bias, grad_output, reduction, ignore_index,
           class_weight, label_smoothing, z_loss_scale, softcap, chunk_rows, out) -> Tuple:
-    dtype = {"torch.bfloat16": "bf16", "torch.float16": "f16",
-             "torch.float32": "f32"}[str(hidden.dtype)]
-    config = linear_config(dtype=dtype, reduction=reduction, bias=bias is not None,
-                           ignore_index=ignore_index, chunk_rows=chunk_rows,
-                           target="i32" if str(target.dtype) == "torch.int32" else "i64",
-                           destinations=out is not None, rank=hidden.dim(),
-                           class_weight=class_weight is not None,
-                           label_smoothing=label_smoothing, z_loss_scale=z_loss_scale,
-                           softcap=softcap, with_grad=with_grad)
-    fn = linear_library(config)
+    signature = (with_grad, hidden.dtype, hidden.dim(), target.dtype, bias is not None,
+                 class_weight is not None, out is not None, reduction, ignore_index,
+                 label_smoothing, z_loss_scale, softcap, chunk_rows)
+    fn = _CALLS.get(signature)
+    if fn is None:
+        dtype = {"torch.bfloat16": "bf16", "torch.float16": "f16",
+                 "torch.float32": "f32"}[str(hidden.dtype)]
+        config = linear_config(dtype=dtype, reduction=reduction, bias=bias is not None,
+                               ignore_index=ignore_index, chunk_rows=chunk_rows,
+                               target="i32" if str(target.dtype) == "torch.int32" else "i64",
+                               destinations=out is not None, rank=hidden.dim(),
+                               class_weight=class_weight is not None,
+                               label_smoothing=label_smoothing, z_loss_scale=z_loss_scale,
+                               softcap=softcap, with_grad=with_grad)
+        fn = linear_library(config)
+        if len(_CALLS) >= 256:
+            _CALLS.clear()
+        _CALLS[signature] = fn
     args = ([grad_output] if with_grad else []) + [hidden, weight] + \
         ([bias] if bias is not None else []) + [target] + \
         ([class_weight] if class_weight is not None else [])
