@@ -25,7 +25,6 @@ only where no compiler is at hand, as for any cache (gpu.KernelCache).
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import os
 import sys
 import time
@@ -33,7 +32,7 @@ from typing import Dict, List, Optional
 
 from .._checkout import checkout_root
 from . import gpu
-from .kernels import kernel_module, pipeline_args, runtime_scalar_configs
+from .kernels import precompile, runtime_scalar_configs
 
 __all__ = ["BUNDLE_ENV", "bundle_directories", "build", "kernel_cache", "package_configs"]
 
@@ -86,20 +85,16 @@ def build(out_dir: str, configs: Optional[List[Dict]] = None, jobs: Optional[int
     kept)."""
     configs = package_configs() if configs is None else configs
     opt = opt_tool or os.environ.get("XENT_OPT")
-    cache = gpu.KernelCache(out_dir)
     compiler = gpu.compiler_identity(opt)
+    cache = gpu.KernelCache(out_dir)
     todo = [c for c in configs if cache.lookup(c, compiler) is None]
-    jobs = jobs or os.cpu_count() or 1
-    done = 0
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(cache.path, c, lambda c=c: kernel_module(c),
-                               pipeline_args=pipeline_args(c), opt_tool=opt) for c in todo]
-        for f in concurrent.futures.as_completed(futures):
-            f.result()
-            done += 1
-            if log and (done % 100 == 0 or done == len(todo)):
-                log(f"{done}/{len(todo)}")
-    return done
+
+    def progress(done, total):
+        if log and (done % 100 == 0 or done == total):
+            log(f"{done}/{total}")
+    precompile(todo, out_dir, jobs=jobs or os.cpu_count() or 1, opt_tool=opt,
+               progress=progress)
+    return len(todo)
 
 
 def main(argv=None) -> int:

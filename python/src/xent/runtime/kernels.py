@@ -5,6 +5,7 @@ machine without a GPU can precompile a cache (:func:`precompile`)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 from typing import Dict, Iterable, Optional
 
@@ -351,10 +352,22 @@ def pipeline_args(config: Optional[Dict] = None):
 
 
 
-def precompile(configs: Iterable[Dict], cache_dir: Optional[str] = None) -> None:
+def precompile(configs: Iterable[Dict], cache_dir: Optional[str] = None, *, jobs: int = 1,
+               opt_tool: Optional[str] = None, progress=None) -> None:
     """Compiles `configs` into the cache (no GPU needed), for a GPU machine
-    without LLVM."""
+    without LLVM: `jobs` compilations at a time (concurrent compilations
+    into one directory are safe), `progress(done, total)` after each."""
+    configs = list(configs)
     cache = gpu.KernelCache(cache_dir or os.environ.get("XENT_CACHE_DIR"))
-    for config in configs:
-        cache.path(config, lambda c=config: kernel_module(c), pipeline_args=pipeline_args(config),
-                   opt_tool=os.environ.get("XENT_OPT"))
+    opt = opt_tool or os.environ.get("XENT_OPT")
+
+    def compile_one(config):
+        cache.path(config, lambda: kernel_module(config), pipeline_args=pipeline_args(config),
+                   opt_tool=opt)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(compile_one, c) for c in configs]
+        for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
+            future.result()
+            if progress:
+                progress(done, len(configs))
