@@ -16,9 +16,11 @@
 #include "KernelEmitter.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <limits>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::xent;
@@ -31,7 +33,7 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
   bool probs = config.probabilityTargets;
   RowKernelArgs<Value> args = bindKernelArgs(
       getRowKernelArgTypes(b.getContext(), spec), func.getArguments());
-  bindSharedArgs(func, args.target, args.weight, args.stats, args.loss,
+  bindSharedArgs(func, args.target, args.weight, args.scratch, args.loss,
                  args.zLoss, args.accuracy, args.ignoreIndex);
   x = args.x;
   gradOutput = args.gradOutput;
@@ -177,24 +179,77 @@ void KernelEmitter::emitRowBody() {
         memref::StoreOp::create(b, fromF32(rowZ, spec.zLossType), zLoss,
                                 rowIdx);
     } else {
-      Value lossPart = rowLoss, zPart = rowZ;
-      if (config.reduction == Reduction::mean) {
-        auto [weightTotal, count] = emitMeanDivisors();
-        lossPart = div(lossPart, weightTotal);
-        zPart = div(zPart, count);
-      }
-      auto addKind = arith::AtomicRMWKindAttr::get(b.getContext(),
-                                                   arith::AtomicRMWKind::addf);
-      memref::AtomicRMWOp::create(b, f32, addKind, add(lossPart, zPart), loss,
-                                  ValueRange{});
-      if (zLoss)
-        memref::AtomicRMWOp::create(b, f32, addKind, zPart, zLoss,
-                                    ValueRange{});
+      // The loss includes the z-loss: the op's loss is their sum.
+      Value weightTotal, count;
+      if (config.reduction == Reduction::mean)
+        std::tie(weightTotal, count) = emitMeanDivisors();
+      Value zPart = emitShare(rowZ, count);
+      Value lossPart = emitShare(rowLoss, weightTotal);
+      if (config.hasZLoss())
+        lossPart = arith::AddFOp::create(b, lossPart, zPart);
+      emitAccumulate(lossPart, kLossSlot);
+      if (spec.zLossType)
+        emitAccumulate(zPart, kZLossSlot);
     }
   }
-
+  if (spec.accumulates() && spec.finalizes)
+    emitFinalize(isThread0);
   if (spec.withGrad)
     emitGradientPass();
+}
+
+Value KernelEmitter::emitShare(Value part, Value divisor) {
+  // The division in f32 (an f64 one would add its slow path's call, and a
+  // stack frame, to kernels at their register cap): each share is rounded
+  // once, the sum of the shares not at all.
+  return toF64(divisor ? div(part, divisor) : part);
+}
+
+void KernelEmitter::emitAccumulate(Value v, ScratchSlot slot) {
+  auto addKind =
+      arith::AtomicRMWKindAttr::get(b.getContext(), arith::AtomicRMWKind::addf);
+  memref::AtomicRMWOp::create(b, b.getF64Type(), addKind, v, scratch,
+                              ValueRange{cstIdx(slot)});
+}
+
+void KernelEmitter::emitFinalize(Value isWriter) {
+  auto writer = scf::IfOp::create(b, isWriter, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(writer.thenBlock());
+  Type f64 = b.getF64Type();
+  auto addKind =
+      arith::AtomicRMWKindAttr::get(b.getContext(), arith::AtomicRMWKind::addf);
+  auto atomicAdd = [&](double v, ScratchSlot slot) -> Value {
+    return memref::AtomicRMWOp::create(b, f64, addKind, cstF64(v), scratch,
+                                       ValueRange{cstIdx(slot)});
+  };
+  // This row's parts are performed at the device before it counts itself
+  // (release); the row that counts last orders its reads after every
+  // count (acquire), and reads the sums with atomics (L2, never a stale L1
+  // line: the prologue's divisors share it).
+  NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
+  Value before = atomicAdd(1.0, kRowsDoneSlot);
+  Value rows = arith::UIToFPOp::create(
+      b, f64, arith::IndexCastUIOp::create(b, b.getI64Type(), numRows));
+  Value last = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                     arith::AddFOp::create(b, before,
+                                                           cstF64(1.0)),
+                                     rows);
+  auto ifLast = scf::IfOp::create(b, last, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(ifLast.thenBlock());
+  NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
+  auto write = [&](Value result, ScratchSlot slot) {
+    if (!result)
+      return;
+    Type type = cast<MemRefType>(result.getType()).getElementType();
+    Value v = atomicAdd(0.0, slot);
+    if (!type.isF64())
+      v = arith::TruncFOp::create(b, type, v);
+    memref::StoreOp::create(b, v, result, ValueRange{});
+  };
+  write(loss, kLossSlot);
+  write(zLoss, kZLossSlot);
+  write(accuracyBuffer, kAccuracySlot);
 }
 
 void KernelEmitter::emitRowOutputs(Value isWriter) {
@@ -240,22 +295,20 @@ void KernelEmitter::emitRowOutputs(Value isWriter) {
   // add nothing.
   auto keptIf = scf::IfOp::create(b, kept, /*withElseRegion=*/false);
   b.setInsertionPointToStart(keptIf.thenBlock());
-  if (config.reduction == Reduction::mean)
-    correct = div(correct, emitMeanDivisors().second);
-  auto addKind =
-      arith::AtomicRMWKindAttr::get(b.getContext(), arith::AtomicRMWKind::addf);
-  memref::AtomicRMWOp::create(b, f32, addKind, correct, accuracyBuffer,
-                              ValueRange{});
+  emitAccumulate(emitShare(correct, config.reduction == Reduction::mean
+                                        ? emitMeanDivisors().second
+                                        : Value()),
+                 kAccuracySlot);
 }
 
 void KernelEmitter::bindSharedArgs(gpu::GPUFuncOp func, Value targetArg,
-                                   Value weightArg, Value statsArg,
+                                   Value weightArg, Value scratchArg,
                                    Value lossArg, Value zLossArg,
                                    Value accuracyArg, Value ignoreIndexArg) {
   ignoreIndex = ignoreIndexArg;
   target = targetArg;
   weight = weightArg;
-  stats = statsArg;
+  scratch = scratchArg;
   loss = lossArg;
   zLoss = zLossArg;
   accuracyBuffer = accuracyArg;
@@ -281,17 +334,23 @@ std::pair<Value, Value> KernelEmitter::emitMeanDivisors() {
     Value rows = indexToF32(numRows);
     return {rows, rows};
   }
-  return {memref::LoadOp::create(b, stats, ValueRange{cstIdx(0)}),
-          memref::LoadOp::create(b, stats, ValueRange{cstIdx(1)})};
+  // f32 values the prologue widened: exact.
+  auto load = [&](ScratchSlot slot) -> Value {
+    return arith::TruncFOp::create(
+        b, f32, memref::LoadOp::create(b, scratch, ValueRange{cstIdx(slot)}));
+  };
+  return {load(kWeightSlot), load(kCountSlot)};
 }
 
 void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
   // One block: Σ kept weights and the kept count (class indices, mean), then
-  // the accumulators' initial values: NaN for a mean over nothing, else 0.
+  // the accumulators' initial values (NaN for a mean over nothing, else 0),
+  // and the same as the results where the row kernel takes them: what they
+  // are when there is no row to write them.
   bool probs = config.probabilityTargets;
   PrologueKernelArgs<Value> args = bindKernelArgs(
       getPrologueKernelArgTypes(b.getContext(), spec), func.getArguments());
-  bindSharedArgs(func, args.target, args.weight, args.stats, args.loss,
+  bindSharedArgs(func, args.target, args.weight, args.scratch, args.loss,
                  args.zLoss, args.accuracy, args.ignoreIndex);
   maxSumPair = false;
 
@@ -351,25 +410,42 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    if (stats) {
-      memref::StoreOp::create(b, weightTotal, stats, ValueRange{cstIdx(0)});
-      memref::StoreOp::create(b, count, stats, ValueRange{cstIdx(1)});
+    auto store = [&](Value v, ScratchSlot slot) {
+      memref::StoreOp::create(b, v, scratch, ValueRange{cstIdx(slot)});
+    };
+    if (spec.needsStats()) {
+      store(toF64(weightTotal), kWeightSlot);
+      store(toF64(count), kCountSlot);
     }
-    Value nan = cstF(std::numeric_limits<double>::quiet_NaN());
+    Value nan = cstF64(std::numeric_limits<double>::quiet_NaN());
+    Value zero64 = cstF64(0.0);
     auto initial = [&](Value divisor) -> Value {
       if (config.reduction != Reduction::mean)
-        return zero;
+        return zero64;
       Value none =
           arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, divisor, zero);
-      return select(none, nan, zero);
+      return select(none, nan, zero64);
     };
-    if (loss)
-      memref::StoreOp::create(b, initial(weightTotal), loss, ValueRange{});
-    if (zLoss)
-      memref::StoreOp::create(b, initial(count), zLoss, ValueRange{});
-    if (accuracyBuffer)
-      memref::StoreOp::create(b, initial(count), accuracyBuffer,
+    // The loss divides by the kept weight, the z-loss and accuracy by the
+    // kept count.
+    Value lossInit = initial(weightTotal);
+    Value countInit = spec.needsStats() ? initial(count) : lossInit;
+    if (spec.accumulates()) {
+      store(lossInit, kLossSlot);
+      store(countInit, kZLossSlot);
+      store(countInit, kAccuracySlot);
+      store(zero64, kRowsDoneSlot);
+    }
+    auto storeResult = [&](Value result, Value v) {
+      if (!result)
+        return;
+      Type type = cast<MemRefType>(result.getType()).getElementType();
+      memref::StoreOp::create(b, arith::TruncFOp::create(b, type, v), result,
                               ValueRange{});
+    };
+    storeResult(loss, lossInit);
+    storeResult(zLoss, countInit);
+    storeResult(accuracyBuffer, countInit);
   }
   gpu::ReturnOp::create(b);
 }
@@ -377,6 +453,10 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
 //===----------------------------------------------------------------------===//
 // Entry points
 //===----------------------------------------------------------------------===//
+
+MemRefType mlir::xent::getScratchType(MLIRContext *ctx) {
+  return MemRefType::get({kScratchSlots}, Float64Type::get(ctx));
+}
 
 MemRefType mlir::xent::getBufferType(MLIRContext *ctx, int64_t rank,
                                      Type elementType) {
@@ -427,19 +507,22 @@ RowKernelArgs<Type> mlir::xent::getRowKernelArgTypes(MLIRContext *ctx,
   args.target = getTargetType(ctx, spec);
   if (spec.weightType)
     args.weight = getBufferType(ctx, 1, spec.weightType);
-  if (spec.needsStats())
-    args.stats = MemRefType::get({2}, Float32Type::get(ctx));
+  if (spec.needsScratch())
+    args.scratch = getScratchType(ctx);
   if (spec.gradOutputType)
     args.gradOutput = reducedOrElements(spec.gradOutputType);
-  if (spec.lossType)
+  // Reduced results only when the kernel writes them (the accumulators are
+  // in the scratch).
+  bool results = !spec.reduced() || spec.takesReducedResults();
+  if (spec.lossType && results)
     args.loss = reducedOrElements(spec.lossType);
-  if (spec.zLossType)
+  if (spec.zLossType && results)
     args.zLoss = reducedOrElements(spec.zLossType);
   if (spec.lseType)
     args.lse = getBufferType(ctx, spec.rowRank(), spec.lseType);
   if (spec.argmaxType)
     args.argmax = getBufferType(ctx, spec.rowRank(), spec.argmaxType);
-  if (spec.accuracyType)
+  if (spec.accuracyType && results)
     args.accuracy = reducedOrElements(spec.accuracyType);
   if (spec.withGrad)
     args.dlogits = getBufferType(ctx, spec.rank(), spec.logitsType);
@@ -459,19 +542,19 @@ RowKernelArgs<Type> mlir::xent::getRowKernelArgTypes(MLIRContext *ctx,
 PrologueKernelArgs<Type>
 mlir::xent::getPrologueKernelArgTypes(MLIRContext *ctx,
                                       const KernelSpec &spec) {
-  Type f32 = Float32Type::get(ctx);
   PrologueKernelArgs<Type> args;
   args.target = getTargetType(ctx, spec);
   if (spec.weightType)
     args.weight = getBufferType(ctx, 1, spec.weightType);
-  if (spec.needsStats())
-    args.stats = MemRefType::get({2}, f32);
-  if (spec.lossType)
-    args.loss = getBufferType(ctx, 0, f32);
-  if (spec.zLossType)
-    args.zLoss = getBufferType(ctx, 0, f32);
-  if (spec.accuracyType && spec.reduced())
-    args.accuracy = getBufferType(ctx, 0, f32);
+  args.scratch = getScratchType(ctx);
+  if (spec.takesReducedResults()) {
+    if (spec.lossType)
+      args.loss = getBufferType(ctx, 0, spec.lossType);
+    if (spec.zLossType)
+      args.zLoss = getBufferType(ctx, 0, spec.zLossType);
+    if (spec.accuracyType)
+      args.accuracy = getBufferType(ctx, 0, spec.accuracyType);
+  }
   if (spec.needsStats())
     args.ignoreIndex = IntegerType::get(ctx, 64);
   return args;
@@ -516,13 +599,14 @@ gpu::GPUFuncOp mlir::xent::buildPrologueKernel(OpBuilder &b, Location loc,
 }
 
 gpu::GPUFuncOp mlir::xent::buildConvertKernel(OpBuilder &b, Location loc,
-                                              StringRef name, Type dstType) {
+                                              StringRef name, Type dstType,
+                                              ScratchSlot slot) {
   MLIRContext *ctx = b.getContext();
   LaunchGeometry single{kLanes};
-  gpu::GPUFuncOp func = createKernel(
-      b, loc, name,
-      {getBufferType(ctx, 0, b.getF32Type()), getBufferType(ctx, 0, dstType)},
-      single, /*reduceComponents=*/0);
+  gpu::GPUFuncOp func =
+      createKernel(b, loc, name,
+                   {getScratchType(ctx), getBufferType(ctx, 0, dstType)},
+                   single, /*reduceComponents=*/0);
   ImplicitLocOpBuilder ib(loc, b);
   OpBuilder::InsertionGuard guard(ib);
   ib.setInsertionPointToStart(&func.getBody().front());
@@ -531,8 +615,10 @@ gpu::GPUFuncOp mlir::xent::buildConvertKernel(OpBuilder &b, Location loc,
       ib, arith::CmpIPredicate::eq, tid, arith::ConstantIndexOp::create(ib, 0));
   auto ifOp = scf::IfOp::create(ib, isThread0, /*withElseRegion=*/false);
   ib.setInsertionPointToStart(ifOp.thenBlock());
-  Value v = memref::LoadOp::create(ib, func.getArgument(0), ValueRange{});
-  if (!dstType.isF32())
+  Value v = memref::LoadOp::create(
+      ib, func.getArgument(0),
+      ValueRange{arith::ConstantIndexOp::create(ib, slot)});
+  if (!dstType.isF64())
     v = arith::TruncFOp::create(ib, dstType, v);
   memref::StoreOp::create(ib, v, func.getArgument(1), ValueRange{});
   ib.setInsertionPointAfter(ifOp);

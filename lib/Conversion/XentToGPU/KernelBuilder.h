@@ -38,11 +38,17 @@ struct KernelSpec {
   Type zLossType;      // null when no z-loss is written
   // The per-row outputs (return_lse, return_argmax, return_accuracy), null
   // when not requested: lse per row (f32 or the logits' type), argmax per
-  // row (i32 / i64), accuracy per row or reduced (an f32 accumulator).
+  // row (i32 / i64), accuracy per row or reduced.
   Type lseType;
   Type argmaxType;
   Type accuracyType;
   bool withGrad = false;
+  /// The row kernel finishes the reduced results itself: the row that
+  /// counts itself last in the scratch writes them, in their types, from
+  /// the f64 accumulators (no conversion kernel). The linear family's chunks
+  /// (several launches over one set of accumulators) leave that to a
+  /// conversion kernel after the last chunk.
+  bool finalizes = true;
   /// The class axis is the innermost dim (no dim after it, or only static
   /// 1s): the kernels then read rows with vector loads when, at run time,
   /// its stride is 1 and the row is aligned.
@@ -50,12 +56,22 @@ struct KernelSpec {
   int64_t rank() const { return config.logitsType.getRank(); }
   /// Rank of a per-row buffer (class-index target, per-row loss).
   int64_t rowRank() const { return rank() - 1; }
-  /// Loss accumulators (mean / sum) are f32 scratch or result buffers.
+  /// Mean / sum: the loss, z-loss and accuracy are accumulated.
   bool reduced() const { return config.reduction != Reduction::none; }
   /// The prologue's kept weight / count (class-index targets under mean).
   bool needsStats() const {
     return config.reduction == Reduction::mean && !config.probabilityTargets;
   }
+  /// Reduced results accumulate in the f64 scratch (ScratchSlot).
+  bool accumulates() const {
+    return reduced() && (lossType || zLossType || accuracyType);
+  }
+  /// The scratch buffer: the mean's divisors, the accumulators, or both.
+  bool needsScratch() const { return needsStats() || accumulates(); }
+  /// The reduced results are kernel arguments (written by the last row and,
+  /// with their initial values, by the prologue) or, with the accumulators
+  /// alone, left to a conversion kernel.
+  bool takesReducedResults() const { return reduced() && finalizes; }
   /// The statistics track the index of the row's max (argmax, accuracy).
   bool needsArgmax() const { return argmaxType || accuracyType; }
   /// The statistics sum Σ f and Σ f (m - x) over the row: the loss with
@@ -74,6 +90,24 @@ struct KernelSpec {
 
 /// Threads in a warp.
 inline constexpr int64_t kLanes = 32;
+
+/// The f64 scratch of an op's kernels, memref<kScratchSlots x f64>: the
+/// prologue's kept weight and count (a mean over class indices), the
+/// accumulators of the reduced results (the loss includes the z-loss, as
+/// the op's loss does) and the rows that have added their part (the last
+/// one writes the results, KernelSpec::finalizes). f64 sums keep a reduced
+/// f32 loss exact to its rounding whatever the order of the atomics.
+enum ScratchSlot : int64_t {
+  kWeightSlot,
+  kCountSlot,
+  kLossSlot,
+  kZLossSlot,
+  kAccuracySlot,
+  kRowsDoneSlot,
+  kScratchSlots
+};
+/// The type of the scratch buffer.
+MemRefType getScratchType(MLIRContext *ctx);
 
 /// The launch geometry of every xent kernel, decided in one place
 /// (LaunchGeometry.cpp).
@@ -137,9 +171,10 @@ SmallVector<T> listPresent(std::array<const T *, N> members) {
 /// The arguments of the row kernel by name: Values (the host's launch
 /// operands, the kernel's block arguments) or Types (the kernel's signature);
 /// absent ones are null. members() is the one place that fixes their order.
-/// Every buffer but `stats` has the type of getBufferType (dynamic sizes, any
-/// strides and offset), the logits' rank R or R - 1 for per-row values
-/// (class indices, per-row loss / grad_output). The loss's scalars come last,
+/// Every buffer but `scratch` has the type of getBufferType (dynamic sizes,
+/// any strides and offset), the logits' rank R or R - 1 for per-row values
+/// (class indices, per-row loss / grad_output); a reduced result is a 0-d
+/// buffer of its own type (KernelSpec::takesReducedResults). The loss's scalars come last,
 /// each when the kernel computes its feature (ignore_index for class
 /// indices; label smoothing, z-loss, softcap when the config has them): the
 /// host passes an arith.constant of the op's attribute or the op's run-time
@@ -148,13 +183,13 @@ template <typename T> struct RowKernelArgs {
   T x;          // [R]
   T target;     // class indices or [R] probabilities
   T weight;     // [C], when weighted
-  T stats;      // memref<2xf32> from the prologue: kept weight and count
+  T scratch;    // getScratchType, KernelSpec::needsScratch
   T gradOutput; // [] or, for the gradient
-  T loss;       // [] (an f32 accumulator) or
-  T zLoss;      // [] (an f32 accumulator) or
+  T loss;       // [] or
+  T zLoss;      // [] or
   T lse;        // return_lse
   T argmax;     // return_argmax
-  T accuracy;   // [] (an f32 accumulator) or, return_accuracy
+  T accuracy;   // [] or, return_accuracy
   T dlogits;    // [R], for the gradient
   T ignoreIndex;    // i64, class-index targets
   T labelSmoothing; // f32 ε, CrossEntropyConfig::hasLabelSmoothing
@@ -164,7 +199,7 @@ template <typename T> struct RowKernelArgs {
   /// Pointers to every member of `self`, in the kernel's argument order.
   template <typename Self> static auto members(Self &self) {
     return std::array{&self.x,           &self.target,
-                      &self.weight,      &self.stats,
+                      &self.weight,      &self.scratch,
                       &self.gradOutput,  &self.loss,
                       &self.zLoss,       &self.lse,
                       &self.argmax,      &self.accuracy,
@@ -176,13 +211,14 @@ template <typename T> struct RowKernelArgs {
   SmallVector<T> list() const { return listPresent(members(*this)); }
 };
 
-/// The arguments of the prologue (mean / sum only), like RowKernelArgs; the
-/// loss accumulators are f32; ignore_index (i64) when it counts the kept
-/// rows (KernelSpec::needsStats).
+/// The arguments of the prologue (KernelSpec::needsScratch), like
+/// RowKernelArgs: the reduced results when the row kernel takes them (the
+/// prologue writes their initial values, which stand when there is no row);
+/// ignore_index (i64) when it counts the kept rows (KernelSpec::needsStats).
 template <typename T> struct PrologueKernelArgs {
   T target;
   T weight;
-  T stats;
+  T scratch;
   T loss;
   T zLoss;
   T accuracy;
@@ -190,7 +226,7 @@ template <typename T> struct PrologueKernelArgs {
 
   /// Pointers to every member of `self`, in the kernel's argument order.
   template <typename Self> static auto members(Self &self) {
-    return std::array{&self.target,   &self.weight, &self.stats,
+    return std::array{&self.target,   &self.weight, &self.scratch,
                       &self.loss,     &self.zLoss,  &self.accuracy,
                       &self.ignoreIndex};
   }
@@ -218,7 +254,7 @@ PrologueKernelArgs<Type> getPrologueKernelArgTypes(MLIRContext *ctx,
                                                    const KernelSpec &spec);
 
 /// The kernels of `spec`, taking the arguments above. The convert kernel
-/// takes src[] f32 and dst[] of another float type.
+/// takes the scratch and dst[] of a float type: dst = scratch[slot].
 gpu::GPUFuncOp buildRowKernel(OpBuilder &b, Location loc, StringRef name,
                               const KernelSpec &spec,
                               const LaunchGeometry &geometry);
@@ -226,7 +262,7 @@ gpu::GPUFuncOp buildPrologueKernel(OpBuilder &b, Location loc, StringRef name,
                                    const KernelSpec &spec,
                                    const LaunchGeometry &geometry);
 gpu::GPUFuncOp buildConvertKernel(OpBuilder &b, Location loc, StringRef name,
-                                  Type dstType);
+                                  Type dstType, ScratchSlot slot);
 
 /// memref<?x...x?xT, strided<[?, ...], offset: ?>> of `rank` dims: the type
 /// of every buffer a kernel takes from the host, so that views with any

@@ -21,7 +21,9 @@
 //   3. emitRowBody (KernelBuilder.cpp): the row's loss terms, differences
 //      from the max first and log Σ added last ((m - x_t) + log Σ: a loss is
 //      not quantized to the spacing of m); thread 0 writes them (none) or
-//      adds them to the f32 accumulators with an atomic (mean / sum).
+//      adds them to the f64 accumulators of the scratch with an atomic
+//      (mean / sum), counts its row done, and the row that counts last
+//      writes the reduced results (emitFinalize).
 //   4. emitGradientPass (GradientPass.cpp): a second walk over the row writes
 //      dlogits from exp(x - m) (the difference taken in f32 before the
 //      exponent is scaled by log2 e) times per-row coefficients / Σ.
@@ -123,6 +125,10 @@ private:
   Value indexToF32(Value i) {
     Value i64 = arith::IndexCastUIOp::create(b, b.getI64Type(), i);
     return arith::UIToFPOp::create(b, f32, i64);
+  }
+  Value toF64(Value v) { return arith::ExtFOp::create(b, b.getF64Type(), v); }
+  Value cstF64(double v) {
+    return arith::ConstantOp::create(b, b.getF64FloatAttr(v));
   }
 
   //===--------------------------------------------------------------------===//
@@ -275,14 +281,14 @@ private:
 
   /// The gradient pass over the row.
   void emitGradientPass();
-  /// What a mean divides the row's loss and z-loss by: the kept weight and
-  /// the kept count (the prologue's stats), or the number of rows for
-  /// probability targets.
+  /// What a mean divides the row's loss and z-loss by (f32): the kept weight
+  /// and the kept count (the prologue's, in the scratch), or the number of
+  /// rows for probability targets.
   std::pair<Value, Value> emitMeanDivisors();
   /// Binds the arguments both kernels take and the block reduction's
   /// scratch of `func`.
   void bindSharedArgs(gpu::GPUFuncOp func, Value targetArg, Value weightArg,
-                      Value statsArg, Value lossArg, Value zLossArg,
+                      Value scratchArg, Value lossArg, Value zLossArg,
                       Value accuracyArg, Value ignoreIndexArg);
   /// The row kernel's loss scalars (its arguments), and what each thread
   /// derives from them once: 1 / s, 1 - ε and ε / C (after numClassesF).
@@ -299,6 +305,15 @@ private:
   /// The per-row outputs of the row: lse, argmax, accuracy (written by
   /// thread 0; accuracy added to its accumulator for mean / sum).
   void emitRowOutputs(Value isWriter);
+  /// The f32 `part`, divided by `divisor` (f32, a mean's) when given, in
+  /// f64.
+  Value emitShare(Value part, Value divisor);
+  /// Adds the f64 `v` to the accumulator `slot` of the scratch (an atomic).
+  void emitAccumulate(Value v, ScratchSlot slot);
+  /// The writer of each row, after its parts are added: counts the row done
+  /// and, where it is the last one, writes the reduced results from the
+  /// accumulators (KernelSpec::finalizes).
+  void emitFinalize(Value isWriter);
 
   ImplicitLocOpBuilder &b;
   const KernelSpec &spec;
@@ -312,7 +327,7 @@ private:
   int64_t massSlot = -1, gapSlot = -1, argmaxSlot = -1;
 
   // Kernel arguments and shared values.
-  Value x, target, weight, stats, gradOutput, loss, zLoss, dlogits;
+  Value x, target, weight, scratch, gradOutput, loss, zLoss, dlogits;
   // The loss's scalars, kernel arguments read once per thread (null where
   // the kernel does not compute the feature): ignore_index (i64), ε, z and
   // the softcap s (f32); and per thread 1 / s, 1 - ε, ε / C.

@@ -8,7 +8,7 @@
 // whose body (buffer code, bufferized like every launch) is
 //
 //   prologue kernel over all targets   (mean: kept weight W and count K;
-//                                       reduced losses: f32 accumulators)
+//                                       reduced losses: f64 accumulators)
 //   scf.for %i = 0 to max(N, 1) step R          (r = min(R, N - i) rows)
 //     logits[r, V] (f32)  = hidden[i:i+r] · weightᵀ (+ bias)   xentGemm[Bias]
 //     row kernel in place: loss into the accumulators / rows, dlogits over
@@ -17,7 +17,7 @@
 //     d_hidden[i:i+r]     = dl · weight                          beta 0
 //     d_weight (f32)     += dlᵀ · hidden[i:i+r]                  beta 0, 1, …
 //     d_bias (f32)       += ones[r] · dl                         beta 0, 1, …
-//   f32 accumulators rounded to the results; scratch freed
+//   reduced losses rounded from their accumulators; scratch freed
 //
 // The GEMMs are calls of the runtime's xentGemm* functions (cuBLASLt,
 // lib/Runtime/CUDA/CublasLt.cpp), declared in the module, on row-major
@@ -160,11 +160,6 @@ private:
     return gpu::AllocOp::create(b, loc, MemRefType::get(shape, element),
                                 /*asyncToken=*/Type(), ValueRange{}, sizes,
                                 ValueRange{})
-        .getMemref();
-  }
-  Value allocScalar() {
-    return gpu::AllocOp::create(b, loc, MemRefType::get({}, f32), Type(),
-                                ValueRange{}, ValueRange{}, ValueRange{})
         .getMemref();
   }
   /// `buffer` as the kernels and the GEMMs take it (dynamic strided).
@@ -331,14 +326,14 @@ KernelSpec LinearEmitter::getChunkSpec() {
     spec.gradOutputType = cast<ShapedType>(g.getType()).getElementType();
   spec.withGrad = op.computesGradient();
   spec.contiguousRows = true;
-  auto reducedOr = [&](Value result) -> Type {
-    if (!result)
-      return Type();
-    return spec.reduced() ? f32
-                          : cast<ShapedType>(result.getType()).getElementType();
+  // The chunks' launches add to one set of accumulators: the results are
+  // converted from them after the last chunk.
+  spec.finalizes = false;
+  auto typeOf = [&](Value result) -> Type {
+    return result ? getElementTypeOrSelf(result.getType()) : Type();
   };
-  spec.lossType = reducedOr(op.getLoss());
-  spec.zLossType = reducedOr(op.getZLoss());
+  spec.lossType = typeOf(op.getLoss());
+  spec.zLossType = typeOf(op.getZLoss());
   return spec;
 }
 
@@ -498,22 +493,13 @@ SmallVector<Value> LinearEmitter::emit() {
   ConvertXentToGPUOptions twoPass = options;
   twoPass.residentRows = false; // in place needs the two-pass kernel
   LaunchGeometry geometry = getLaunchGeometry(twoPass, f32);
-  bool reducedLoss = op.computesLoss() && spec.reduced();
-  auto accumulator = [&](Value result) -> Value {
-    if (!result || !reducedLoss ||
-        getElementTypeOrSelf(result.getType()).isF32())
-      return result;
-    Value acc = allocScalar();
-    scratch.push_back(acc);
-    return asArg(acc);
-  };
-  Value lossAcc = accumulator(loss), zLossAcc = accumulator(zLoss);
-  Value stats;
-  if (spec.needsStats()) {
-    stats = gpu::AllocOp::create(b, loc, MemRefType::get({2}, f32), Type(),
-                                 ValueRange{}, ValueRange{}, ValueRange{})
-                .getMemref();
-    scratch.push_back(stats);
+  Value kernelScratch;
+  if (spec.needsScratch()) {
+    kernelScratch =
+        gpu::AllocOp::create(b, loc, getScratchType(b.getContext()), Type(),
+                             ValueRange{}, ValueRange{}, ValueRange{})
+            .getMemref();
+    scratch.push_back(kernelScratch);
   }
   // The loss's scalars as the kernels take them: constants of the op's
   // attributes (getKernelUnsupportedReason refuses run-time scalar operands
@@ -526,7 +512,7 @@ SmallVector<Value> LinearEmitter::emit() {
   Value zLossScale = cfg.hasZLoss() ? f32Constant(cfg.zLossScale) : Value();
   Value softcap =
       cfg.hasSoftcap() ? f32Constant(cfg.softcap.value_or(0.0f)) : Value();
-  if (spec.needsStats() || reducedLoss) {
+  if (spec.needsScratch()) {
     gpu::GPUFuncOp prologue =
         buildKernel("xent_prologue", [&](OpBuilder &kb, StringRef name) {
           return buildPrologueKernel(kb, loc, name, spec, geometry);
@@ -534,9 +520,7 @@ SmallVector<Value> LinearEmitter::emit() {
     PrologueKernelArgs<Value> pro;
     pro.target = target;
     pro.weight = classWeight;
-    pro.stats = stats;
-    pro.loss = reducedLoss ? lossAcc : Value();
-    pro.zLoss = reducedLoss ? zLossAcc : Value();
+    pro.scratch = kernelScratch;
     if (spec.needsStats())
       pro.ignoreIndex = ignoreIndex;
     launch(prologue, one, pro.list(), geometry.threads);
@@ -569,11 +553,11 @@ SmallVector<Value> LinearEmitter::emit() {
     row.x = logits;
     row.target = t;
     row.weight = classWeight;
-    row.stats = stats;
+    row.scratch = kernelScratch;
     row.gradOutput =
         perRow && gradOutput ? slice(gradOutput, {i}, {r}) : gradOutput;
-    row.loss = perRow && loss ? slice(loss, {i}, {r}) : lossAcc;
-    row.zLoss = perRow && zLoss ? slice(zLoss, {i}, {r}) : zLossAcc;
+    row.loss = perRow && loss ? slice(loss, {i}, {r}) : Value();
+    row.zLoss = perRow && zLoss ? slice(zLoss, {i}, {r}) : Value();
     row.dlogits = grad ? logits : Value();
     row.ignoreIndex = ignoreIndex;
     row.labelSmoothing = labelSmoothing;
@@ -615,15 +599,17 @@ SmallVector<Value> LinearEmitter::emit() {
     Value dBiasRow = asMatrix(dBias, one, classes, classes, one);
     convert(accRow, dBiasRow);
   }
-  for (auto [acc, out] : {std::pair{lossAcc, loss}, {zLossAcc, zLoss}}) {
-    if (acc == out)
-      continue;
-    Type dstType = cast<MemRefType>(out.getType()).getElementType();
-    gpu::GPUFuncOp kernel =
-        buildKernel("xent_convert", [&](OpBuilder &kb, StringRef name) {
-          return buildConvertKernel(kb, loc, name, dstType);
-        });
-    launch(kernel, one, ValueRange{acc, out}, kLanes);
+  if (spec.reduced()) {
+    for (auto [slot, out] : {std::pair{kLossSlot, loss}, {kZLossSlot, zLoss}}) {
+      if (!out)
+        continue;
+      Type dstType = cast<MemRefType>(out.getType()).getElementType();
+      gpu::GPUFuncOp kernel =
+          buildKernel("xent_convert", [&](OpBuilder &kb, StringRef name) {
+            return buildConvertKernel(kb, loc, name, dstType, slot);
+          });
+      launch(kernel, one, ValueRange{kernelScratch, out}, kLanes);
+    }
   }
   for (Value buffer : scratch)
     gpu::DeallocOp::create(b, loc, Type(), ValueRange{}, buffer);

@@ -94,7 +94,6 @@ static SmallVector<int64_t> getElementDims(int64_t rank, int64_t axis) {
 /// What the kernels of the op compute.
 static KernelSpec getKernelSpec(CrossEntropyOpInterface op) {
   CrossEntropyConfig config = op.getConfig();
-  Type f32 = Float32Type::get(config.logitsType.getContext());
   KernelSpec spec;
   spec.config = config;
   spec.logitsType = config.logitsType.getElementType();
@@ -109,23 +108,18 @@ static KernelSpec getKernelSpec(CrossEntropyOpInterface op) {
   spec.contiguousRows =
       llvm::all_of(config.logitsType.getShape().drop_front(config.axis + 1),
                    [](int64_t d) { return d == 1; });
-  // Reduced losses accumulate in f32; other types are converted afterwards.
-  bool reduced = spec.reduced();
+  // Reduced results accumulate in the f64 scratch; the row that finishes
+  // last writes them in their own types.
   if (op.getLoss())
-    spec.lossType =
-        reduced ? f32
-                : cast<ShapedType>(op.getLoss().getType()).getElementType();
+    spec.lossType = getElementTypeOrSelf(op.getLoss().getType());
   if (op.getZLoss())
-    spec.zLossType =
-        reduced ? f32
-                : cast<ShapedType>(op.getZLoss().getType()).getElementType();
+    spec.zLossType = getElementTypeOrSelf(op.getZLoss().getType());
   if (op.getLse())
     spec.lseType = getElementTypeOrSelf(op.getLse().getType());
   if (op.getArgmax())
     spec.argmaxType = getElementTypeOrSelf(op.getArgmax().getType());
   if (op.getAccuracy())
-    spec.accuracyType =
-        reduced ? f32 : getElementTypeOrSelf(op.getAccuracy().getType());
+    spec.accuracyType = getElementTypeOrSelf(op.getAccuracy().getType());
   return spec;
 }
 
@@ -148,8 +142,8 @@ mlir::xent::getDestination(Value result) {
 namespace {
 
 /// Emits the host side of one op at the rewriter's insertion point: an
-/// `xent.launch` whose body launches the prologue, the row kernel and the
-/// conversions of reduced results on the buffers of the op's tensors. Where
+/// `xent.launch` whose body launches the prologue and the row kernel on the
+/// buffers of the op's tensors and one scratch buffer. Where
 /// those buffers come from is left to one-shot bufferization (the op's
 /// BufferizableOpInterface); this only says which results may share a
 /// buffer with an operand.
@@ -167,27 +161,28 @@ public:
   /// The kept weight / count on the device, the accumulators initialized.
   void launchPrologue();
   void launchRowKernel();
-  /// Reduced results in another type than f32 from their accumulators; the
-  /// scratch buffers released.
-  void launchConversions();
+  /// The scratch released (stream-ordered after the kernels).
+  void releaseScratch();
 
   /// The kernels built so far, in launch order.
   ArrayRef<std::string> getKernelNames() const { return kernelNames; }
 
 private:
   /// The arguments the prologue and the row kernel share: target, weight,
-  /// the kept weight / count and the f32 accumulators.
-  template <typename Args> Args getSharedArgs() {
-    Args args;
+  /// the scratch and the results (where `types`, the kernel's signature,
+  /// takes them).
+  template <template <typename> class Args>
+  Args<Value> getSharedArgs(const Args<Type> &types) {
+    Args<Value> args;
     args.target = target;
     args.weight = weight;
-    args.stats = stats;
-    if (lossAcc)
-      args.loss = kernelArg(lossAcc);
-    if (zLossAcc)
-      args.zLoss = kernelArg(zLossAcc);
-    if (accuracyAcc)
-      args.accuracy = kernelArg(accuracyAcc);
+    args.scratch = scratch;
+    if (types.loss)
+      args.loss = kernelArg(loss);
+    if (types.zLoss)
+      args.zLoss = kernelArg(zLoss);
+    if (types.accuracy)
+      args.accuracy = kernelArg(accuracy);
     return args;
   }
   /// `buffer` as a kernel takes it: dynamic sizes, any strides.
@@ -240,11 +235,8 @@ private:
   Value ignoreIndex, labelSmoothing, zLossScale, softcap;
   Value loss, zLoss, lse, argmax, accuracy, dlogits;
   Value numRows;
-  /// f32 accumulators of reduced losses (and accuracy): the results' buffers
-  /// when those are f32, else scratch that launchConversions converts.
-  Value lossAcc, zLossAcc, accuracyAcc;
-  /// The prologue's kept weight and count (KernelSpec::needsStats).
-  Value stats;
+  /// The kernels' scratch (ScratchSlot; KernelSpec::needsScratch).
+  Value scratch;
   SmallVector<std::string> kernelNames;
 };
 
@@ -389,30 +381,20 @@ LaunchOp HostEmitter::createLaunch() {
   for (int64_t d : elementDims)
     numRows = arith::MulIOp::create(rewriter, loc, numRows,
                                     memref::DimOp::create(rewriter, loc, x, d));
-  // A reduced loss is accumulated in f32: in its own buffer when it is f32.
-  Type f32 = rewriter.getF32Type();
-  auto accumulator = [&](Value result) -> Value {
-    if (!result || !spec.reduced() ||
-        getElementTypeOrSelf(result.getType()).isF32())
-      return result;
-    return allocate(MemRefType::get({}, f32));
-  };
-  lossAcc = accumulator(loss);
-  zLossAcc = accumulator(zLoss);
-  accuracyAcc = accumulator(accuracy);
-  if (spec.needsStats())
-    stats = allocate(MemRefType::get({2}, f32));
+  if (spec.needsScratch())
+    scratch = allocate(getScratchType(ctx));
   return launch;
 }
 
 void HostEmitter::launchPrologue() {
-  if (!spec.needsStats() && !(op.computesLoss() && spec.reduced()))
+  if (!spec.needsScratch())
     return;
   gpu::GPUFuncOp prologue =
       buildKernel("xent_prologue", [&](OpBuilder &b, StringRef name) {
         return buildPrologueKernel(b, loc, name, spec, geometry);
       });
-  auto args = getSharedArgs<PrologueKernelArgs<Value>>();
+  auto args = getSharedArgs(
+      getPrologueKernelArgTypes(rewriter.getContext(), spec));
   if (spec.needsStats())
     args.ignoreIndex = ignoreIndex;
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
@@ -427,7 +409,7 @@ void HostEmitter::launchRowKernel() {
                   [&](OpBuilder &b, StringRef name) {
                     return buildRowKernel(b, loc, name, spec, geometry);
                   });
-  auto args = getSharedArgs<RowKernelArgs<Value>>();
+  auto args = getSharedArgs(getRowKernelArgTypes(rewriter.getContext(), spec));
   args.x = x;
   args.gradOutput = gradOutput;
   args.lse = lse;
@@ -463,27 +445,9 @@ void HostEmitter::launchRowKernel() {
          sharedBytes);
 }
 
-void HostEmitter::launchConversions() {
-  auto convert = [&](Value acc, Value out) {
-    if (acc == out)
-      return;
-    Type dstType = cast<MemRefType>(out.getType()).getElementType();
-    gpu::GPUFuncOp kernel =
-        buildKernel("xent_convert", [&](OpBuilder &b, StringRef name) {
-          return buildConvertKernel(b, loc, name, dstType);
-        });
-    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    launch(kernel, one, ValueRange{kernelArg(acc), out}, kLanes);
-    deallocate(acc);
-  };
-  if (loss)
-    convert(lossAcc, loss);
-  if (zLoss)
-    convert(zLossAcc, zLoss);
-  if (accuracy)
-    convert(accuracyAcc, accuracy);
-  if (stats)
-    deallocate(stats);
+void HostEmitter::releaseScratch() {
+  if (scratch)
+    deallocate(scratch);
 }
 
 /// Checks the options the patterns assume; diagnostics go to `module`.
@@ -679,7 +643,7 @@ struct CrossEntropyLowering
     LaunchOp launch = host.createLaunch();
     host.launchPrologue();
     host.launchRowKernel();
-    host.launchConversions();
+    host.releaseScratch();
     remark::passed(op.getLoc(), getRemarkOpts(op, "kernel"))
         << "lowered to the fused kernels"
         << remark::metric("Kernels", llvm::join(host.getKernelNames(), ", "))

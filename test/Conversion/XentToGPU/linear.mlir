@@ -12,9 +12,9 @@
 // RUN: xent-opt %s --convert-xent-to-gpu=mode=inline | FileCheck %s --check-prefix=INLINE
 // RUN: xent-opt %s --convert-xent-to-gpu --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s --check-prefix=BUFFERS
 
-// REMARK: remark: [Passed] kernel | Category:convert-xent-to-gpu | Function=joint | ChunkRows="auto (f32 logits <= 1024 MiB)", Gemms="xentGemmBias_bf16_f32, xentGemm_bf16_bf16, xentGemm_bf16_f32", Kernels="xent_linear_convert_0, xent_prologue_0, xent_loss_grad_0, xent_linear_convert_1", Reason="mode=auto, and the kernels take this op", Remark="lowered to row chunks: cuBLASLt GEMMs and the fused kernels in place over each chunk's logits"
+// REMARK: remark: [Passed] kernel | Category:convert-xent-to-gpu | Function=joint | ChunkRows="auto (f32 logits <= 1024 MiB)", Gemms="xentGemmBias_bf16_f32, xentGemm_bf16_bf16, xentGemm_bf16_f32", Kernels="xent_linear_convert_0, xent_prologue_0, xent_loss_grad_0, xent_linear_convert_1, xent_convert_0", Reason="mode=auto, and the kernels take this op", Remark="lowered to row chunks: cuBLASLt GEMMs and the fused kernels in place over each chunk's logits"
 // REMARK: remark: [Passed] kernel | Category:convert-xent-to-gpu | Function=per_row_f32 | ChunkRows="auto (f32 logits <= 1024 MiB)", Gemms=xentGemm_f32_f32, Kernels=xent_loss_grad_1
-// REMARK: remark: [Passed] kernel | Category:convert-xent-to-gpu | Function=loss_only | ChunkRows="auto (f32 logits <= 1024 MiB)", Gemms=xentGemm_f16_f32, Kernels="xent_prologue_1, xent_loss_0, xent_convert_0"
+// REMARK: remark: [Passed] kernel | Category:convert-xent-to-gpu | Function=loss_only | ChunkRows="auto (f32 logits <= 1024 MiB)", Gemms=xentGemm_f16_f32, Kernels="xent_prologue_1, xent_loss_0, xent_convert_1"
 
 // The runtime's GEMMs, declared once.
 // CHECK-DAG: func.func private @xentGemm_bf16_f32(memref<?x?xbf16, strided<[?, ?], offset: ?>>, memref<?x?xbf16, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i32, i32, f32, f32)
@@ -44,9 +44,11 @@
 // CHECK:         %[[BIAS32:.*]] = gpu.alloc  (%[[V]]) : memref<?xf32>
 // CHECK:         %[[BIAS:.*]] = memref.cast %[[BIAS32]]
 // CHECK:         gpu.launch_func  @xent_kernels::@xent_linear_convert_0
-// The mean's kept weight and count over all rows, and the loss accumulator.
-// CHECK:         %[[STATS:.*]] = gpu.alloc  () : memref<2xf32>
-// CHECK:         gpu.launch_func  @xent_kernels::@xent_prologue_0 {{.*}} args(%[[T]] : {{.*}}, %[[STATS]] : memref<2xf32>, %[[L]] :
+// The mean's kept weight and count over all rows, and the loss's f64
+// accumulator (the chunks' launches add to it; the loss is rounded from it
+// after the last chunk).
+// CHECK:         %[[STATS:.*]] = gpu.alloc  () : memref<6xf64>
+// CHECK:         gpu.launch_func  @xent_kernels::@xent_prologue_0 {{.*}} args(%[[T]] : {{.*}}, %[[STATS]] : memref<6xf64>, %{{.*}} : i64)
 // CHECK:         scf.for %[[I:.*]] = %c0{{.*}} to %{{.*}} step %[[ROWS]] {
 // CHECK:           %[[R:.*]] = arith.minui %[[ROWS]],
 // CHECK:           %[[HC:.*]] = memref.subview %[[H]][%[[I]], 0] [%[[R]], %{{.*}}] [1, 1]
@@ -60,7 +62,7 @@
 // logits = h · weightᵀ + bias
 // CHECK:           func.call @xentGemmBias_bf16_f32(%[[HC]], %[[W]], %[[BIAS]], %[[X]], %[[NOT]], %[[TRANS]], %[[ONE]], %[[ZERO]])
 // Loss and dlogits in place: x and dlogits are the chunk's logits.
-// CHECK:           gpu.launch_func  @xent_kernels::@xent_loss_grad_0 blocks in ({{.*}}) threads in (%c512, {{.*}}) args(%[[X]] : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[TC]] : {{.*}}, %[[STATS]] : memref<2xf32>, %[[G]] : {{.*}}, %[[L]] : {{.*}}, %[[X]] : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[II:.*]] : i64)
+// CHECK:           gpu.launch_func  @xent_kernels::@xent_loss_grad_0 blocks in ({{.*}}) threads in (%c512, {{.*}}) args(%[[X]] : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[TC]] : {{.*}}, %[[STATS]] : memref<6xf64>, %[[G]] : {{.*}}, %[[X]] : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[II:.*]] : i64)
 // CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %[[I]], %c0
 // CHECK:           %[[BETA:.*]] = arith.select %[[FIRST]], %[[ZERO]], %[[ONE]] : f32
 // dlogits rounded to bf16 for the tensor-core GEMMs.
@@ -136,7 +138,7 @@ func.func @per_row_f32(%g: tensor<2x?xf32>, %h: tensor<2x?x32xf32>, %w: tensor<?
   return %l, %dh, %dw : tensor<2x?xf32>, tensor<2x?x32xf32>, tensor<?x32xf32>
 }
 
-// The loss alone: one GEMM per chunk, the loss kernel (no gradient), the f32
+// The loss alone: one GEMM per chunk, the loss kernel (no gradient), the f64
 // sum converted to f16 after the loop.
 // CHECK-LABEL: func.func @loss_only
 // CHECK:       scf.for
@@ -144,7 +146,7 @@ func.func @per_row_f32(%g: tensor<2x?xf32>, %h: tensor<2x?x32xf32>, %w: tensor<?
 // CHECK:         gpu.launch_func  @xent_kernels::@xent_loss_0
 // CHECK-NOT:     func.call
 // CHECK:       }
-// CHECK:       gpu.launch_func  @xent_kernels::@xent_convert_0
+// CHECK:       gpu.launch_func  @xent_kernels::@xent_convert_1 {{.*}} args(%{{.*}} : memref<6xf64>, %{{.*}} : memref<f16, strided<[], offset: ?>>)
 func.func @loss_only(%h: tensor<?x64xf16>, %w: tensor<50257x64xf16>, %t: tensor<?xi64>) -> tensor<f16> {
   %l = xent.linear_cross_entropy sum %h, %w, %t {ignore_index = 0 : i64}
       : (tensor<?x64xf16>, tensor<50257x64xf16>, tensor<?xi64>) -> tensor<f16>
@@ -164,10 +166,10 @@ func.func @loss_only(%h: tensor<?x64xf16>, %w: tensor<50257x64xf16>, %t: tensor<
 // BUFFERS-DAG:   %[[DWC:.*]] = memref.cast %[[DW]] : memref<?x64xbf16, strided<[?, ?], offset: ?>> to memref<?x?xbf16, strided<[?, ?], offset: ?>>
 // BUFFERS:       %[[DHROWS:.*]] = memref.collapse_shape %[[DHC]] {{\[\[}}0, 1], [2]]
 // BUFFERS-NOT:   memref.copy
-// BUFFERS:       gpu.launch_func  @xent_kernels::@xent_prologue_{{.*}} args({{.*}}, %[[LOSSC]] : memref<f32, strided<[], offset: ?>>)
 // BUFFERS:       %[[DHCHUNK:.*]] = memref.subview %[[DHROWS]][
 // BUFFERS:       func.call @xentGemm_bf16_bf16(%{{.*}}, %{{.*}}, %[[DHCHUNK]],
 // BUFFERS:       gpu.launch_func  @xent_kernels::@xent_linear_convert_{{.*}} args(%{{.*}} : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[DWC]] :
+// BUFFERS:       gpu.launch_func  @xent_kernels::@xent_convert_{{.*}} args(%{{.*}} : memref<6xf64>, %[[LOSSC]] : memref<f32, strided<[], offset: ?>>)
 // BUFFERS-NOT:   memref.copy
 // BUFFERS:       return
 func.func @destinations(%g: tensor<f32>, %h: tensor<2x?x64xbf16>, %w: tensor<?x64xbf16>, %t: tensor<2x?xi64>,

@@ -19,13 +19,17 @@
 // PTX-DAG: bar.sync
 // PTX-DAG: ex2.approx
 // PTX-DAG: lg2.approx
-// PTX-DAG: atom.global.add.f32
+// The reduced results: f64 atomics into the scratch, a fence before the
+// row counts itself done and after the last one sees the count, the bf16
+// loss rounded from the f64 sum by that row (no conversion kernel).
+// PTX-DAG: atom.global.add.f64
+// PTX-DAG: membar.gl
+// PTX-DAG: cvt.rn.bf16.f64
 // PTX-DAG: cvt.rn.bf16.f32
-// PTX: .entry xent_convert_0
+// PTX-NOT: .entry xent_convert
 
 // PTXAS-DAG: Compiling entry function 'xent_prologue_0' for 'sm_90'
 // PTXAS-DAG: Compiling entry function 'xent_loss_grad_0' for 'sm_90'
-// PTXAS-DAG: Compiling entry function 'xent_convert_0' for 'sm_90'
 // PTXAS-DAG: Used {{[0-9]+}} registers, used 1 barriers, 512 bytes smem
 // PTXAS-DAG: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 

@@ -2,8 +2,9 @@
 // pass over the logits: the row's max and its index come from the same
 // reduction (an (m, index) pair, the first index on ties), lse = m + log Σ,
 // and thread 0 writes them for every row; accuracy counts kept rows whose
-// target is the argmax, reduced like the loss (an f32 accumulator that the
-// prologue initializes, NaN for a mean over nothing). mode=kernel takes them.
+// target is the argmax, reduced like the loss (an f64 accumulator of the
+// scratch that the prologue initializes, NaN for a mean over nothing; the
+// row that finishes last writes the result). mode=kernel takes them.
 
 // RUN: xent-opt %s -split-input-file --convert-xent-to-gpu --remarks-filter=convert-xent-to-gpu --remark-format=emitRemark 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: xent-opt %s -split-input-file --convert-xent-to-gpu="resident-rows=false" --canonicalize --cse | FileCheck %s
@@ -41,13 +42,16 @@ func.func @lse(%x: tensor<8x64xbf16>, %t: tensor<8xi64>) -> (tensor<f32>, tensor
 // CHECK:       ^bb0({{.*}}, %[[ACC:.*]]: memref<f32, strided<[], offset: ?>>, %{{.*}}: memref<?x?xf32, strided<[?, ?], offset: ?>>):
 // CHECK:       gpu.launch_func @xent_kernels::@xent_prologue_0 {{.*}}, %[[ACC]] : memref<f32, strided<[], offset: ?>>, %{{.*}} : i64)
 // CHECK:       gpu.launch_func @xent_kernels::@xent_loss_grad_0 {{.*}}, %[[ACC]] : memref<f32, strided<[], offset: ?>>, %{{.*}} : memref<?x?xf32, strided<[?, ?], offset: ?>>, %{{.*}} : i64)
-// CHECK:       gpu.func @xent_prologue_0({{.*}}, %[[STATS:.*]]: memref<2xf32>, %{{.*}}: memref<f32, strided<[], offset: ?>>, %[[PACC:.*]]: memref<f32, strided<[], offset: ?>>, %{{.*}}: i64)
-// CHECK:         memref.store %{{.*}}, %[[STATS]][%c0] : memref<2xf32>
-// CHECK-NEXT:    memref.store %[[COUNT:.*]], %[[STATS]][%c1] : memref<2xf32>
+// CHECK:       gpu.func @xent_prologue_0({{.*}}, %[[STATS:.*]]: memref<6xf64>, %{{.*}}: memref<f32, strided<[], offset: ?>>, %[[PACC:.*]]: memref<f32, strided<[], offset: ?>>, %{{.*}}: i64)
+// CHECK:         memref.store %{{.*}}, %[[STATS]][%c0] : memref<6xf64>
+// CHECK-NEXT:    arith.extf %[[COUNT:.*]] : f32 to f64
+// CHECK-NEXT:    memref.store %{{.*}}, %[[STATS]][%c1] : memref<6xf64>
 // CHECK:         %[[NONE:.*]] = arith.cmpf oeq, %[[COUNT]], %{{.*}} : f32
-// CHECK-NEXT:    %[[INIT:.*]] = arith.select %[[NONE]], %{{.*}}, %{{.*}} : f32
-// CHECK-NEXT:    memref.store %[[INIT]], %[[PACC]][]
-// CHECK:       gpu.func @xent_loss_grad_0({{.*}}, %[[KSTATS:.*]]: memref<2xf32>, %{{.*}}: memref<f32, strided<[], offset: ?>>, %{{.*}}: memref<f32, strided<[], offset: ?>>, %[[KACC:.*]]: memref<f32, strided<[], offset: ?>>, %{{.*}}: memref<?x?xf32, strided<[?, ?], offset: ?>>, %{{.*}}: i64)
+// CHECK-NEXT:    %[[INIT:.*]] = arith.select %[[NONE]], %{{.*}}, %{{.*}} : f64
+// CHECK:         memref.store %[[INIT]], %[[STATS]][%c4] : memref<6xf64>
+// CHECK:         %[[INIT32:.*]] = arith.truncf %[[INIT]] : f64 to f32
+// CHECK-NEXT:    memref.store %[[INIT32]], %[[PACC]][]
+// CHECK:       gpu.func @xent_loss_grad_0({{.*}}, %[[KSTATS:.*]]: memref<6xf64>, %{{.*}}: memref<f32, strided<[], offset: ?>>, %{{.*}}: memref<f32, strided<[], offset: ?>>, %[[KACC:.*]]: memref<f32, strided<[], offset: ?>>, %{{.*}}: memref<?x?xf32, strided<[?, ?], offset: ?>>, %{{.*}}: i64)
 // CHECK:         %[[T:.*]] = memref.load %{{.*}} : memref<?xi64, strided<[?], offset: ?>>
 // CHECK:         %[[KEPT:.*]] = arith.cmpi ne, %[[T]], %{{.*}} : i64
 // The thread's walk carries the index with max and Σexp.
@@ -62,9 +66,16 @@ func.func @lse(%x: tensor<8x64xbf16>, %t: tensor<8xi64>) -> (tensor<f32>, tensor
 // CHECK-NEXT:    %[[HIT:.*]] = arith.andi %[[KEPT]], %[[SAME]] : i1
 // CHECK-NEXT:    %[[CORRECT:.*]] = arith.select %[[HIT]], %{{.*}}, %{{.*}} : f32
 // CHECK-NEXT:    scf.if %[[KEPT]] {
-// CHECK-NEXT:      %[[N:.*]] = memref.load %[[KSTATS]][%{{.*}}] : memref<2xf32>
-// CHECK-NEXT:      %[[PART:.*]] = arith.divf %[[CORRECT]], %[[N]] : f32
-// CHECK-NEXT:      memref.atomic_rmw addf %[[PART]], %[[KACC]][] : (f32, memref<f32, strided<[], offset: ?>>) -> f32
+// CHECK-NEXT:      %[[N:.*]] = memref.load %[[KSTATS]][%c1] : memref<6xf64>
+// CHECK-NEXT:      %[[N32:.*]] = arith.truncf %[[N]] : f64 to f32
+// CHECK-NEXT:      %[[PART:.*]] = arith.divf %[[CORRECT]], %[[N32]] : f32
+// CHECK-NEXT:      %[[PART64:.*]] = arith.extf %[[PART]] : f32 to f64
+// CHECK-NEXT:      memref.atomic_rmw addf %[[PART64]], %[[KSTATS]][%c4] : (f64, memref<6xf64>) -> f64
+// The row that counts itself last writes the accuracy from its sum.
+// CHECK:         memref.atomic_rmw addf %{{.*}}, %[[KSTATS]][%c5] : (f64, memref<6xf64>) -> f64
+// CHECK:         %[[A:.*]] = memref.atomic_rmw addf %{{.*}}, %[[KSTATS]][%c4] : (f64, memref<6xf64>) -> f64
+// CHECK-NEXT:    %[[A32:.*]] = arith.truncf %[[A]] : f64 to f32
+// CHECK-NEXT:    memref.store %[[A32]], %[[KACC]][]
 func.func @joint_accuracy(%g: tensor<f32>, %x: tensor<8x64xf32>, %t: tensor<8xi64>) -> (tensor<f32>, tensor<f32>, tensor<8x64xf32>) {
   %l, %acc, %d = xent.cross_entropy_and_grad mean %g, %x, %t {return_accuracy} : (tensor<f32>, tensor<8x64xf32>, tensor<8xi64>) -> (tensor<f32>, tensor<f32>, tensor<8x64xf32>)
   return %l, %acc, %d : tensor<f32>, tensor<f32>, tensor<8x64xf32>
@@ -91,14 +102,15 @@ func.func @per_element(%x: tensor<?x?xbf16>, %t: tensor<?xi32>) -> (tensor<?xf32
 
 // -----
 
-// A sum of accuracy in bf16: accumulated in f32 scratch, converted after the
-// row kernel like the loss.
+// A sum of accuracy in bf16: accumulated in the f64 scratch like the loss,
+// both written in bf16 by the row kernel (no conversion kernel).
 
-// REMARK: remark: [Passed] kernel {{.*}}Function=accuracy_sum{{.*}}Kernels="xent_prologue_0, xent_loss_0, xent_convert_0, xent_convert_1"
+// REMARK: remark: [Passed] kernel {{.*}}Function=accuracy_sum{{.*}}Kernels="xent_prologue_0, xent_loss_0"
 // CHECK-LABEL: func.func @accuracy_sum
-// CHECK:       ^bb0({{.*}}, %[[ACC:.*]]: memref<bf16, strided<[], offset: ?>>):
-// CHECK:       %[[SCRATCH:.*]] = gpu.alloc () : memref<f32>
-// CHECK:       gpu.launch_func @xent_kernels::@xent_convert_1 {{.*}} args(%{{.*}} : memref<f32, strided<[], offset: ?>>, %[[ACC]] : memref<bf16, strided<[], offset: ?>>)
+// CHECK:       ^bb0({{.*}}, %[[LOSS:.*]]: memref<bf16, strided<[], offset: ?>>, %[[ACC:.*]]: memref<bf16, strided<[], offset: ?>>):
+// CHECK:       %[[SCRATCH:.*]] = gpu.alloc () : memref<6xf64>
+// CHECK:       gpu.launch_func @xent_kernels::@xent_loss_0 {{.*}} args({{.*}}, %[[SCRATCH]] : memref<6xf64>, %[[LOSS]] : memref<bf16, strided<[], offset: ?>>, %[[ACC]] : memref<bf16, strided<[], offset: ?>>, %{{.*}} : i64)
+// CHECK-NOT:   gpu.launch_func
 // CHECK:       gpu.dealloc %[[SCRATCH]]
 func.func @accuracy_sum(%x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> (tensor<bf16>, tensor<bf16>) {
   %l, %acc = xent.cross_entropy sum %x, %t {return_accuracy} : (tensor<?x?xbf16>, tensor<?xi64>) -> (tensor<bf16>, tensor<bf16>)
