@@ -80,15 +80,17 @@ def test_checked_in_pipeline_input():
 
 
 def _config_for(dtype, target, rank, weighted, reduction, ignore_index, label_smoothing,
-                z_loss_scale, softcap, with_grad, classes):
+                z_loss_scale, softcap, with_grad, classes, f32_loss):
     """What xent.torch.ops.config_for computes from a call (the attrs, then
-    threads_for(dtype, classes, has_resident_path(attrs))), under runtime
-    scalars; kept in step with that function, which needs torch."""
+    threads_for(dtype, classes, has_resident_path(attrs)), the loss in the
+    logits' dtype or f32), under runtime scalars; kept in step with that
+    function, which needs torch."""
     attrs = dict(dtype=dtype, target=target, rank=rank, weighted=weighted, reduction=reduction,
                  ignore_index=ignore_index, label_smoothing=label_smoothing,
                  z_loss_scale=z_loss_scale, softcap=softcap, with_grad=with_grad)
     threads = kernels.threads_for(dtype, classes, kernels.has_resident_path(**attrs))
-    return kernels.kernel_config(**attrs, threads=threads, runtime_scalars=True)
+    return kernels.kernel_config(**attrs, threads=threads, runtime_scalars=True,
+                                 loss_dtype="f32" if f32_loss else dtype)
 
 
 @pytest.mark.parametrize("fixed_threads", [False, True])
@@ -98,9 +100,38 @@ def test_enumeration_covers_config_for(fixed_threads, monkeypatch):
     calls = itertools.product(
         ("f32", "bf16", "f16"), ("i64", "i32", "probs"), (1, 2, 3, 4), (False, True),
         ("mean", "sum", "none"), (-100, 0), (0.0, 0.05, 1.0), (0.0, 2.0), (None, 0.5),
-        (False, True), (7, 32768, 65537, 262144))
+        (False, True), (7, 32768, 65537, 262144), (False, True))
     for args in calls:
         c = _config_for(*args)
         assert tuple(sorted(c.items())) in bundle, c
     # Nothing in the bundle that config_for cannot produce twice over.
     assert len(bundle) == len(kernels.runtime_scalar_configs(max_rank=4))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_loss_in_the_logits_dtype(reduction):
+    """``loss_dtype``: the entry function's loss buffer has the logits' type
+    and the lowered op writes it from the row kernel, with no conversion
+    kernel after it (the reduced sums are f64 in the kernels' scratch); the
+    z-loss stays f32. Only bf16 / f16 losses are keyed (an f32 one is the
+    default configuration)."""
+    base = {**BASE, "reduction": reduction, "z_loss_scale": 1e-4}
+    c = kernels.kernel_config(**base, runtime_scalars=True, loss_dtype="bf16")
+    assert c["loss_dtype"] == "bf16"
+    assert kernels.kernel_config(**base, runtime_scalars=True, loss_dtype="f32") == \
+        kernels.kernel_config(**base, runtime_scalars=True)
+    assert kernels.with_loss_dtype(kernels.kernel_config(**base, runtime_scalars=True)) == c
+    assert "loss_dtype" not in kernels.with_loss_dtype(c, f32_loss=True)
+    f32 = kernels.kernel_config(**{**base, "dtype": "f32"}, runtime_scalars=True)
+    assert kernels.with_loss_dtype(f32) == f32
+    text = kernels.kernel_module(c)
+    entry = next(line for line in text.splitlines() if "func.func @xent_entry" in line)
+    loss_type = "memref<bf16>" if reduction != "none" else "memref<?xbf16>"
+    z_type = "memref<f32>" if reduction != "none" else "memref<?xf32>"
+    assert f"%loss: {loss_type}" in entry and f"%z: {z_type}" in entry
+    lowered = _run(["--convert-xent-to-gpu=mode=kernel"], text)
+    assert "xent_convert" not in lowered
+    if reduction != "none":
+        assert "memref<6xf64>" in lowered
+    with pytest.raises(ValueError, match="loss_dtype"):
+        kernels.kernel_config(**base, loss_dtype="f16")

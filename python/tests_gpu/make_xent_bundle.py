@@ -9,10 +9,11 @@ On the GPU machine, point ``XENT_CACHE_DIR`` at OUT_DIR (make_bundle.py's
 bundle directory may be the same one).
 """
 
+import os
 import sys
 import time
 
-from xent.runtime.kernels import precompile
+from xent.runtime.kernels import precompile, with_loss_dtype
 
 import accuracy_configs
 import runtime_scalar_configs
@@ -26,10 +27,15 @@ def main(argv):
     start = time.time()
     # xent.torch's native path asks for the run-time scalar variant of each
     # configuration, the ctypes path for the static one: both.
+    # Each with the loss in f32 and in the logits' dtype (the drop-in's
+    # default).
     configs = (xent_torch_configs.with_runtime_variants(
         xent_torch_configs.STATIC_CONFIGS + accuracy_configs.CONFIGS)
-        + runtime_scalar_configs.CONFIGS)
-    precompile(configs, argv[1])
+        + runtime_scalar_configs.CONFIGS
+        + [with_loss_dtype(c) for c in runtime_scalar_configs.CONFIGS])
+    precompile(configs, argv[1], jobs=os.cpu_count() or 1,
+               progress=lambda done, total: done % 100 == 0 and print(
+                   f"{done}/{total}", flush=True))
     print(f"compiled {len(configs)} xent.torch configurations into "
           f"{argv[1]} in {time.time() - start:.1f} s")
     return 0

@@ -196,8 +196,11 @@ def forward_sibling(c):
 
 def with_runtime_variants(configs):
     """`configs`, the run-time scalar variant of each, and the forward
-    sibling of each per-element one."""
-    out, seen = list(configs), set()
+    sibling of each per-element one; each of them with the loss in f32 and
+    in the logits' dtype (the drop-in's default; f32 with
+    ``loss_dtype=torch.float32``)."""
+    from xent.runtime.kernels import with_loss_dtype
+    out, seen = [], set()
 
     def add(c):
         key = tuple(sorted((k, str(v)) for k, v in c.items()))
@@ -206,10 +209,14 @@ def with_runtime_variants(configs):
             out.append(c)
 
     for c in configs:
+        add(c)
+    for c in configs:
         add(runtime_variant(c))
         sibling = forward_sibling(c)
         if sibling is not None:
             add(sibling)
+    for c in list(out):
+        add(with_loss_dtype(c))
     return out
 
 

@@ -12,7 +12,8 @@ from typing import Dict, Iterable, Optional
 from . import gpu
 
 __all__ = ["kernel_config", "kernel_module", "precompile", "pipeline_args", "threads_for",
-           "has_resident_path", "runtime_scalar_configs", "CHIP", "THREADS", "ROW_OUTPUTS"]
+           "has_resident_path", "runtime_scalar_configs", "with_loss_dtype", "CHIP", "THREADS",
+           "ROW_OUTPUTS"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 CHIP = os.environ.get("XENT_CHIP", "sm_90")
@@ -71,7 +72,8 @@ def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reducti
                   softcap: Optional[float], with_grad: bool,
                   threads: Optional[int] = None, return_lse: bool = False,
                   return_argmax: bool = False, return_accuracy: bool = False,
-                  runtime_scalars: bool = False, two_pass: bool = False) -> Dict:
+                  runtime_scalars: bool = False, two_pass: bool = False,
+                  loss_dtype: Optional[str] = None) -> Dict:
     """The configuration that names one compiled library in the cache.
 
     ``return_lse`` / ``return_argmax`` / ``return_accuracy`` ask for the
@@ -90,11 +92,22 @@ def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reducti
     ``two_pass=True`` compiles a gradient kernel without the resident path
     (``resident-rows=false``), whose joint walk may write the gradient over
     the logits (xent.torch's ``inplace``); without a gradient, or where the
-    path is two-pass anyway, the configuration is the default one."""
+    path is two-pass anyway, the configuration is the default one.
+
+    ``loss_dtype``: the loss's element type, ``"f32"`` (the default) or the
+    logits' `dtype`; the kernels round it once from their f32 terms (f64
+    sums for mean / sum), so the drop-in returns a bf16 / f16 loss with no
+    conversion after the call. It appears in the configuration only for a
+    loss in bf16 / f16. The z-loss stays f32."""
     if return_accuracy and target == "probs":
         raise ValueError("return_accuracy needs class-index targets")
+    if loss_dtype not in (None, "f32", dtype):
+        raise ValueError(f"loss_dtype must be 'f32' or the logits' dtype {dtype!r}, "
+                         f"not {loss_dtype!r}")
     extras = {k: True for k, v in (("return_lse", return_lse), ("return_argmax", return_argmax),
                                    ("return_accuracy", return_accuracy)) if v}
+    if loss_dtype not in (None, "f32"):
+        extras["loss_dtype"] = loss_dtype
     config = {**_base_config(dtype, target, rank, weighted, reduction, ignore_index,
                              label_smoothing, z_loss_scale, softcap, with_grad, threads,
                              runtime_scalars), **extras}
@@ -263,7 +276,8 @@ def kernel_module(c: Dict) -> str:
     # Results after loss and z-loss: the per-row outputs asked for (lse f32
     # and argmax i64 per element, accuracy f32 reduced like the loss), each
     # written into the caller's buffer after %z.
-    outs = [("%l", "%loss", red_rank, "f32"), ("%zz", "%z", red_rank, "f32")]
+    outs = [("%l", "%loss", red_rank, c.get("loss_dtype", "f32")),
+            ("%zz", "%z", red_rank, "f32")]
     row_rank = r - 1
     for key, value, dest, rank_, type_ in (
             ("return_lse", "%lse_v", "%lse", row_rank, "f32"),
@@ -314,7 +328,9 @@ def runtime_scalar_configs(*, max_rank: int = 4, classes: Iterable[int] = (32768
     compiled from this list serves every value of the features. `ranks`
     replaces 1..`max_rank`; `two_pass_variants` adds, for each gradient
     configuration on the resident path, the two-pass one that an in-place
-    call takes (kernel_config's ``two_pass``)."""
+    call takes (kernel_config's ``two_pass``). Each bf16 / f16
+    configuration comes with the loss in the logits' dtype (the drop-in's
+    default) and in f32 (``loss_dtype=torch.float32``, autocast)."""
     seen = {}
     for dtype in _DTYPES:
         for target in _TARGETS:
@@ -331,17 +347,29 @@ def runtime_scalar_configs(*, max_rank: int = 4, classes: Iterable[int] = (32768
                                                      z_loss_scale=zs, softcap=cap,
                                                      with_grad=with_grad)
                                         resident = has_resident_path(**attrs)
-                                        for n in classes:
-                                            c = kernel_config(
-                                                **attrs, threads=threads_for(dtype, n, resident),
-                                                runtime_scalars=True)
-                                            seen[tuple(sorted(c.items()))] = c
-                                        if two_pass_variants and resident:
-                                            c = kernel_config(
-                                                **attrs, threads=threads_for(dtype, 0, False),
-                                                runtime_scalars=True, two_pass=True)
-                                            seen[tuple(sorted(c.items()))] = c
+                                        for loss_dtype in ("f32", dtype):
+                                            for n in classes:
+                                                c = kernel_config(
+                                                    **attrs,
+                                                    threads=threads_for(dtype, n, resident),
+                                                    runtime_scalars=True, loss_dtype=loss_dtype)
+                                                seen[tuple(sorted(c.items()))] = c
+                                            if two_pass_variants and resident:
+                                                c = kernel_config(
+                                                    **attrs, threads=threads_for(dtype, 0, False),
+                                                    runtime_scalars=True, two_pass=True,
+                                                    loss_dtype=loss_dtype)
+                                                seen[tuple(sorted(c.items()))] = c
     return list(seen.values())
+
+
+def with_loss_dtype(config: Dict, f32_loss: bool = False) -> Dict:
+    """`config` with the loss in the logits' dtype, as the drop-in asks for
+    it (or in f32 with `f32_loss`): kernel_config's ``loss_dtype``."""
+    c = {k: v for k, v in config.items() if k != "loss_dtype"}
+    if not f32_loss and c["dtype"] != "f32":
+        c["loss_dtype"] = c["dtype"]
+    return c
 
 
 def pipeline_args(config: Optional[Dict] = None):

@@ -97,11 +97,12 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
                             return_token_accuracy, inplace)
         if reduction != "none":
             return out
-        if isinstance(out, tuple) and not isinstance(out, CrossEntropyOutput):
-            return tuple(t.squeeze(0) for t in out)
+
+        def row(t):
+            return None if t is None else t.squeeze(0)
         if isinstance(out, CrossEntropyOutput):
-            return CrossEntropyOutput(*(None if t is None else t.squeeze(0) for t in out))
-        return out.squeeze(0)
+            return CrossEntropyOutput(*map(row, out))
+        return tuple(map(row, out)) if isinstance(out, tuple) else row(out)
     args = (logits, target, weight, reduction, int(ignore_index), float(label_smoothing),
             float(z_loss_scale), None if softcap is None else float(softcap))
     with_grad = torch.is_grad_enabled() and logits.requires_grad

@@ -80,11 +80,14 @@ def _library(config: Dict) -> gpu.GpuLibrary:
 
 def config_for(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ignore_index,
                label_smoothing, z_loss_scale, softcap, with_grad, rows=_NO_ROWS,
-               runtime_scalars: bool = False, in_place: bool = False) -> Dict:
+               runtime_scalars: bool = False, in_place: bool = False,
+               f32_loss: bool = False) -> Dict:
     """The kernel configuration of one call; raises as ``F.cross_entropy`` on
     bad arguments. `in_place`: the joint kernel will write the gradient over
     the logits, which the two-pass walk allows (the resident one reads the
-    target's logit after other blocks wrote their part of the row)."""
+    target's logit after other blocks wrote their part of the row). The
+    kernel writes the loss in the logits' dtype, or in f32 with
+    `f32_loss` (_loss_dtype)."""
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
@@ -118,7 +121,13 @@ def config_for(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ig
     threads = threads_for(attrs["dtype"], classes, has_resident_path(**attrs) and not in_place)
     return kernel_config(**attrs, threads=threads, return_lse=rows[0], return_argmax=rows[1],
                          return_accuracy=rows[2], runtime_scalars=runtime_scalars,
-                         two_pass=in_place)
+                         two_pass=in_place,
+                         loss_dtype=_DTYPES[_loss_dtype(logits, f32_loss)])
+
+
+def _loss_dtype(logits: torch.Tensor, f32_loss: bool) -> torch.dtype:
+    """The loss's dtype: the logits', or float32 with `f32_loss`."""
+    return torch.float32 if f32_loss else logits.dtype
 
 
 _ONES: Dict[torch.device, torch.Tensor] = {}
@@ -209,40 +218,55 @@ _PLANS: Dict[tuple, tuple] = {}
 
 
 def _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
-               softcap, with_grad, rows=_NO_ROWS, in_place=False):
+               softcap, with_grad, rows=_NO_ROWS, in_place=False, f32_loss=False):
     # On the native path the values are run-time arguments of a library
     # compiled once per feature set (kernels.runtime_scalar_configs); the
     # ctypes path passes tensors only, so its libraries bake them in. Which
     # path is part of the key: a plan of one is no plan of the other.
     runtime = native() is not None and _RUNTIME_SCALARS
-    key = (logits.shape, logits.dtype, target.shape, target.dtype,
-           None if weight is None else weight.shape, reduction, ignore_index, label_smoothing,
-           z_loss_scale, softcap, with_grad, rows, runtime, in_place, _kernels.RESIDENT_ROWS)
+    key = _signature(logits, target, weight, reduction, ignore_index, label_smoothing,
+                     z_loss_scale, softcap, with_grad, rows, runtime, in_place, f32_loss)
     plan = _PLANS.get(key)
     if plan is None:
         config = config_for(logits, target, weight, reduction, ignore_index, label_smoothing,
-                            z_loss_scale, softcap, with_grad, rows, runtime, in_place)
+                            z_loss_scale, softcap, with_grad, rows, runtime, in_place, f32_loss)
         lib = _library(config)
         handles = (tuple(_handle(lib, f) for f in ("xent_entry", "xent_scale_grad",
                                                     "xent_scale_grad_dt"))
                    if native() is not None else (-1, -1, -1))
         scalars = _scalar_args(config, ignore_index, label_smoothing, z_loss_scale, softcap)
-        plan = (lib, _element_shape(logits, reduction)) + handles + scalars
-        if len(_PLANS) >= 256:
-            _PLANS.clear()
-        _PLANS[key] = plan
+        plan = _remember(_PLANS, key, (lib, _element_shape(logits, reduction)) + handles
+                         + scalars)
     return plan
+
+
+def _signature(logits, target, weight, *attributes) -> tuple:
+    """The key of a call's memoized plan or eager call: the tensors' shapes
+    and dtypes, the other arguments, and the kernels' resident-rows switch."""
+    return (logits.shape, logits.dtype, target.shape, target.dtype,
+            None if weight is None else weight.shape, *attributes, _kernels.RESIDENT_ROWS)
+
+
+def _remember(cache: Dict, key: tuple, value):
+    """`value` memoized in `cache` under `key` (at most 256 entries: a
+    program that keeps changing shapes starts over rather than grows)."""
+    if len(cache) >= 256:
+        cache.clear()
+    cache[key] = value
+    return value
 
 
 def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
             softcap, dlogits, f32_loss=False):
-    """Runs the configuration's kernel; the loss and z-loss in the logits'
-    dtype, and, when `dlogits` is given, the gradient for grad_output = 1
-    written into it."""
+    """Runs the configuration's kernel; the loss (in the logits' dtype, or
+    f32 with `f32_loss`, as the kernel writes it) and the z-loss in the
+    logits' dtype, and, when `dlogits` is given, the gradient for
+    grad_output = 1 written into it."""
     with_grad = dlogits is not None
     lib, shape = _call_plan(logits, target, weight, reduction, ignore_index,
-                            label_smoothing, z_loss_scale, softcap, with_grad)[:2]
-    loss = torch.empty(shape, device=logits.device, dtype=torch.float32)
+                            label_smoothing, z_loss_scale, softcap, with_grad,
+                            f32_loss=f32_loss)[:2]
+    loss = torch.empty(shape, device=logits.device, dtype=_loss_dtype(logits, f32_loss))
     z = torch.empty(shape, device=logits.device, dtype=torch.float32)
     # Views are passed as they are (no copy): the kernels read through the
     # strides, with 16-byte loads wherever a row is contiguous and aligned.
@@ -256,7 +280,7 @@ def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_
         _SCALE_LIBRARIES[logits.dtype] = lib
     else:
         lib.tensor_call("xent_entry")(*args, loss, z)
-    return (loss if f32_loss else loss.to(logits.dtype)), z.to(logits.dtype)
+    return loss, z.to(logits.dtype)
 
 
 @torch.library.custom_op("xent::cross_entropy_with_grad", mutates_args=(), device_types="cuda")
@@ -271,7 +295,7 @@ def cross_entropy_with_grad(logits: torch.Tensor, target: torch.Tensor,
     nat = native()
     if nat is not None:
         plan = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
-                          z_loss_scale, softcap, True)
+                          z_loss_scale, softcap, True, f32_loss=f32_loss)
         return nat.forward_with_grad(plan[2], logits, target, weight, reduction != "none", True,
                                      f32_loss, plan[5], plan[6])
     # Dense, whatever the logits' strides (backward flattens it).
@@ -285,7 +309,7 @@ def cross_entropy_with_grad(logits: torch.Tensor, target: torch.Tensor,
 def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap,
       f32_loss=False):
     config_for(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
-               softcap, True)
+               softcap, True, f32_loss=f32_loss)
     shape = _element_shape(logits, reduction)
     return (logits.new_empty(shape, dtype=torch.float32 if f32_loss else logits.dtype),
             logits.new_empty(shape),
@@ -344,7 +368,7 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
     nat = native()
     if nat is not None:
         plan = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
-                          z_loss_scale, softcap, False)
+                          z_loss_scale, softcap, False, f32_loss=f32_loss)
         return nat.forward(plan[2], logits, target, weight, reduction != "none", True, f32_loss,
                            plan[5], plan[6])
     return _launch(logits, target, weight, reduction, ignore_index, label_smoothing,
@@ -355,7 +379,7 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
 def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale, softcap,
       f32_loss=False):
     config_for(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
-               softcap, False)
+               softcap, False, f32_loss=f32_loss)
     shape = _element_shape(logits, reduction)
     return (logits.new_empty(shape, dtype=torch.float32 if f32_loss else logits.dtype),
             logits.new_empty(shape))
@@ -392,10 +416,10 @@ def cross_entropy_rows(logits: torch.Tensor, target: torch.Tensor,
     grad_output = 1 (else an empty tensor), in one kernel call."""
     rows = (return_lse, return_argmax, return_accuracy)
     plan = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
-                      z_loss_scale, softcap, with_grad, rows)
+                      z_loss_scale, softcap, with_grad, rows, f32_loss=f32_loss)
     lib, shape, fn = plan[0], plan[1], plan[2]
     dev = logits.device
-    loss = torch.empty(shape, device=dev, dtype=torch.float32)
+    loss = torch.empty(shape, device=dev, dtype=_loss_dtype(logits, f32_loss))
     z = torch.empty(shape, device=dev, dtype=torch.float32)
     layout, wanted = _rows_layout(logits, reduction, rows)
     extras = [torch.empty(s_, device=dev, dtype=d_) if w_ else torch.empty(0, device=dev, dtype=d_)
@@ -416,8 +440,7 @@ def cross_entropy_rows(logits: torch.Tensor, target: torch.Tensor,
         nat.call(fn, args, plan[5], plan[6])
     else:
         lib.tensor_call("xent_entry")(*args)
-    return ((loss if f32_loss else loss.to(logits.dtype)), z.to(logits.dtype), extras[0],
-            extras[1], extras[2], dlogits)
+    return loss, z.to(logits.dtype), extras[0], extras[1], extras[2], dlogits
 
 
 @cross_entropy_rows.register_fake
@@ -425,7 +448,7 @@ def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_s
       f32_loss, return_lse, return_argmax, return_accuracy, with_grad):
     rows = (return_lse, return_argmax, return_accuracy)
     config_for(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
-               softcap, with_grad, rows)
+               softcap, with_grad, rows, f32_loss=f32_loss)
     shape = _element_shape(logits, reduction)
     layout, wanted = _rows_layout(logits, reduction, rows)
     extras = [logits.new_empty(s_ if w_ else (0,), dtype=d_)
@@ -469,16 +492,13 @@ def eager(logits, target, weight, reduction, ignore_index, label_smoothing, z_lo
     formula when `with_grad`; with `in_place` (the caller checked
     :func:`in_place_allowed`) the gradient is written over the logits."""
     in_place = in_place and with_grad
-    key = (logits.shape, logits.dtype, target.shape, target.dtype,
-           None if weight is None else weight.shape, reduction, ignore_index, label_smoothing,
-           z_loss_scale, softcap, with_grad, want_z, f32_loss, in_place, _kernels.RESIDENT_ROWS)
+    key = _signature(logits, target, weight, reduction, ignore_index, label_smoothing,
+                     z_loss_scale, softcap, with_grad, want_z, f32_loss, in_place)
     call = _EAGER.get(key)
     if call is None:
-        call = _eager_call(logits, target, weight, reduction, ignore_index, label_smoothing,
-                           z_loss_scale, softcap, with_grad, want_z, f32_loss, in_place)
-        if len(_EAGER) >= 256:
-            _EAGER.clear()
-        _EAGER[key] = call
+        call = _remember(_EAGER, key, _eager_call(
+            logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
+            softcap, with_grad, want_z, f32_loss, in_place))
     return call(logits, target, weight)
 
 
@@ -486,7 +506,7 @@ def _eager_call(logits, target, weight, reduction, ignore_index, label_smoothing
                 softcap, with_grad, want_z, f32_loss, in_place):
     _, _, fn, scale_fn, scale_dt_fn, ii, floats = _call_plan(
         logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
-        softcap, with_grad, in_place=in_place)
+        softcap, with_grad, in_place=in_place, f32_loss=f32_loss)
     reduced = reduction != "none"
     ops_ = torch.ops.xent_native
     if with_grad:
@@ -496,7 +516,8 @@ def _eager_call(logits, target, weight, reduction, ignore_index, label_smoothing
         forward_fn = -1
         if not reduced:
             forward_fn = _call_plan(logits, target, weight, reduction, ignore_index,
-                                    label_smoothing, z_loss_scale, softcap, False)[2]
+                                    label_smoothing, z_loss_scale, softcap, False,
+                                    f32_loss=f32_loss)[2]
         op = ops_.loss.default
         return lambda x, t, w: op(fn, scale_fn, scale_dt_fn, x, t, w, reduced, want_z, f32_loss,
                                   ii, floats, forward_fn, in_place)

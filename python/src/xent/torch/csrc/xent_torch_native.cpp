@@ -39,10 +39,12 @@
 // * `call(fn, args)`: any entry point on tensors the caller allocated (the
 //   per-row outputs' path, xent::cross_entropy_rows).
 //
-// Loss and z-loss come out of the kernels in f32 and are returned in the
-// logits' dtype, like F.cross_entropy (the z-loss stays f32 with
-// convert_z=false, for callers that drop it; the loss with f32_loss=true,
-// F.cross_entropy's dtype under autocast). Nothing synchronizes with the host,
+// The loss comes out of the kernels in the logits' dtype, like
+// F.cross_entropy's, or in f32 with f32_loss=true (F.cross_entropy's dtype
+// under autocast): the library was compiled for the one the caller names
+// (xent.torch.ops.config_for), no conversion follows the call. The z-loss
+// comes out in f32 and is returned in the logits' dtype (it stays f32 with
+// convert_z=false, for callers that drop it). Nothing synchronizes with the host,
 // and nothing is allocated outside PyTorch's caching allocator, so calls are
 // CUDA-graph capturable.
 //
@@ -62,6 +64,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -331,8 +334,9 @@ void checkInputs(const at::Tensor &logits, const at::Tensor &target) {
               "xent: logits and target are on different devices");
 }
 
-/// Runs a library: (loss, z) in the logits' dtype, and, when `dlogits` is
-/// defined, the gradient for grad_output = 1 written into it.
+/// Runs a library: (loss, z), the loss in the dtype the library writes (the
+/// logits', f32 with `f32Loss`), and, when `dlogits` is defined, the
+/// gradient for grad_output (default 1) written into it.
 std::tuple<at::Tensor, at::Tensor>
 run(int64_t fn, const at::Tensor &logits, const at::Tensor &target,
     const OptionalTensor &weight, bool reduced, bool convertZ, bool f32Loss,
@@ -342,7 +346,7 @@ run(int64_t fn, const at::Tensor &logits, const at::Tensor &target,
   const Entry &e = entry(fn);
   auto options = logits.options().dtype(at::kFloat);
   std::vector<int64_t> shape = lossShape(logits, reduced);
-  at::Tensor loss = at::empty(shape, options);
+  at::Tensor loss = at::empty(shape, f32Loss ? options : logits.options());
   at::Tensor z = at::empty(shape, options);
   at::Tensor w;
   if (weight && weight->defined())
@@ -363,8 +367,7 @@ run(int64_t fn, const at::Tensor &logits, const at::Tensor &target,
     call(e, device, {logits, target, loss, z}, sc);
   }
   // The z-loss in f32 when the caller drops it (one conversion less).
-  return {f32Loss ? loss : loss.to(logits.scalar_type()),
-          convertZ ? z.to(logits.scalar_type()) : z};
+  return {loss, convertZ ? z.to(logits.scalar_type()) : z};
 }
 
 std::tuple<at::Tensor, at::Tensor>
@@ -413,10 +416,11 @@ struct Loss : public torch::autograd::Function<Loss> {
           OptionalInt ignoreIndex, std::vector<double> scalars,
           int64_t forwardFn, bool inPlace) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    // In place (the caller checked that autograd allows it: a dense
-    // non-leaf, not a view), the gradient goes into the logits' memory and
-    // their version is bumped, so any other node that saved the logits for
-    // its backward refuses to run instead of reading gradients.
+    // In place (the caller checked that autograd allows it: dense logits
+    // whose memory is an operation's result, not a leaf's), the gradient
+    // goes into the logits' memory and their version is bumped, so any
+    // other node that saved the logits for its backward refuses to run
+    // instead of reading gradients.
     ctx->saved_data["in_place"] = inPlace;
     // An unused z-loss needs no zero gradient (no fill kernel).
     ctx->set_materialize_grads(false);
@@ -429,27 +433,28 @@ struct Loss : public torch::autograd::Function<Loss> {
       ctx->saved_data["fn"] = fn;
       ctx->saved_data["ignore_index"] = ignoreIndex;
       ctx->saved_data["scalars"] = scalars;
+      // The joint library writes the loss in the forward's dtype too.
+      ctx->saved_data["f32_loss"] = f32Loss;
       ctx->saved_data["deferred"] = true;
       ctx->mark_non_differentiable({z});
       return {loss, z};
     }
     ctx->saved_data["deferred"] = false;
+    at::Tensor loss, z;
     if (inPlace) {
-      auto [loss, z] = run(fn, logits, target, weight, reduced, convertZ,
-                           f32Loss, logits, Scalars::get(ignoreIndex, scalars));
+      std::tie(loss, z) =
+          run(fn, logits, target, weight, reduced, convertZ, f32Loss, logits,
+              Scalars::get(ignoreIndex, scalars));
       torch::autograd::impl::bump_version(logits);
       // Not a saved variable: its version has just changed on purpose.
       ctx->saved_data["dlogits"] = logits.detach();
-      ctx->saved_data["scale_fn"] = scaleFn;
-      ctx->saved_data["scale_dt_fn"] = scaleDtFn;
-      ctx->saved_data["reduced"] = reduced;
-      ctx->mark_non_differentiable({z});
-      return {loss, z};
+    } else {
+      at::Tensor dlogits;
+      std::tie(loss, z, dlogits) =
+          forwardWithGradOp(fn, logits, target, weight, reduced, convertZ,
+                            f32Loss, ignoreIndex, scalars);
+      ctx->save_for_backward({dlogits});
     }
-    auto [loss, z, dlogits] =
-        forwardWithGradOp(fn, logits, target, weight, reduced, convertZ,
-                          f32Loss, ignoreIndex, scalars);
-    ctx->save_for_backward({dlogits});
     ctx->saved_data["scale_fn"] = scaleFn;
     ctx->saved_data["scale_dt_fn"] = scaleDtFn;
     ctx->saved_data["reduced"] = reduced;
@@ -482,7 +487,8 @@ struct Loss : public torch::autograd::Function<Loss> {
                   : at::empty(logits.sizes(), logits.options(),
                               at::MemoryFormat::Contiguous);
       run(ctx->saved_data["fn"].toInt(), logits, saved[1], weight,
-          /*reduced=*/false, /*convertZ=*/false, /*f32Loss=*/true, dlogits,
+          /*reduced=*/false, /*convertZ=*/false,
+          ctx->saved_data["f32_loss"].toBool(), dlogits,
           Scalars::get(ignoreIndex, scalars),
           g.to(at::kFloat).contiguous());
       if (inPlace) {
