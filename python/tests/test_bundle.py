@@ -40,14 +40,17 @@ def test_every_value_and_feature_set_at_rank_2():
                          softcap=rng.choice([None, rng.uniform(1, 60)]), with_grad=with_grad)
             classes = rng.choice([1, 7, 4096, 32768, 65537, 128256, 262144])
             resident = kernels.has_resident_path(**attrs)
-            config = kernels.kernel_config(
-                **attrs, threads=kernels.threads_for(dtype, classes, resident),
-                runtime_scalars=True)
-            assert json.dumps(config, sort_keys=True) in PACKAGE, config
-            in_place = kernels.kernel_config(
-                **attrs, threads=kernels.threads_for(dtype, classes, resident and not with_grad),
-                runtime_scalars=True, two_pass=True)
-            assert json.dumps(in_place, sort_keys=True) in PACKAGE, in_place
+            # The loss in the logits' dtype (the default) and in f32.
+            for loss_dtype in (dtype, "f32"):
+                config = kernels.kernel_config(
+                    **attrs, threads=kernels.threads_for(dtype, classes, resident),
+                    runtime_scalars=True, loss_dtype=loss_dtype)
+                assert json.dumps(config, sort_keys=True) in PACKAGE, config
+                in_place = kernels.kernel_config(
+                    **attrs, threads=kernels.threads_for(dtype, classes,
+                                                         resident and not with_grad),
+                    runtime_scalars=True, two_pass=True, loss_dtype=loss_dtype)
+                assert json.dumps(in_place, sort_keys=True) in PACKAGE, in_place
 
 
 def test_two_pass_variants_are_two_pass():
@@ -109,6 +112,24 @@ def test_cache_serves_the_bundle_before_compiling(tmp_path, monkeypatch):
     # The bundle is never written.
     assert sorted(os.listdir(tmp_path / "bundle" / "index")) == [
         f"{gpu.KernelCache.key(config)}.json"]
+
+
+def test_prune_keeps_exactly_the_configurations(tmp_path):
+    """A rebuild leaves the bundle holding its configurations only: entries
+    of others and libraries no entry names (an earlier compiler's) go."""
+    d = str(tmp_path / "bundle")
+    keep, other = ({"op": "test", "dtype": dtype} for dtype in ("bf16", "f16"))
+    kept = _fake_entry(d, keep, "xent_kept.so", "c2")
+    _fake_entry(d, other, "xent_other.so", "c2")
+    with open(os.path.join(d, "xent_stale.so"), "w") as f:
+        f.write("an earlier compiler's library")
+    with open(os.path.join(d, "libxent_cuda_runtime.so"), "w") as f:
+        f.write("the runtime")
+    assert bundle.prune(d, [keep]) == 3
+    assert sorted(os.listdir(d)) == ["index", "libxent_cuda_runtime.so", "xent_kept.so"]
+    assert os.listdir(os.path.join(d, "index")) == [f"{gpu.KernelCache.key(keep)}.json"]
+    assert gpu.KernelCache(d).lookup(keep) == kept
+    assert bundle.prune(d, [keep]) == 0
 
 
 def test_bundle_directories(tmp_path, monkeypatch):

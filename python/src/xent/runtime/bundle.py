@@ -25,6 +25,7 @@ only where no compiler is at hand, as for any cache (gpu.KernelCache).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -34,7 +35,8 @@ from .._checkout import checkout_root
 from . import gpu
 from .kernels import precompile, runtime_scalar_configs
 
-__all__ = ["BUNDLE_ENV", "bundle_directories", "build", "kernel_cache", "package_configs"]
+__all__ = ["BUNDLE_ENV", "bundle_directories", "build", "kernel_cache", "package_configs",
+           "prune"]
 
 BUNDLE_ENV = "XENT_KERNEL_BUNDLE"
 
@@ -82,7 +84,7 @@ def build(out_dir: str, configs: Optional[List[Dict]] = None, jobs: Optional[int
     """Compiles `configs` (default :func:`package_configs`) into `out_dir`
     with `jobs` compilations at a time (default: the CPUs); returns how many
     were compiled (entries already there and built by this compiler are
-    kept)."""
+    kept). Afterwards `out_dir` holds exactly `configs` (:func:`prune`)."""
     configs = package_configs() if configs is None else configs
     opt = opt_tool or os.environ.get("XENT_OPT")
     compiler = gpu.compiler_identity(opt)
@@ -94,7 +96,32 @@ def build(out_dir: str, configs: Optional[List[Dict]] = None, jobs: Optional[int
             log(f"{done}/{total}")
     precompile(todo, out_dir, jobs=jobs or os.cpu_count() or 1, opt_tool=opt,
                progress=progress)
+    prune(out_dir, configs)
     return len(todo)
+
+
+def prune(out_dir: str, configs: List[Dict]) -> int:
+    """Removes from the bundle directory `out_dir` the index entries of
+    configurations not in `configs` and every library no entry names (what
+    an earlier compiler or an earlier enumeration left: a rebuild replaces
+    entries, and the package would otherwise carry the old libraries);
+    returns how many files went."""
+    index = os.path.join(out_dir, "index")
+    wanted = {f"{gpu.KernelCache.key(c)}.json" for c in configs}
+    removed, libraries = 0, set()
+    for name in os.listdir(index) if os.path.isdir(index) else ():
+        path = os.path.join(index, name)
+        if name not in wanted:
+            os.remove(path)
+            removed += 1
+            continue
+        with open(path) as f:
+            libraries.add(json.load(f).get("library"))
+    for name in os.listdir(out_dir):
+        if name.startswith("xent_") and name.endswith(".so") and name not in libraries:
+            os.remove(os.path.join(out_dir, name))
+            removed += 1
+    return removed
 
 
 def main(argv=None) -> int:
