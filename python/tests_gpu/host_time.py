@@ -46,7 +46,7 @@ def main():
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
     native = ops.native() is not None
     print(f"native launch path: {'loaded' if native else 'unavailable'}")
-    for n, v in ((8, 128), (256, 4096)):
+    for n, v in ((8, 128), (256, 4096), (256, 128256)):
         x = torch.randn(n, v, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         t = torch.randint(0, v, (n,), device="cuda")
         # Five rounds, the three interleaved; the median of each.
