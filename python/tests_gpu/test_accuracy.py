@@ -16,9 +16,10 @@ and z-loss written with torch ops in that dtype), plus a tiny floor:
   order, so no f32 implementation resolves log Σ below that (PyTorch's
   neither: its error there is the same order, but at other rows).
 * reduced (mean / sum): |xent - ref| <= 2 |torch - ref| + sqrt(N) 2^-24 S,
-  S = Σ|ℓ_i| / divisor: f32 atomics add the rows' terms in any order (a
-  recursive sum, error ~ sqrt(N) u S), where PyTorch sums pairwise and may
-  be exact by luck.
+  S = Σ|ℓ_i| / divisor: each row's share is an f32 value (its terms and
+  the mean's division each rounded once, errors of either sign, ~ sqrt(N) u
+  S over the rows) that the kernels sum in f64 in any order, where PyTorch
+  sums pairwise and may be exact by luck.
 * gradient: ||xent - ref||₂ <= 2 ||torch - ref||₂ + 2^-23 (||ref||₂ + ||c||₂),
   c the per-row size of the gradient's terms (|grad_output| · max weight,
   over the divisor for mean): an element is a difference of terms that big

@@ -75,7 +75,7 @@ def test_row_outputs(case, v):
     else:
         assert out.token_accuracy is None
     # The loss (and gradient) are those of the plain call (up to the order
-    # of the f32 atomics that reduce rows, and one rounding to bf16).
+    # of the f64 atomics that reduce rows, and one rounding to bf16).
     x2 = x.detach().clone().requires_grad_(with_grad)
     plain = xt.cross_entropy(x2, t, reduction=reduction)
     rtol = 1e-6 if dtype == "f32" else 8e-3
