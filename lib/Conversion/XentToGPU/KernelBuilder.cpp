@@ -205,32 +205,34 @@ Value KernelEmitter::emitShare(Value part, Value divisor) {
   return toF64(divisor ? div(part, divisor) : part);
 }
 
-void KernelEmitter::emitAccumulate(Value v, ScratchSlot slot) {
+Value KernelEmitter::emitAccumulate(Value v, ScratchSlot slot) {
   auto addKind =
       arith::AtomicRMWKindAttr::get(b.getContext(), arith::AtomicRMWKind::addf);
-  memref::AtomicRMWOp::create(b, b.getF64Type(), addKind, v, scratch,
-                              ValueRange{cstIdx(slot)});
+  return memref::AtomicRMWOp::create(b, b.getF64Type(), addKind, v, scratch,
+                                     ValueRange{cstIdx(slot)});
+}
+
+void KernelEmitter::emitStoreReduced(Value result, Value v) {
+  if (!result)
+    return;
+  Type type = cast<MemRefType>(result.getType()).getElementType();
+  memref::StoreOp::create(b, arith::TruncFOp::create(b, type, v), result,
+                          ValueRange{});
 }
 
 void KernelEmitter::emitFinalize(Value isWriter) {
   auto writer = scf::IfOp::create(b, isWriter, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(writer.thenBlock());
-  Type f64 = b.getF64Type();
-  auto addKind =
-      arith::AtomicRMWKindAttr::get(b.getContext(), arith::AtomicRMWKind::addf);
-  auto atomicAdd = [&](double v, ScratchSlot slot) -> Value {
-    return memref::AtomicRMWOp::create(b, f64, addKind, cstF64(v), scratch,
-                                       ValueRange{cstIdx(slot)});
-  };
   // This row's parts are performed at the device before it counts itself
   // (release); the row that counts last orders its reads after every
   // count (acquire), and reads the sums with atomics (L2, never a stale L1
   // line: the prologue's divisors share it).
   NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
-  Value before = atomicAdd(1.0, kRowsDoneSlot);
+  Value before = emitAccumulate(cstF64(1.0), kRowsDoneSlot);
   Value rows = arith::UIToFPOp::create(
-      b, f64, arith::IndexCastUIOp::create(b, b.getI64Type(), numRows));
+      b, b.getF64Type(),
+      arith::IndexCastUIOp::create(b, b.getI64Type(), numRows));
   Value last = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
                                      arith::AddFOp::create(b, before,
                                                            cstF64(1.0)),
@@ -238,18 +240,11 @@ void KernelEmitter::emitFinalize(Value isWriter) {
   auto ifLast = scf::IfOp::create(b, last, /*withElseRegion=*/false);
   b.setInsertionPointToStart(ifLast.thenBlock());
   NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
-  auto write = [&](Value result, ScratchSlot slot) {
-    if (!result)
-      return;
-    Type type = cast<MemRefType>(result.getType()).getElementType();
-    Value v = atomicAdd(0.0, slot);
-    if (!type.isF64())
-      v = arith::TruncFOp::create(b, type, v);
-    memref::StoreOp::create(b, v, result, ValueRange{});
-  };
-  write(loss, kLossSlot);
-  write(zLoss, kZLossSlot);
-  write(accuracyBuffer, kAccuracySlot);
+  for (auto [result, slot] : {std::pair{loss, kLossSlot},
+                              {zLoss, kZLossSlot},
+                              {accuracyBuffer, kAccuracySlot}})
+    if (result)
+      emitStoreReduced(result, emitAccumulate(cstF64(0.0), slot));
 }
 
 void KernelEmitter::emitRowOutputs(Value isWriter) {
@@ -436,16 +431,9 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
       store(countInit, kAccuracySlot);
       store(zero64, kRowsDoneSlot);
     }
-    auto storeResult = [&](Value result, Value v) {
-      if (!result)
-        return;
-      Type type = cast<MemRefType>(result.getType()).getElementType();
-      memref::StoreOp::create(b, arith::TruncFOp::create(b, type, v), result,
-                              ValueRange{});
-    };
-    storeResult(loss, lossInit);
-    storeResult(zLoss, countInit);
-    storeResult(accuracyBuffer, countInit);
+    emitStoreReduced(loss, lossInit);
+    emitStoreReduced(zLoss, countInit);
+    emitStoreReduced(accuracyBuffer, countInit);
   }
   gpu::ReturnOp::create(b);
 }

@@ -308,8 +308,12 @@ private:
   /// The f32 `part`, divided by `divisor` (f32, a mean's) when given, in
   /// f64.
   Value emitShare(Value part, Value divisor);
-  /// Adds the f64 `v` to the accumulator `slot` of the scratch (an atomic).
-  void emitAccumulate(Value v, ScratchSlot slot);
+  /// Adds the f64 `v` to the accumulator `slot` of the scratch (an atomic);
+  /// returns the value before.
+  Value emitAccumulate(Value v, ScratchSlot slot);
+  /// Stores the f64 `v` into the 0-d reduced result `result` (none when
+  /// null), rounded to its type (f32, bf16, f16).
+  void emitStoreReduced(Value result, Value v);
   /// The writer of each row, after its parts are added: counts the row done
   /// and, where it is the last one, writes the reduced results from the
   /// accumulators (KernelSpec::finalizes).
