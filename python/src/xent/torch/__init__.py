@@ -31,13 +31,15 @@ from ..runtime.kernels import kernel_config, kernel_module, precompile
 from . import ops
 from .fx_swap import backend, last_report, patch
 from .linear import LinearCrossEntropyLoss, linear_cross_entropy
+from .vocab_parallel import VocabParallelCrossEntropyLoss, vocab_parallel_cross_entropy
 
 # What the eager native path takes; anything else (fake tensors while
 # tracing, functional or subclass tensors) goes through torch.ops.xent.
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 __all__ = ["backend", "cross_entropy", "CrossEntropyLoss", "CrossEntropyOutput", "last_report",
-           "linear_cross_entropy", "LinearCrossEntropyLoss", "patch", "kernel_config", "kernel_module", "precompile"]
+           "linear_cross_entropy", "LinearCrossEntropyLoss", "patch",
+           "vocab_parallel_cross_entropy", "VocabParallelCrossEntropyLoss", "kernel_config", "kernel_module", "precompile"]
 
 
 class CrossEntropyOutput(NamedTuple):
