@@ -41,9 +41,10 @@ from typing import Optional, Tuple
 import torch
 import torch.distributed as dist
 
+from .ops import _REDUCTIONS
+
 __all__ = ["vocab_parallel_cross_entropy", "VocabParallelCrossEntropyLoss"]
 
-_REDUCTIONS = ("mean", "sum", "none")
 _MERGES = ("all_reduce", "all_gather")
 
 
@@ -79,11 +80,10 @@ class _Problem:
                  label_smoothing, softcap):
         self.axis = 0 if logits.dim() == 1 else 1
         self.probs = target.is_floating_point()
-        self.offset, self.num_classes = offset, num_classes
+        self.num_classes = num_classes
         self.eps, self.softcap = label_smoothing, softcap
-        self.ignore_index = ignore_index
         self.width = logits.shape[self.axis]
-        self.weight = weight
+        self.device = logits.device
         if weight is not None:
             # The slice's own class weights.
             self.weight_slice = weight.narrow(0, offset, self.width).float()
@@ -93,7 +93,6 @@ class _Problem:
             self.q = _rows(target, self.axis).float()
         else:
             t = target.reshape(-1).long()
-            self.t = t
             self.kept = t != ignore_index
             self.valid = (t >= 0) & (t < num_classes)
             local = (t >= offset) & (t < offset + self.width)
@@ -103,7 +102,7 @@ class _Problem:
             self.w_t = (weight.float()[safe] if weight is not None
                         else torch.ones_like(t, dtype=torch.float32))
 
-    def factors(self, rows: int) -> Optional[torch.Tensor]:
+    def factors(self) -> Optional[torch.Tensor]:
         """f_c of the smoothing / probability sums ((R, V) or (1, V)), None
         when the loss has no such sum."""
         if self.probs:
@@ -112,7 +111,7 @@ class _Problem:
         if self.eps == 0.0:
             return None
         if self.weight_slice is None:
-            return torch.ones((1, self.width), device=self.t.device)
+            return torch.ones((1, self.width), device=self.device)
         return self.weight_slice.unsqueeze(0)
 
 
@@ -126,7 +125,7 @@ def _statistics(x: torch.Tensor, prob: _Problem, scratch: bool) -> torch.Tensor:
         xt = zeros
     else:
         xt = torch.where(prob.local, x.gather(1, prob.t_local.unsqueeze(1)).squeeze(1), zeros)
-    f = prob.factors(x.shape[0])
+    f = prob.factors()
     if f is None:
         gap, mass = zeros, zeros
     else:
@@ -197,8 +196,9 @@ def _row_losses(merged: torch.Tensor, prob: _Problem, z_loss_scale: float):
         kept = prob.kept.double()
         ce = torch.where(prob.kept, ce, torch.zeros_like(ce))
         weight = torch.where(prob.kept, w_t, torch.zeros_like(w_t))
-    z = z_loss_scale * lse * lse * kept if z_loss_scale != 0.0 else torch.zeros_like(ce)
+    z = z_loss_scale * lse * lse if z_loss_scale != 0.0 else torch.zeros_like(ce)
     if not prob.probs:
+        # Ignored rows add nothing, even where their lse is not finite.
         z = torch.where(prob.kept, z, torch.zeros_like(z))
     return ce, z, weight, kept, lse
 
@@ -256,7 +256,7 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
         # so that the slice is walked by few in-place passes.
         mass = merged[:, 4]
         if prob.probs:
-            a, b, f = g_ce * mass, g_ce, prob.factors(rows)
+            a, b, f = g_ce * mass, g_ce, prob.factors()
         else:
             keep = (1.0 - prob.eps) * prob.w_t
             a = g_ce * keep
@@ -265,7 +265,7 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
             if prob.eps != 0.0:
                 share = g_ce * (prob.eps / prob.num_classes)
                 a = a + share * mass
-                b, f = share, prob.factors(rows)
+                b, f = share, prob.factors()
         if ctx.z_loss_scale != 0.0:
             a = a + g_z * 2.0 * ctx.z_loss_scale * lse
         if not prob.probs:
