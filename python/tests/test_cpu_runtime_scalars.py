@@ -108,6 +108,31 @@ def test_class_indices(library, reduction, values):
     expect_close(d, ref_d, rtol=1e-4, atol=1e-6, what="dlogits")
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_zero_is_without_the_feature(library, reduction):
+    """A run-time value of 0 is the op without the feature: ε = 0 is no
+    smoothing also where a logit is -inf (its smoothing term would be
+    0 · inf), and a softcap of 0 leaves the logits as they are."""
+    lib, _ = library
+    x, t, w = _inputs(3)
+    x[0, 2] = x[5, 9] = -np.inf
+    t[0], t[5] = 1, 4
+    g = np.asarray(1.5, np.float32) if reduction != "none" else np.linspace(
+        0.5, 2.0, N).astype(np.float32)
+    lt = "tensor<f32>" if reduction != "none" else "tensor<?xf32>"
+    loss, zl, d = lib.call(f"joint_{reduction}",
+                           [g, x, t, w, np.asarray(-100, np.int64), np.asarray(0.0, np.float32),
+                            np.asarray(0.0, np.float32), np.asarray(0.0, np.float32)],
+                           [lt, lt, "tensor<?x?xf32>"])
+    kw = dict(weight=w.astype(np.float64), reduction=reduction)
+    ref_loss, ref_z = reference.cross_entropy(x.astype(np.float64), t, **kw)
+    ref_d = reference.cross_entropy_grad(g.astype(np.float64), x.astype(np.float64), t, **kw)
+    assert np.all(np.isfinite(loss))
+    expect_close(loss, ref_loss, rtol=1e-5, atol=1e-5, what="loss")
+    expect_close(zl, ref_z, rtol=1e-5, atol=1e-6, what="z_loss")
+    expect_close(d, ref_d, rtol=1e-4, atol=1e-6, what="dlogits")
+
+
 @pytest.mark.parametrize("values", [(0.0, 0.0, 1e4), (0.3, 1e-2, 2.0), (0.9, 1.0, 0.5)])
 def test_probabilities(library, values):
     lib, _ = library

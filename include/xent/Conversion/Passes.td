@@ -90,6 +90,25 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     with the same options; the pass applies it as a partial conversion in
     which every xent op is illegal, in program order.
 
+    With `runtime-dispatch`, one op serves every call of its signature as
+    fast as a kernel specialized for the call: the op's kernels are built in
+    the variants a call can need and the host code picks one per call from
+    what it only knows then.
+    - The row length: a gradient kernel on the resident path runs with 256
+      threads per block where two blocks hold the row (at most 8192 16-byte
+      vectors; four blocks per SM keep more rows in flight), else with
+      `threads`.
+    - The run-time values of `label_smoothing` and `softcap` (SSA
+      operands): where a value is 0 the kernel without that feature runs,
+      which computes the op exactly (a run-time softcap of 0 is no softcap,
+      see `xent.cross_entropy`); z-loss and `ignore_index` cost nothing per
+      element and are always arguments.
+    - Whether the gradient is written over the logits (the destination of
+      `dlogits` is the logits' own memory, compared by address): then the
+      two-pass kernel, which reads each logit before writing its gradient,
+      where the resident one could overwrite logits that other blocks of
+      the cluster still read.
+
     Example: `xent-opt --convert-xent-to-gpu="threads=256"` on
 
     ```mlir
@@ -109,6 +128,13 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     Option<"residentRows", "resident-rows", "bool", /*default=*/"true",
            "Gradient kernels keep each row on chip (sm_90+: a cluster of "
            "blocks per row), reading the logits once">,
+    Option<"runtimeDispatch", "runtime-dispatch", "bool",
+           /*default=*/"false",
+           "The host code picks each call's kernel at run time: 256 threads "
+           "per block for rows that two resident blocks hold (else "
+           "`threads`), the kernels without label smoothing / softcap where "
+           "their run-time value is 0, the two-pass kernel where the "
+           "gradient is written over the logits">,
     Option<"mode", "mode", "::mlir::xent::LoweringMode",
            /*default=*/"::mlir::xent::LoweringMode::Auto",
            "Per op, the kernel or the decomposition: auto (the kernel where "

@@ -43,6 +43,11 @@ struct XentGPUPipelineOptions
       *this, "resident-rows",
       llvm::cl::desc("Gradient kernels keep each row on chip (sm_90+)"),
       llvm::cl::init(ConvertXentToGPUOptions().residentRows)};
+  PassOptions::Option<bool> runtimeDispatch{
+      *this, "runtime-dispatch",
+      llvm::cl::desc("The host code picks each call's kernel variant at run "
+                     "time (threads, features whose value is 0, in place)"),
+      llvm::cl::init(ConvertXentToGPUOptions().runtimeDispatch)};
   PassOptions::Option<LoweringMode> mode{
       *this, "mode",
       llvm::cl::desc("Per op, the kernel or the decomposition; the pipeline "

@@ -20,9 +20,11 @@ Value KernelEmitter::emitLogit(Value raw) {
   // relative error below 2^-10.9), finer than the input's own spacing
   // (2^-8 for bf16, 2^-11 for f16, where PyTorch rounds tanh's result to the
   // input dtype). f32 logits keep the accurate form below.
-  if (!spec.logitsType.isF32())
-    return mul(softcap, fastTanh(scaled));
-  return mul(softcap, tanh(scaled));
+  Value capped = spec.logitsType.isF32() ? mul(softcap, tanh(scaled))
+                                          : mul(softcap, fastTanh(scaled));
+  // A run-time softcap of 0 is none (without runtime-dispatch the kernel
+  // gets that value).
+  return softcapOff ? select(softcapOff, v, capped) : capped;
 }
 
 Value KernelEmitter::fastTanh(Value x) {
@@ -53,7 +55,8 @@ Value KernelEmitter::tanh(Value x) {
 
 Value KernelEmitter::emitSoftcapSlope(Value capped) {
   Value t = mul(capped, invSoftcap);
-  return sub(cstF(1.0), mul(t, t));
+  Value slope = sub(cstF(1.0), mul(t, t));
+  return softcapOff ? select(softcapOff, cstF(1.0), slope) : slope;
 }
 
 Value KernelEmitter::emitSmoothedProbability(Value q) {

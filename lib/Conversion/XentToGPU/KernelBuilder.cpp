@@ -155,7 +155,14 @@ void KernelEmitter::emitRowBody() {
       if (smoothing) {
         // Σ_c w_c (lse - x_c) = Σ w (m - x) + Σw · log Σ
         Value smooth = add(rowGap, mul(rowMass, logSumExp));
-        rowLoss = add(rowLoss, mul(smoothShare, smooth));
+        Value smoothed = add(rowLoss, mul(smoothShare, smooth));
+        // A run-time ε of 0 is no smoothing, also where Σ is not finite (a
+        // -inf logit: 0 · inf would be NaN).
+        if (config.scalars.labelSmoothing)
+          smoothed = select(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                                  smoothing, cstF(0.0)),
+                            rowLoss, smoothed);
+        rowLoss = smoothed;
       }
       rowLoss = select(valid, rowLoss,
                        cstF(std::numeric_limits<double>::quiet_NaN()));
@@ -322,6 +329,9 @@ void KernelEmitter::bindScalars(const RowKernelArgs<Value> &args) {
     keepShare = sub(cstF(1.0), smoothing);
     smoothShare = div(smoothing, numClassesF);
   }
+  if (softcap && spec.softcapMayBeOff)
+    softcapOff = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, softcap,
+                                       cstF(0.0));
 }
 
 std::pair<Value, Value> KernelEmitter::emitMeanDivisors() {

@@ -53,6 +53,10 @@ struct KernelSpec {
   /// 1s): the kernels then read rows with vector loads when, at run time,
   /// its stride is 1 and the row is aligned.
   bool contiguousRows = false;
+  /// The softcap is a run-time value that may be 0 (none) when the kernel
+  /// runs: without runtime-dispatch, which launches the kernel without the
+  /// softcap for that value.
+  bool softcapMayBeOff = false;
   int64_t rank() const { return config.logitsType.getRank(); }
   /// Rank of a per-row buffer (class-index target, per-row loss).
   int64_t rowRank() const { return rank() - 1; }

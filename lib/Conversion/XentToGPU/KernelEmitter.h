@@ -337,6 +337,9 @@ private:
   // the softcap s (f32); and per thread 1 / s, 1 - ε, ε / C.
   Value ignoreIndex, smoothing, zScale, softcap;
   Value invSoftcap, keepShare, smoothShare;
+  /// Whether a run-time softcap is 0 (none), where the kernel may get that
+  /// value (KernelSpec::softcapMayBeOff); null otherwise.
+  Value softcapOff;
   Value lseBuffer, argmaxBuffer, accuracyBuffer;
   /// The block reduction's workgroup memref<kMaxComponents x kMaxWarps x f32>.
   Value reduceScratch;

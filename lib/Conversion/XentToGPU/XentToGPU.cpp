@@ -153,13 +153,19 @@ public:
               gpu::GPUModuleOp kernels, const ConvertXentToGPUOptions &options)
       : rewriter(rewriter), loc(loc), op(op), kernels(kernels),
         spec(getKernelSpec(op)),
-        geometry(getLaunchGeometry(options, spec.logitsType)) {}
+        geometry(getLaunchGeometry(options, spec.logitsType)),
+        runtimeDispatch(options.runtimeDispatch) {
+    spec.softcapMayBeOff =
+        spec.config.scalars.softcap && !options.runtimeDispatch;
+  }
 
   /// Creates the launch with its operands and an empty body, and sets the
   /// insertion point into the body.
   LaunchOp createLaunch();
   /// The kept weight / count on the device, the accumulators initialized.
   void launchPrologue();
+  /// The row kernel, or with runtime-dispatch the variant each call needs
+  /// (dispatchFeatures, dispatchGeometry).
   void launchRowKernel();
   /// The scratch released (stream-ordered after the kernels).
   void releaseScratch();
@@ -211,6 +217,24 @@ private:
   void launch(gpu::GPUFuncOp func, Value grid, ValueRange operands,
               int64_t threads, Value cluster = Value(),
               Value sharedBytes = Value());
+  /// Launches the row kernel of `variant` (one of the op's spec's) built
+  /// for `variantGeometry`.
+  void launchRowVariant(const KernelSpec &variant,
+                        const LaunchGeometry &variantGeometry);
+  /// runtime-dispatch: for each feature from `first` on whose value is a
+  /// run-time operand with a plain kernel (label smoothing, softcap), an
+  /// `scf.if` on value != 0 between `variant` with and without it; then
+  /// dispatchGeometry.
+  void dispatchFeatures(const KernelSpec &variant, unsigned first);
+  /// runtime-dispatch: a gradient kernel on the resident path runs
+  /// two-pass where dlogits is the logits' memory, with 256 threads where
+  /// two blocks of 256 hold the row, else with `geometry`.
+  void dispatchGeometry(const KernelSpec &variant);
+  /// The variants dispatchFeatures may launch (for the buffer decisions).
+  SmallVector<KernelSpec> getFeatureVariants() const;
+  /// Emits `scf.if cond {then} else {otherwise}` at the insertion point.
+  void emitIfElse(Value cond, function_ref<void()> then,
+                  function_ref<void()> otherwise);
   /// Builds a kernel named `prefix`_N into the kernel module.
   template <typename BuildFn>
   gpu::GPUFuncOp buildKernel(StringRef prefix, BuildFn build) {
@@ -226,6 +250,7 @@ private:
   gpu::GPUModuleOp kernels;
   KernelSpec spec;
   LaunchGeometry geometry;
+  bool runtimeDispatch;
 
   // The body's buffers (createLaunch), as the kernels take them.
   Value x, target, weight, gradOutput;
@@ -284,7 +309,11 @@ LaunchOp HostEmitter::createLaunch() {
   SmallVector<Value> dims;
   SmallVector<int64_t> elementDims =
       getElementDims(spec.config.logitsType.getRank(), spec.config.axis);
-  bool rereadsLogits = op.computesLoss() && hasResidentPath(spec, geometry);
+  bool rereadsLogits =
+      op.computesLoss() &&
+      llvm::any_of(getFeatureVariants(), [&](const KernelSpec &variant) {
+        return hasResidentPath(variant, geometry);
+      });
   for (Value result : op->getResults()) {
     auto type = cast<RankedTensorType>(result.getType());
     // The result's sizes are the logits' (dlogits) or those of every dim but
@@ -402,33 +431,157 @@ void HostEmitter::launchPrologue() {
 }
 
 void HostEmitter::launchRowKernel() {
+  if (runtimeDispatch)
+    dispatchFeatures(spec, 0);
+  else
+    launchRowVariant(spec, geometry);
+}
+
+/// `spec` without label smoothing (`feature` 0) or without the softcap (1).
+static KernelSpec withoutFeature(KernelSpec spec, unsigned feature) {
+  CrossEntropyConfig &config = spec.config;
+  if (feature == 0) {
+    config.scalars.labelSmoothing = Value();
+    config.labelSmoothing = 0.0f;
+  } else {
+    config.scalars.softcap = Value();
+    config.softcap = std::nullopt;
+  }
+  return spec;
+}
+
+/// The run-time operand of `feature` (as withoutFeature numbers them) in
+/// `config`, if any.
+static Value getRuntimeFeature(const CrossEntropyConfig &config,
+                               unsigned feature) {
+  return feature == 0 ? config.scalars.labelSmoothing : config.scalars.softcap;
+}
+
+static constexpr unsigned kDispatchedFeatures = 2;
+
+SmallVector<KernelSpec> HostEmitter::getFeatureVariants() const {
+  SmallVector<KernelSpec> variants = {spec};
+  if (!runtimeDispatch)
+    return variants;
+  for (unsigned feature = 0; feature < kDispatchedFeatures; ++feature) {
+    if (!getRuntimeFeature(spec.config, feature))
+      continue;
+    for (unsigned i = 0, e = variants.size(); i < e; ++i)
+      variants.push_back(withoutFeature(variants[i], feature));
+  }
+  return variants;
+}
+
+void HostEmitter::emitIfElse(Value cond, function_ref<void()> then,
+                             function_ref<void()> otherwise) {
+  auto ifOp = scf::IfOp::create(rewriter, loc, cond, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(ifOp.thenBlock());
+  then();
+  rewriter.setInsertionPointToStart(ifOp.elseBlock());
+  otherwise();
+}
+
+void HostEmitter::dispatchFeatures(const KernelSpec &variant,
+                                   unsigned first) {
+  for (unsigned feature = first; feature < kDispatchedFeatures; ++feature) {
+    if (!getRuntimeFeature(variant.config, feature))
+      continue;
+    // The kernel argument (the body's scalar); NaN takes the feature's
+    // kernel, which computes NaN as the formula does.
+    Value value = feature == 0 ? labelSmoothing : softcap;
+    Value zero = arith::ConstantOp::create(rewriter, loc,
+                                           rewriter.getF32FloatAttr(0.0f));
+    Value on = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::UNE,
+                                     value, zero);
+    KernelSpec without = withoutFeature(variant, feature);
+    emitIfElse(
+        on, [&] { dispatchFeatures(variant, feature + 1); },
+        [&] { dispatchFeatures(without, feature + 1); });
+    return;
+  }
+  dispatchGeometry(variant);
+}
+
+/// Threads per block of the resident kernel for rows that two of its blocks
+/// hold (runtime-dispatch).
+static constexpr int64_t kShortRowThreads = 256;
+
+void HostEmitter::dispatchGeometry(const KernelSpec &variant) {
+  if (!variant.withGrad || !hasResidentPath(variant, geometry)) {
+    launchRowVariant(variant, geometry);
+    return;
+  }
+  auto resident = [&] {
+    if (geometry.threads == kShortRowThreads) {
+      launchRowVariant(variant, geometry);
+      return;
+    }
+    LaunchGeometry shortRows = geometry;
+    shortRows.threads = kShortRowThreads;
+    Value numClasses =
+        memref::DimOp::create(rewriter, loc, x, spec.config.axis);
+    Value vectors = arith::CeilDivUIOp::create(
+        rewriter, loc, numClasses,
+        arith::ConstantIndexOp::create(
+            rewriter, loc, geometry.vectorWidth(spec.logitsType)));
+    Value fitsTwo = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::ule, vectors,
+        arith::ConstantIndexOp::create(rewriter, loc,
+                                       2 * kResidentVectors *
+                                           kShortRowThreads));
+    emitIfElse(
+        fitsTwo, [&] { launchRowVariant(variant, shortRows); },
+        [&] { launchRowVariant(variant, geometry); });
+  };
+  // The gradient over the logits' own memory: the two-pass walk reads each
+  // logit before writing its gradient.
+  LaunchGeometry twoPass = geometry;
+  twoPass.residentRows = false;
+  Type index = rewriter.getIndexType();
+  Value xAddress =
+      memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, index, x);
+  Value dAddress = memref::ExtractAlignedPointerAsIndexOp::create(
+      rewriter, loc, index, dlogits);
+  Value inPlace = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                        xAddress, dAddress);
+  emitIfElse(
+      inPlace, [&] { launchRowVariant(variant, twoPass); }, resident);
+}
+
+void HostEmitter::launchRowVariant(const KernelSpec &variant,
+                                   const LaunchGeometry &variantGeometry) {
   gpu::GPUFuncOp rowKernel =
       buildKernel(op.computesGradient()
                       ? (op.computesLoss() ? "xent_loss_grad" : "xent_grad")
                       : "xent_loss",
                   [&](OpBuilder &b, StringRef name) {
-                    return buildRowKernel(b, loc, name, spec, geometry);
+                    return buildRowKernel(b, loc, name, variant,
+                                          variantGeometry);
                   });
-  auto args = getSharedArgs(getRowKernelArgTypes(rewriter.getContext(), spec));
+  RowKernelArgs<Type> types =
+      getRowKernelArgTypes(rewriter.getContext(), variant);
+  auto args = getSharedArgs(types);
   args.x = x;
   args.gradOutput = gradOutput;
   args.lse = lse;
   args.argmax = argmax;
   args.dlogits = dlogits;
   args.ignoreIndex = ignoreIndex;
-  args.labelSmoothing = labelSmoothing;
-  args.zLossScale = zLossScale;
-  args.softcap = softcap;
-  if (!hasResidentPath(spec, geometry)) {
-    launch(rowKernel, numRows, args.list(), geometry.threads);
+  // The scalars of the features this variant computes.
+  args.labelSmoothing = types.labelSmoothing ? labelSmoothing : Value();
+  args.zLossScale = types.zLossScale ? zLossScale : Value();
+  args.softcap = types.softcap ? softcap : Value();
+  if (!hasResidentPath(variant, variantGeometry)) {
+    launch(rowKernel, numRows, args.list(), variantGeometry.threads);
     return;
   }
   // Rows that take the resident path get a cluster of blocks each and the
   // staging memory; others one block without it (the kernel decides the
   // same way from C).
   Value numClasses = memref::DimOp::create(rewriter, loc, x, spec.config.axis);
-  Value size =
-      emitResidentClusterSize(rewriter, loc, numClasses, spec, geometry);
+  Value size = emitResidentClusterSize(rewriter, loc, numClasses, variant,
+                                       variantGeometry);
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
   Value fits = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne,
                                      size, zero);
@@ -437,11 +590,12 @@ void HostEmitter::launchRowKernel() {
                               arith::ConstantIndexOp::create(rewriter, loc, 1));
   Value sharedBytes = arith::SelectOp::create(
       rewriter, loc, fits,
-      arith::ConstantOp::create(
-          rewriter, loc,
-          rewriter.getI32IntegerAttr(getResidentSharedMemoryBytes(geometry))),
+      arith::ConstantOp::create(rewriter, loc,
+                                rewriter.getI32IntegerAttr(
+                                    getResidentSharedMemoryBytes(
+                                        variantGeometry))),
       arith::ConstantOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0)));
-  launch(rowKernel, numRows, args.list(), geometry.threads, cluster,
+  launch(rowKernel, numRows, args.list(), variantGeometry.threads, cluster,
          sharedBytes);
 }
 

@@ -91,7 +91,20 @@ Value loss::buildLogit(OpBuilder &b, Location loc,
   Value cap = buildSoftcap(b, loc, config);
   Value scaled = arith::DivFOp::create(b, loc, x, cap);
   Value t = math::TanhOp::create(b, loc, scaled);
-  return arith::MulFOp::create(b, loc, cap, t);
+  Value capped = arith::MulFOp::create(b, loc, cap, t);
+  // A run-time softcap of 0 is none: the logit as it is.
+  return selectUncapped(b, loc, config, x, capped);
+}
+
+Value loss::selectUncapped(OpBuilder &b, Location loc,
+                           const CrossEntropyConfig &config, Value uncapped,
+                           Value capped) {
+  Value v = config.scalars.softcap;
+  if (!v)
+    return capped;
+  Value off = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, v,
+                                    constF32(b, loc, 0.0));
+  return arith::SelectOp::create(b, loc, off, uncapped, capped);
 }
 
 Value loss::buildSoftcapSlope(OpBuilder &b, Location loc,
@@ -99,7 +112,9 @@ Value loss::buildSoftcapSlope(OpBuilder &b, Location loc,
   Value cap = buildSoftcap(b, loc, config);
   Value t = arith::DivFOp::create(b, loc, capped, cap);
   Value t2 = arith::MulFOp::create(b, loc, t, t);
-  return arith::SubFOp::create(b, loc, constF32(b, loc, 1.0), t2);
+  Value one = constF32(b, loc, 1.0);
+  return selectUncapped(b, loc, config, one,
+                        arith::SubFOp::create(b, loc, one, t2));
 }
 
 Value loss::buildProbability(OpBuilder &b, Location loc, Value x, Value m,
@@ -127,8 +142,16 @@ Value loss::buildClassIndexLoss(OpBuilder &b, Location loc,
         b, loc, gap, arith::MulFOp::create(b, loc, logS, mass));
     Value share = arith::DivFOp::create(
         b, loc, buildLabelSmoothing(b, loc, config), numClasses);
-    result = arith::AddFOp::create(
+    Value smoothed = arith::AddFOp::create(
         b, loc, result, arith::MulFOp::create(b, loc, share, smooth));
+    // A run-time ε of 0 is no smoothing, also where Σ (lse - x_c) is not
+    // finite (a -inf logit): 0 · inf would be NaN.
+    if (Value eps = config.scalars.labelSmoothing) {
+      Value off = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                        eps, constF32(b, loc, 0.0));
+      smoothed = arith::SelectOp::create(b, loc, off, result, smoothed);
+    }
+    result = smoothed;
   }
   // An out-of-range class index gives NaN rather than reading out of bounds.
   Value nan = constF32(b, loc, std::numeric_limits<double>::quiet_NaN());

@@ -101,14 +101,7 @@ static Value emitRowArgmax(RowLoops &loops) {
       ValueRange{best, index}, ArrayRef<AffineMap>{full, row, row}, iterators,
       [&](OpBuilder &nb, Location loc, ValueRange args) {
         Value x = args[0];
-        if (!x.getType().isF32())
-          x = arith::ExtFOp::create(nb, loc, nb.getF32Type(), x);
-        if (config.hasSoftcap()) {
-          Value cap = loss::buildSoftcap(nb, loc, config);
-          Value t = math::TanhOp::create(
-              nb, loc, arith::DivFOp::create(nb, loc, x, cap));
-          x = arith::MulFOp::create(nb, loc, cap, t);
-        }
+        x = loss::buildLogit(nb, loc, config, x);
         Value m = args[1];
         // x replaces the best so far when larger, or when it is the first
         // NaN: ties keep the earlier class.

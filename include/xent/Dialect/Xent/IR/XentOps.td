@@ -150,8 +150,13 @@ def Xent_CrossEntropyOp : Xent_CrossEntropyOpBase<"cross_entropy"> {
     given by its attribute or its operand, never both; an operand's
     presence specializes the code as the attribute does, its value is read
     when the op runs and is not checked: out-of-range values are computed
-    as the formulas are written (ε outside [0, 1], a negative z-loss scale;
-    a softcap of 0 gives NaN).
+    as the formulas are written (ε outside [0, 1], a negative z-loss scale).
+    A run-time value of 0 is the op without the feature, exactly: ε = 0 is
+    no smoothing (also where a logit is -inf, whose smoothing term would be
+    0 · inf), a z-loss scale of 0 no z-loss, and a softcap of 0 no softcap
+    (the logits as they are, as `softcap = None` in PyTorch code), so one
+    op serves calls with and without the feature (`convert-xent-to-gpu`'s
+    `runtime-dispatch` then runs the kernel without it).
 
     Elements whose target equals `ignore_index` (default -100) contribute
     nothing, not even through non-finite logits; `mean` divides by the total
