@@ -154,7 +154,7 @@ void KernelEmitter::emitGradientPass() {
           UnrolledStep step = emitUnrolledLoads(x2, c0, chunk, width);
           for (int64_t u = 0; u < kUnroll; ++u) {
             SmallVector<Value> cs, xs, out;
-            unpackVector(step.starts[u], step.vecs[u], width, cs, xs);
+            unpackVector(inRowStart(step, u), step.vecs[u], width, cs, xs);
             for (auto [c, xc] : llvm::zip(cs, xs))
               out.push_back(fromF32(fn(c, xc), outType));
             Value packed = vector::FromElementsOp::create(b, vecType, out);

@@ -192,6 +192,14 @@ private:
   };
   UnrolledStep emitUnrolledLoads(Value row, Value c0, int64_t chunk,
                                  int64_t width);
+  /// The start of an unrolled step's vector `u` as its lanes' per-class
+  /// reads (probability targets, class weights) take it: class 0 for a
+  /// vector past the row's end (a whole one: rows take vectors when C is a
+  /// multiple of their width), whose results are discarded, so that those
+  /// reads stay within the row.
+  Value inRowStart(const UnrolledStep &step, int64_t u) {
+    return select(step.inside[u], step.starts[u], cstIdx(0));
+  }
   /// The classes of the `width` elements of a vector starting at class
   /// `start`, and (when `vec` is given) its logits as the loss sees them.
   void unpackVector(Value start, Value vec, int64_t width,

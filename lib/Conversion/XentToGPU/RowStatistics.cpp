@@ -165,7 +165,7 @@ void KernelEmitter::emitRowStatistics() {
             SmallVector<Value> acc(accRange);
             for (int64_t u = 0; u < kUnroll; ++u) {
               SmallVector<Value> cs, xs;
-              unpackVector(step.starts[u], step.vecs[u], width, cs, xs);
+              unpackVector(inRowStart(step, u), step.vecs[u], width, cs, xs);
               SmallVector<Value> next = emitStatisticsStep(cs, xs, acc);
               for (auto [a, n] : llvm::zip(acc, next))
                 a = select(step.inside[u], n, a);

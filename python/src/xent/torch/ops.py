@@ -37,6 +37,7 @@ from torch._subclasses.fake_tensor import is_fake
 from ..runtime import bundle, gpu
 from ..runtime import kernels as _kernels
 from . import native as _native_ext
+from ._checks import check_loss_scalars
 from ..runtime.kernels import (has_resident_path, kernel_config, kernel_module, pipeline_args,
                                threads_for)
 
@@ -87,7 +88,10 @@ def config_for(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ig
     the logits, which the two-pass walk allows (the resident one reads the
     target's logit after other blocks wrote their part of the row). The
     kernel writes the loss in the logits' dtype, or in f32 with
-    `f32_loss` (_loss_dtype)."""
+    `f32_loss` (_loss_dtype). The loss's scalars are checked here too
+    (:func:`xent.torch._checks.check_loss_scalars`; no tensor data is read,
+    so the fake implementations check them as well)."""
+    check_loss_scalars(label_smoothing, z_loss_scale, softcap)
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
