@@ -8,6 +8,9 @@ kernels that ``xent-gpu-pipeline`` compiles from ``xent.cross_entropy``.
 Semantics are PyTorch's (class weights, ``ignore_index``, label smoothing,
 ``mean``/``sum``/``none``, N-D inputs with the class axis at 1, probability
 targets) plus Liger's z-loss and a logit softcap; see docs/user-guide.md.
+Bad scalars raise ValueError; ``validate=True`` (or ``XENT_VALIDATE=1``)
+names an out-of-range class index instead of giving it a NaN loss
+(:mod:`xent.torch._checks`).
 
 This module is the API; :mod:`xent.torch.ops` holds the kernel calls as
 PyTorch operators (``torch.ops.xent.*``: one fused forward + gradient kernel,
@@ -29,6 +32,7 @@ import torch
 
 from ..runtime.kernels import kernel_config, kernel_module, precompile
 from . import ops
+from ._checks import check_loss_scalars, check_targets, validation_on
 from .fx_swap import backend, last_report, patch
 from .linear import LinearCrossEntropyLoss, linear_cross_entropy
 from .vocab_parallel import VocabParallelCrossEntropyLoss, vocab_parallel_cross_entropy
@@ -57,7 +61,8 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
                   z_loss_scale: float = 0.0, softcap: Optional[float] = None,
                   return_z_loss: bool = False, loss_dtype: Optional[torch.dtype] = None,
                   return_lse: bool = False, return_predicted_tokens: bool = False,
-                  return_token_accuracy: bool = False, inplace: bool = False):
+                  return_token_accuracy: bool = False, inplace: bool = False,
+                  validate: bool = False):
     """``torch.nn.functional.cross_entropy`` with xent's fused CUDA kernels.
 
     Returns the loss (in the logits' dtype, like PyTorch, or in float32 with
@@ -83,20 +88,42 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
     backward raises there instead of reading gradients. Elsewhere (a leaf,
     a strided tensor, torch.compile, the ctypes fallback) it is
     ignored and the gradient has its own memory. The in-place kernel is the
-    two-pass one (the logits are read twice)."""
+    two-pass one (the logits are read twice).
+
+    ``label_smoothing`` outside [0, 1], a negative or non-finite
+    ``z_loss_scale`` and a ``softcap`` that is not None and not a finite
+    value > 0 raise ``ValueError`` (NaN included), on any device. A class
+    index that is neither ``ignore_index`` nor in ``[0, C)`` gives that
+    element a NaN loss; ``validate=True`` (or ``XENT_VALIDATE=1`` for every
+    call) raises ``ValueError`` naming the first such element instead, at
+    the cost of one device-to-host read per call (not while
+    ``torch.compile`` traces, on fake tensors or while a CUDA graph is
+    captured)."""
+    check_loss_scalars(label_smoothing, z_loss_scale, softcap)
     if not logits.is_cuda:
         raise ValueError("xent.torch.cross_entropy runs on CUDA tensors")
     if loss_dtype not in (None, logits.dtype, torch.float32):
         raise ValueError(f"xent: loss_dtype must be the logits' dtype or torch.float32, "
                          f"not {loss_dtype}")
+    if validation_on(validate) and logits.dim() > 0:
+        check_targets(target, logits.shape[1 if logits.dim() > 1 else 0], ignore_index)
+    return _cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing,
+                          z_loss_scale, softcap, return_z_loss, loss_dtype, return_lse,
+                          return_predicted_tokens, return_token_accuracy, inplace)
+
+
+def _cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing,
+                   z_loss_scale, softcap, return_z_loss, loss_dtype, return_lse,
+                   return_predicted_tokens, return_token_accuracy, inplace):
+    """:func:`cross_entropy` after its checks."""
     f32_loss = loss_dtype == torch.float32 and logits.dtype != torch.float32
     if logits.dim() == 1:
         # One row: called as a batch of one (the rank-2 kernels, which the
         # package's bundle holds), the per-element results viewed back.
-        out = cross_entropy(logits.unsqueeze(0), target.unsqueeze(0), weight, ignore_index,
-                            reduction, label_smoothing, z_loss_scale, softcap, return_z_loss,
-                            loss_dtype, return_lse, return_predicted_tokens,
-                            return_token_accuracy, inplace)
+        out = _cross_entropy(logits.unsqueeze(0), target.unsqueeze(0), weight, ignore_index,
+                             reduction, label_smoothing, z_loss_scale, softcap, return_z_loss,
+                             loss_dtype, return_lse, return_predicted_tokens,
+                             return_token_accuracy, inplace)
         if reduction != "none":
             return out
 
@@ -132,15 +159,17 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, weight: Optional[t
 
 
 class CrossEntropyLoss(torch.nn.Module):
-    """``torch.nn.CrossEntropyLoss`` with xent's kernels (and z-loss, softcap)."""
+    """``torch.nn.CrossEntropyLoss`` with xent's kernels (and z-loss, softcap);
+    bad scalars raise at construction already."""
 
     def __init__(self, weight: Optional[torch.Tensor] = None, ignore_index: int = -100,
                  reduction: str = "mean", label_smoothing: float = 0.0,
                  z_loss_scale: float = 0.0, softcap: Optional[float] = None,
-                 inplace: bool = False):
+                 inplace: bool = False, validate: bool = False):
+        check_loss_scalars(label_smoothing, z_loss_scale, softcap)
         super().__init__()
         self.register_buffer("weight", weight)
-        self.inplace = inplace
+        self.inplace, self.validate = inplace, validate
         self.ignore_index, self.reduction = ignore_index, reduction
         self.label_smoothing, self.z_loss_scale, self.softcap = (label_smoothing, z_loss_scale,
                                                                   softcap)
@@ -148,4 +177,4 @@ class CrossEntropyLoss(torch.nn.Module):
     def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return cross_entropy(logits, target, self.weight, self.ignore_index, self.reduction,
                              self.label_smoothing, self.z_loss_scale, self.softcap,
-                             inplace=self.inplace)
+                             inplace=self.inplace, validate=self.validate)

@@ -32,6 +32,7 @@ import torch
 from torch._subclasses.fake_tensor import is_fake
 
 from ..runtime import linear as _linear
+from ._checks import check_loss_scalars, check_targets, validation_on
 from .ops import _scalar_one
 
 __all__ = ["linear_cross_entropy", "LinearCrossEntropyLoss"]
@@ -199,7 +200,8 @@ def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, target: tor
                          ignore_index: int = -100, reduction: str = "mean",
                          label_smoothing: float = 0.0, z_loss_scale: float = 0.0,
                          softcap: Optional[float] = None, return_z_loss: bool = False,
-                         loss_dtype: Optional[torch.dtype] = None, chunk_rows: int = 0):
+                         loss_dtype: Optional[torch.dtype] = None, chunk_rows: int = 0,
+                         validate: bool = False):
     """``F.cross_entropy(F.linear(hidden, weight, bias), target, weight=class_weight,
     ignore_index=..., reduction=..., label_smoothing=...)`` (plus xent's z-loss
     and softcap) without materializing the logits. `hidden` is ``[N, H]`` or
@@ -209,8 +211,19 @@ def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, target: tor
     float32 with ``loss_dtype=torch.float32``; with ``return_z_loss`` also
     the z-loss part (not differentiable). `chunk_rows` 0 lets the pipeline
     size the row chunks. When no input needs a gradient the loss alone is
-    computed (no gradient GEMMs)."""
+    computed (no gradient GEMMs).
+
+    Bad scalars (``label_smoothing`` outside [0, 1], a negative or
+    non-finite ``z_loss_scale``, a ``softcap`` not None and not finite > 0)
+    raise ``ValueError`` before anything else. A target that is neither
+    ``ignore_index`` nor in ``[0, V)`` gives its row a NaN loss;
+    ``validate=True`` (or ``XENT_VALIDATE=1``) raises ``ValueError`` naming
+    the first one instead (one device-to-host read; skipped while tracing
+    and during CUDA-graph capture), as :func:`xent.torch.cross_entropy`."""
+    check_loss_scalars(label_smoothing, z_loss_scale, softcap)
     _check(hidden, weight, target, bias, reduction, loss_dtype)
+    if validation_on(validate):
+        check_targets(target, weight.shape[0], ignore_index)
     hidden, weight = hidden.contiguous(), weight.contiguous()
     bias = bias.contiguous() if bias is not None else None
     cw = class_weight.to(torch.float32).contiguous() if class_weight is not None else None
@@ -234,13 +247,15 @@ def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, target: tor
 class LinearCrossEntropyLoss(torch.nn.Module):
     """:func:`linear_cross_entropy` as a module: the attributes at
     construction, ``forward(hidden, weight, target, bias=None)`` (for example
-    ``loss_fn(h, model.lm_head.weight, labels, model.lm_head.bias)``)."""
+    ``loss_fn(h, model.lm_head.weight, labels, model.lm_head.bias)``); bad
+    scalars raise at construction already."""
 
     def __init__(self, class_weight: Optional[torch.Tensor] = None, ignore_index: int = -100,
                  reduction: str = "mean", label_smoothing: float = 0.0,
                  z_loss_scale: float = 0.0, softcap: Optional[float] = None,
                  return_z_loss: bool = False, loss_dtype: Optional[torch.dtype] = None,
-                 chunk_rows: int = 0):
+                 chunk_rows: int = 0, validate: bool = False):
+        check_loss_scalars(label_smoothing, z_loss_scale, softcap)
         super().__init__()
         self.register_buffer("class_weight", class_weight)
         self.ignore_index, self.reduction = ignore_index, reduction
@@ -248,6 +263,7 @@ class LinearCrossEntropyLoss(torch.nn.Module):
                                                                  softcap)
         self.return_z_loss, self.loss_dtype, self.chunk_rows = (return_z_loss, loss_dtype,
                                                                 chunk_rows)
+        self.validate = validate
 
     def forward(self, hidden: torch.Tensor, weight: torch.Tensor, target: torch.Tensor,
                 bias: Optional[torch.Tensor] = None):
@@ -256,4 +272,4 @@ class LinearCrossEntropyLoss(torch.nn.Module):
                                     label_smoothing=self.label_smoothing,
                                     z_loss_scale=self.z_loss_scale, softcap=self.softcap,
                                     return_z_loss=self.return_z_loss, loss_dtype=self.loss_dtype,
-                                    chunk_rows=self.chunk_rows)
+                                    chunk_rows=self.chunk_rows, validate=self.validate)

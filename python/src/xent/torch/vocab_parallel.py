@@ -41,6 +41,7 @@ from typing import Optional, Tuple
 import torch
 import torch.distributed as dist
 
+from ._checks import check_loss_scalars, check_targets, validation_on
 from .ops import _REDUCTIONS
 
 __all__ = ["vocab_parallel_cross_entropy", "VocabParallelCrossEntropyLoss"]
@@ -294,7 +295,8 @@ def vocab_parallel_cross_entropy(logits: torch.Tensor, target: torch.Tensor, gro
                                  return_z_loss: bool = False,
                                  loss_dtype: Optional[torch.dtype] = None,
                                  class_offset: Optional[int] = None,
-                                 num_classes: Optional[int] = None, merge: str = "all_reduce"):
+                                 num_classes: Optional[int] = None, merge: str = "all_reduce",
+                                 validate: bool = False):
     """Cross-entropy of logits whose classes are split over the ranks of
     ``group`` (the default group when None; one process without
     torch.distributed).
@@ -308,7 +310,15 @@ def vocab_parallel_cross_entropy(logits: torch.Tensor, target: torch.Tensor, gro
     Every other argument is :func:`xent.torch.cross_entropy`'s; the result
     is the same on every rank, in the logits' dtype (float32 with
     ``loss_dtype=torch.float32``), and differentiable with respect to
-    ``logits``."""
+    ``logits``.
+
+    Bad scalars raise ``ValueError`` first, as in :func:`xent.torch.cross_entropy`.
+    A class index that is neither ``ignore_index`` nor in the global ``[0,
+    num_classes)`` gives its element a NaN loss; ``validate=True`` (or
+    ``XENT_VALIDATE=1``) raises ``ValueError`` naming the first one instead
+    (one device-to-host read on each rank; the targets are the same on
+    every rank, so every rank raises, before any collective)."""
+    check_loss_scalars(label_smoothing, z_loss_scale, softcap)
     if reduction not in _REDUCTIONS:
         raise ValueError(f"xent: reduction must be one of {_REDUCTIONS}, not {reduction!r}")
     if merge not in _MERGES:
@@ -338,6 +348,8 @@ def vocab_parallel_cross_entropy(logits: torch.Tensor, target: torch.Tensor, gro
     if weight is not None and tuple(weight.shape) != (classes,):
         raise ValueError(f"xent: weight must hold all {classes} class weights, "
                          f"got shape {tuple(weight.shape)}")
+    if validation_on(validate):
+        check_targets(target, classes, ignore_index)
     out_dtype = loss_dtype or logits.dtype
     loss, z = _VocabParallelCrossEntropy.apply(
         logits, target, weight, group, offset, classes, int(ignore_index), reduction,
@@ -348,13 +360,16 @@ def vocab_parallel_cross_entropy(logits: torch.Tensor, target: torch.Tensor, gro
 
 class VocabParallelCrossEntropyLoss(torch.nn.Module):
     """:func:`vocab_parallel_cross_entropy` as a module (like
-    :class:`xent.torch.CrossEntropyLoss`)."""
+    :class:`xent.torch.CrossEntropyLoss`; bad scalars raise at construction
+    already)."""
 
     def __init__(self, group=None, weight: Optional[torch.Tensor] = None,
                  ignore_index: int = -100, reduction: str = "mean",
                  label_smoothing: float = 0.0, z_loss_scale: float = 0.0,
                  softcap: Optional[float] = None, class_offset: Optional[int] = None,
-                 num_classes: Optional[int] = None, merge: str = "all_reduce"):
+                 num_classes: Optional[int] = None, merge: str = "all_reduce",
+                 validate: bool = False):
+        check_loss_scalars(label_smoothing, z_loss_scale, softcap)
         super().__init__()
         self.group = group
         self.register_buffer("weight", weight)
@@ -362,9 +377,11 @@ class VocabParallelCrossEntropyLoss(torch.nn.Module):
         self.label_smoothing, self.z_loss_scale, self.softcap = (label_smoothing, z_loss_scale,
                                                                   softcap)
         self.class_offset, self.num_classes, self.merge = class_offset, num_classes, merge
+        self.validate = validate
 
     def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return vocab_parallel_cross_entropy(
             logits, target, self.group, self.weight, self.ignore_index, self.reduction,
             self.label_smoothing, self.z_loss_scale, self.softcap,
-            class_offset=self.class_offset, num_classes=self.num_classes, merge=self.merge)
+            class_offset=self.class_offset, num_classes=self.num_classes, merge=self.merge,
+            validate=self.validate)
