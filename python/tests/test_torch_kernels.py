@@ -121,3 +121,29 @@ def test_row_outputs_lower_to_kernels(reduction, with_grad):
 def test_accuracy_needs_class_indices():
     with pytest.raises(ValueError, match="class-index"):
         kernels.kernel_config(dtype="bf16", return_accuracy=True, **{**PLAIN, "target": "probs"})
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_dispatching_library(dtype):
+    """kernel_config's runtime_dispatch names one library per call
+    signature whatever the values and in place; its host code, not Python,
+    picks the variant: epsilon and softcap against 0, the row length
+    against two blocks of 256, the gradient's address against the
+    logits'."""
+    c = kernels.kernel_config(dtype=dtype, runtime_dispatch=True, **PLAIN)
+    assert c == kernels.kernel_config(dtype=dtype, runtime_dispatch=True, two_pass=True,
+                                      threads=128,
+                                      **{**PLAIN, "label_smoothing": 0.3, "softcap": 5.0})
+    (arg,) = kernels.pipeline_args(c)
+    assert "runtime-dispatch=true" in arg
+    text = kernels.kernel_module(c)
+    entry = next(line for line in text.splitlines() if "func.func @xent_entry" in line)
+    assert entry.split(") attributes")[0].endswith("%ii: i64, %ls: f32, %zs: f32, %sc: f32")
+    out = subprocess.run([XENT_OPT, "--convert-xent-to-gpu=runtime-dispatch=true"],
+                         input=text, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    host = out.stdout.split("gpu.module")[0]
+    # epsilon, then the softcap under each of its two branches
+    assert host.count("arith.cmpf une") == 3
+    assert "memref.extract_aligned_pointer_as_index" in host
+    assert "threads in (%c256" in host and "clusters in" in host

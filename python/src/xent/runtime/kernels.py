@@ -73,8 +73,21 @@ def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reducti
                   threads: Optional[int] = None, return_lse: bool = False,
                   return_argmax: bool = False, return_accuracy: bool = False,
                   runtime_scalars: bool = False, two_pass: bool = False,
-                  loss_dtype: Optional[str] = None) -> Dict:
+                  loss_dtype: Optional[str] = None, runtime_dispatch: bool = False) -> Dict:
     """The configuration that names one compiled library in the cache.
+
+    ``runtime_dispatch=True``: one library per signature of the call
+    (dtypes, target kind, rank, class weights, reduction, gradient or not,
+    loss dtype, per-row outputs). Every value is a run-time argument —
+    ignore_index, label smoothing, z-loss scale and softcap, 0 for a feature
+    not used (a softcap of 0 is none) — and the host code that
+    ``convert-xent-to-gpu``'s ``runtime-dispatch`` generates picks the
+    kernel per call (threads per block, resident or two-pass, the kernels
+    without smoothing / softcap where their value is 0, the two-pass kernel
+    where the gradient is written over the logits). The feature values,
+    ``threads`` and ``two_pass`` are then not part of the configuration.
+    xent.torch does not ask for these libraries yet (docs/gpu.md, "Run-time
+    dispatch").
 
     ``return_lse`` / ``return_argmax`` / ``return_accuracy`` ask for the
     per-row outputs (kernel_module: f32 lse and i64 argmax per element, f32
@@ -108,6 +121,15 @@ def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reducti
                                    ("return_accuracy", return_accuracy)) if v}
     if loss_dtype not in (None, "f32"):
         extras["loss_dtype"] = loss_dtype
+    if runtime_dispatch:
+        if not RESIDENT_ROWS and with_grad:
+            extras["resident_rows"] = False
+        return {"op": "xent.torch", "version": 5, "chip": CHIP, "runtime_dispatch": True,
+                "runtime_scalars": True, "dtype": dtype, "target": target, "rank": rank,
+                "weighted": weighted, "reduction": reduction,
+                "ignore_index": None if target == "probs" else "runtime",
+                "label_smoothing": True, "z_loss_scale": True, "softcap": True,
+                "with_grad": with_grad, **extras}
     config = {**_base_config(dtype, target, rank, weighted, reduction, ignore_index,
                              label_smoothing, z_loss_scale, softcap, with_grad, threads,
                              runtime_scalars), **extras}
@@ -373,6 +395,10 @@ def with_loss_dtype(config: Dict, f32_loss: bool = False) -> Dict:
 
 
 def pipeline_args(config: Optional[Dict] = None):
+    if config is not None and config.get("runtime_dispatch"):
+        resident = "" if config.get("resident_rows", True) else " resident-rows=false"
+        return [f"--xent-gpu-pipeline=chip={CHIP} threads={THREADS} runtime-dispatch=true"
+                + resident]
     resident = RESIDENT_ROWS if config is None else config.get("resident_rows", True)
     threads = THREADS if config is None else config.get("threads", THREADS)
     return [f"--xent-gpu-pipeline=chip={CHIP} threads={threads} "

@@ -1,0 +1,123 @@
+"""Kernels of one call signature built per feature set and geometry (the
+drop-in's runtime-scalar libraries) against the same call's
+``runtime-dispatch`` library (one per signature, the host code picking the
+variant), side by side in one process: the same buffers and values, the
+``@xent_entry`` functions called directly, ``triton.testing.do_bench``
+wall clock and % of the copy bandwidth measured in the same run. bf16,
+N = 4096, joint loss + gradient, mean unless the case says otherwise.
+
+Compile both sets on a machine with LLVM (no GPU needed), then time them on
+the GPU machine::
+
+    XENT_OPT=build/bin/xent-opt build/venv/bin/python -m xent.bench.dispatch --compile DIR
+    python3 -m xent.bench.dispatch DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import sys
+from typing import Dict, List, Tuple
+
+from ..runtime import gpu, kernels
+
+CASES = {"plain": {}, "smoothing": {"label_smoothing": 0.1}, "softcap": {"softcap": 30.0},
+         "z-loss": {"z_loss_scale": 1e-4}, "none": {"reduction": "none"},
+         "weights": {"weighted": True}}
+CLASSES = (32768, 65536, 128256, 262144)
+N = 4096
+
+
+def _resident(attrs: Dict) -> bool:
+    # The variant a runtime-scalar library is built for (convert-xent-to-gpu's
+    # hasResidentPath on these cases): bf16 class indices keep rows on chip.
+    return not (attrs["label_smoothing"] and attrs["weighted"])
+
+
+def pairs() -> List[Tuple[str, Dict, Dict, Dict]]:
+    """(name, attributes, the per-feature-set library's configuration, the
+    dispatching library's) for each case and row length."""
+    out = []
+    for name, change in CASES.items():
+        for classes in CLASSES:
+            attrs = {**dict(dtype="bf16", target="i64", rank=2, weighted=False,
+                            reduction="mean", ignore_index=-100, label_smoothing=0.0,
+                            z_loss_scale=0.0, softcap=None, with_grad=True), **change}
+            # 256 threads where two resident blocks of 256 hold the row, as
+            # the dispatching host code picks.
+            threads = 256 if _resident(attrs) and classes // 8 <= 8192 else kernels.THREADS
+            old = kernels.kernel_config(**attrs, threads=threads, runtime_scalars=True,
+                                        loss_dtype="bf16")
+            new = kernels.kernel_config(**attrs, runtime_scalars=True, runtime_dispatch=True,
+                                        loss_dtype="bf16")
+            out.append((f"{name}/{classes}", attrs, old, new))
+    return out
+
+
+def compile_all(directory: str) -> None:
+    configs = {json.dumps(c, sort_keys=True): c for _, _, old, new in pairs() for c in (old, new)}
+    kernels.precompile(list(configs.values()), directory, jobs=os.cpu_count() or 1)
+
+
+def run(directory: str) -> None:
+    import torch
+    import triton.testing as tt
+    cache = gpu.KernelCache(directory)
+    dev = "cuda"
+    print(f"{'case':18s} {'per-set ms':>10s} {'dispatch ms':>11s} {'ratio':>6s} "
+          f"{'per-set %copy':>13s} {'dispatch %copy':>14s}")
+    for name, attrs, old, new in pairs():
+        classes = int(name.split("/")[1])
+        torch.manual_seed(0)
+        x = torch.randn(N, classes, device=dev, dtype=torch.bfloat16) * 3
+        t = torch.randint(0, classes, (N,), device=dev)
+        t[::7] = -100
+        w = torch.rand(classes, device=dev) + 0.5 if attrs["weighted"] else None
+        shape = () if attrs["reduction"] != "none" else (N,)
+        g = torch.ones(shape, device=dev)
+        loss = torch.empty(shape, device=dev, dtype=torch.bfloat16)
+        z = torch.empty(shape, device=dev)
+        dx = torch.empty_like(x)
+        tensors = [x, t] + ([w] if w is not None else []) + [g, loss, z, dx]
+        ls, zs, sc = attrs["label_smoothing"], attrs["z_loss_scale"], attrs["softcap"]
+        per_set = [ctypes.c_int64(-100)] + [ctypes.c_float(v) for k, v in (
+            ("label_smoothing", ls), ("z_loss_scale", zs), ("softcap", sc)) if old[k]]
+        dispatch = [ctypes.c_int64(-100), ctypes.c_float(ls), ctypes.c_float(zs),
+                    ctypes.c_float(sc or 0.0)]
+        times = {}
+        for label, config, scalars in (("old", old, per_set), ("new", new, dispatch)) * 2:
+            fn = cache.get(config).function("xent_entry")
+            fn(*tensors, *scalars)
+            torch.cuda.synchronize()
+            ms = tt.do_bench(lambda: fn(*tensors, *scalars), rep=200)
+            times[label] = min(times.get(label, ms), ms)
+        src, dst = torch.empty_like(x), torch.empty_like(x)
+        copy_ms = tt.do_bench(lambda: dst.copy_(src))
+        # The resident kernels' minimum traffic is one read and one write of
+        # the logits: what a copy of them moves.
+        o, n = times["old"], times["new"]
+        print(f"{name:18s} {o:10.3f} {n:11.3f} {n / o:6.3f} {copy_ms / o * 100:12.1f}% "
+              f"{copy_ms / n * 100:13.1f}%", flush=True)
+        del x, dx, src, dst
+        torch.cuda.empty_cache()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m xent.bench.dispatch",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("directory")
+    parser.add_argument("--compile", action="store_true",
+                        help="compile both sets into DIRECTORY (needs xent-opt, no GPU)")
+    args = parser.parse_args(argv)
+    if args.compile:
+        compile_all(args.directory)
+    else:
+        run(args.directory)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
