@@ -31,12 +31,6 @@ CLASSES = (32768, 65536, 128256, 262144)
 N = 4096
 
 
-def _resident(attrs: Dict) -> bool:
-    # The variant a runtime-scalar library is built for (convert-xent-to-gpu's
-    # hasResidentPath on these cases): bf16 class indices keep rows on chip.
-    return not (attrs["label_smoothing"] and attrs["weighted"])
-
-
 def pairs() -> List[Tuple[str, Dict, Dict, Dict]]:
     """(name, attributes, the per-feature-set library's configuration, the
     dispatching library's) for each case and row length."""
@@ -46,9 +40,8 @@ def pairs() -> List[Tuple[str, Dict, Dict, Dict]]:
             attrs = {**dict(dtype="bf16", target="i64", rank=2, weighted=False,
                             reduction="mean", ignore_index=-100, label_smoothing=0.0,
                             z_loss_scale=0.0, softcap=None, with_grad=True), **change}
-            # 256 threads where two resident blocks of 256 hold the row, as
-            # the dispatching host code picks.
-            threads = 256 if _resident(attrs) and classes // 8 <= 8192 else kernels.THREADS
+            # The block size today's drop-in picks for this row length.
+            threads = kernels.threads_for("bf16", classes, kernels.has_resident_path(**attrs))
             old = kernels.kernel_config(**attrs, threads=threads, runtime_scalars=True,
                                         loss_dtype="bf16")
             new = kernels.kernel_config(**attrs, runtime_scalars=True, runtime_dispatch=True,
