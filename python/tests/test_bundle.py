@@ -27,49 +27,50 @@ def _keys(configs):
 PACKAGE = _keys(bundle.package_configs())
 
 
-def test_every_value_and_feature_set_at_rank_2():
+def test_every_call_signature_once():
+    """Every call xent.torch.ops.config_for can make (rank 2 and 3: rank 1 is
+    one row of rank 2, rank > 3 flattens to 3) names a library of the
+    bundle whatever its values, in place or not, with or without per-row
+    outputs (a library with all of them serves each)."""
     rng = random.Random(0)
-    for dtype, target, weighted, reduction, with_grad in itertools.product(
-            ("f32", "bf16", "f16"), ("i64", "i32", "probs"), (False, True),
+    for dtype, target, rank, weighted, reduction, with_grad in itertools.product(
+            ("f32", "bf16", "f16"), ("i64", "i32", "probs"), (2, 3), (False, True),
             ("mean", "sum", "none"), (False, True)):
+        seen = set()
         for _ in range(6):
-            attrs = dict(dtype=dtype, target=target, rank=2, weighted=weighted,
+            attrs = dict(dtype=dtype, target=target, rank=rank, weighted=weighted,
                          reduction=reduction, ignore_index=rng.randrange(-200, 50000),
                          label_smoothing=rng.choice([0.0, rng.random()]),
                          z_loss_scale=rng.choice([0.0, rng.random() * 1e-3]),
                          softcap=rng.choice([None, rng.uniform(1, 60)]), with_grad=with_grad)
-            classes = rng.choice([1, 7, 4096, 32768, 65537, 128256, 262144])
-            resident = kernels.has_resident_path(**attrs)
-            # The loss in the logits' dtype (the default) and in f32.
             for loss_dtype in (dtype, "f32"):
-                config = kernels.kernel_config(
-                    **attrs, threads=kernels.threads_for(dtype, classes, resident),
-                    runtime_scalars=True, loss_dtype=loss_dtype)
-                assert json.dumps(config, sort_keys=True) in PACKAGE, config
-                in_place = kernels.kernel_config(
-                    **attrs, threads=kernels.threads_for(dtype, classes,
-                                                         resident and not with_grad),
-                    runtime_scalars=True, two_pass=True, loss_dtype=loss_dtype)
-                assert json.dumps(in_place, sort_keys=True) in PACKAGE, in_place
+                rows = kernels.ROW_OUTPUTS if target != "probs" else kernels.ROW_OUTPUTS[:2]
+                for extra in ({}, {k: True for k in rows}):
+                    config = kernels.kernel_config(
+                        **attrs, runtime_scalars=True, runtime_dispatch=True,
+                        two_pass=rng.random() < 0.5, loss_dtype=loss_dtype, **extra)
+                    key = json.dumps(config, sort_keys=True)
+                    assert key in PACKAGE, config
+                    seen.add((loss_dtype, bool(extra), key))
+        # The values and in place never name another library.
+        assert len(seen) == len({(d, e) for d, e, _ in seen})
 
 
-def test_two_pass_variants_are_two_pass():
+def test_libraries_dispatch_at_run_time():
+    """The bundle's libraries are compiled with runtime-dispatch and take
+    every value as an argument: the compiler, not this package, picks the
+    kernel variants."""
     configs = bundle.package_configs()
-    two_pass = [c for c in configs if not c["resident_rows"]]
-    assert two_pass and all(c["with_grad"] and c["threads"] == kernels.THREADS
-                            and c["target"] != "probs" for c in two_pass)
-    # One for each gradient configuration that has the resident path.
-    resident = {json.dumps({**c, "threads": 0}, sort_keys=True) for c in configs
-                if c["with_grad"] and c["resident_rows"] and kernels.has_resident_path(
-                    **{**c, "softcap": 1.0 if c["softcap"] else None})}
-    assert len(two_pass) == len(resident)
-    assert kernels.pipeline_args(two_pass[0]) == [
-        f"--xent-gpu-pipeline=chip={kernels.CHIP} threads={kernels.THREADS} resident-rows=false"]
-    # Without a gradient the option changes nothing.
-    attrs = dict(dtype="bf16", target="i64", rank=2, weighted=False, reduction="mean",
-                 ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0, softcap=None,
-                 with_grad=False)
-    assert kernels.kernel_config(**attrs, two_pass=True) == kernels.kernel_config(**attrs)
+    assert len(configs) == len(PACKAGE)
+    for c in configs:
+        assert c["runtime_dispatch"] and "threads" not in c and "resident_rows" not in c
+        assert kernels.pipeline_args(c) == [
+            f"--xent-gpu-pipeline=chip={kernels.CHIP} threads={kernels.THREADS} "
+            "runtime-dispatch=true"]
+    c = configs[0]
+    text = kernels.kernel_module(c)
+    entry = next(line for line in text.splitlines() if "func.func @xent_entry" in line)
+    assert entry.split(") attributes")[0].endswith("%ii: i64, %ls: f32, %zs: f32, %sc: f32")
 
 
 def _fake_entry(directory, config, name, compiler):

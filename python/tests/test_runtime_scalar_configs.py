@@ -1,11 +1,9 @@
 """Runtime-scalar configurations of the drop-in's kernels
 (python/src/xent/runtime/kernels.py, ``runtime_scalars=True``), without a GPU
 or torch: the configuration records which features are present, not their
-values; the entry function takes the values as arguments; and
-``runtime_scalar_configs`` lists every configuration that
-``xent.torch.ops.config_for`` can produce under runtime scalars."""
+values; and the entry function takes the values as arguments
+(test_bundle.py checks the libraries xent.torch asks for)."""
 
-import itertools
 import os
 import subprocess
 
@@ -77,35 +75,6 @@ def test_checked_in_pipeline_input():
                         "runtime-scalars-entry.mlir")
     with open(path) as f:
         assert f.read() == kernels.kernel_module(c)
-
-
-def _config_for(dtype, target, rank, weighted, reduction, ignore_index, label_smoothing,
-                z_loss_scale, softcap, with_grad, classes, f32_loss):
-    """What xent.torch.ops.config_for computes from a call (the attrs, then
-    threads_for(dtype, classes, has_resident_path(attrs)), the loss in the
-    logits' dtype or f32), under runtime scalars; kept in step with that
-    function, which needs torch."""
-    attrs = dict(dtype=dtype, target=target, rank=rank, weighted=weighted, reduction=reduction,
-                 ignore_index=ignore_index, label_smoothing=label_smoothing,
-                 z_loss_scale=z_loss_scale, softcap=softcap, with_grad=with_grad)
-    threads = kernels.threads_for(dtype, classes, kernels.has_resident_path(**attrs))
-    return kernels.kernel_config(**attrs, threads=threads, runtime_scalars=True,
-                                 loss_dtype="f32" if f32_loss else dtype)
-
-
-@pytest.mark.parametrize("fixed_threads", [False, True])
-def test_enumeration_covers_config_for(fixed_threads, monkeypatch):
-    monkeypatch.setattr(kernels, "FIXED_THREADS", fixed_threads)
-    bundle = {tuple(sorted(c.items())) for c in kernels.runtime_scalar_configs(max_rank=4)}
-    calls = itertools.product(
-        ("f32", "bf16", "f16"), ("i64", "i32", "probs"), (1, 2, 3, 4), (False, True),
-        ("mean", "sum", "none"), (-100, 0), (0.0, 0.05, 1.0), (0.0, 2.0), (None, 0.5),
-        (False, True), (7, 32768, 65537, 262144), (False, True))
-    for args in calls:
-        c = _config_for(*args)
-        assert tuple(sorted(c.items())) in bundle, c
-    # Nothing in the bundle that config_for cannot produce twice over.
-    assert len(bundle) == len(kernels.runtime_scalar_configs(max_rank=4))
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])

@@ -9,7 +9,8 @@ magnitude up to 200, and every attribute.
 
 import random
 
-from xent.runtime.kernels import has_resident_path, kernel_config, threads_for
+from xent.runtime.kernels import kernel_config
+from kernel_variants import has_resident_path, threads_for
 
 DTYPES = ("f32", "bf16", "f16")
 CLASSES = (1, 127, 4096, 32768)

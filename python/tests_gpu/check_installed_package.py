@@ -120,6 +120,92 @@ def test_any_values_run_without_compiling(seed, cache_before):
     assert _index(cache_before[0]) == cache_before[1], "a kernel was compiled"
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_any_rank_and_the_per_row_outputs(seed, cache_before):
+    """Logits of rank 3 and 4 (the class axis at 1) and the per-row outputs
+    (lse, predicted tokens, token accuracy) at every rank, from the
+    package: the libraries of rank 3 serve higher ranks flattened, those
+    with the per-row outputs every subset of them."""
+    rng = random.Random(100 + seed)
+    dtype = rng.choice([torch.float32, torch.bfloat16, torch.float16])
+    shape = rng.choice([(4, 1000), (3, 513, 5), (2, 300, 3, 4), (6, 32768)])
+    attrs = _attributes(rng)
+    n, v = shape[0], shape[1]
+    h = torch.randn(*shape, device="cuda", dtype=dtype) * 3
+    x = h.clone().requires_grad_()
+    t = torch.randint(0, v, shape[:1] + shape[2:], device="cuda")
+    t.view(-1)[3::7] = attrs["ignore_index"]
+    rows = dict(return_lse=rng.random() < 0.7, return_predicted_tokens=rng.random() < 0.5,
+                return_token_accuracy=rng.random() < 0.5)
+    out = xt.cross_entropy(x, t, **attrs, **rows)
+    loss = out.loss if isinstance(out, xt.CrossEntropyOutput) else out
+    g = torch.rand_like(loss, dtype=torch.float32).to(loss.dtype) if loss.dim() else None
+    loss.backward(g)
+    # The reference on the rows: classes last, elements in row-major order.
+    moved = h.double().movedim(1, -1).reshape(-1, v).requires_grad_()
+    flat_t = t.reshape(-1)
+    ref = _reference(moved, flat_t, None, **attrs)
+    ref.backward(None if g is None else g.double().reshape(-1))
+    tol = {torch.float32: 2e-5, torch.bfloat16: 2e-2, torch.float16: 4e-3}[dtype]
+    torch.testing.assert_close(loss.double().reshape(-1), ref.detach().reshape(-1), rtol=tol,
+                               atol=tol, equal_nan=True)
+    ref_grad = moved.grad.reshape(h.movedim(1, -1).shape).movedim(-1, 1)
+    err = (x.grad.double() - ref_grad).norm() / ref_grad.norm().clamp(min=1e-30)
+    assert err < tol, err
+    if isinstance(out, xt.CrossEntropyOutput):
+        z = moved.detach()
+        if attrs["softcap"] is not None:
+            z = attrs["softcap"] * torch.tanh(z / attrs["softcap"])
+        element = shape[:1] + shape[2:]
+        if rows["return_lse"]:
+            torch.testing.assert_close(out.lse.double(), torch.logsumexp(z, -1).reshape(element),
+                                       rtol=1e-5, atol=1e-5)
+        argmax = z.argmax(-1)
+        if rows["return_predicted_tokens"]:
+            same = (out.predicted_tokens.reshape(-1) == argmax)
+            # A tie in the rounded logits may pick another index of the same value.
+            assert same.float().mean() > 0.99
+        if rows["return_token_accuracy"]:
+            kept = flat_t != attrs["ignore_index"]
+            hit = ((argmax == flat_t) & kept).double()
+            if attrs["reduction"] == "none":
+                assert out.token_accuracy.numel() == hit.numel()
+            else:
+                want = hit.sum() / kept.sum() if attrs["reduction"] == "mean" else hit.sum()
+                torch.testing.assert_close(out.token_accuracy.double(), want, rtol=2e-2,
+                                           atol=2e-2)
+    assert _index(cache_before[0]) == cache_before[1], "a kernel was compiled"
+
+
+def test_ctypes_fallback(tmp_path):
+    """XENT_TORCH_NATIVE=0 (no C++ extension): the ctypes path passes the
+    values as run-time arguments and runs the package's libraries too."""
+    import subprocess
+    import sys
+    code = (
+        "import torch, torch.nn.functional as F\n"
+        "from xent import torch as xt\n"
+        "from xent.torch import ops\n"
+        "assert ops.native() is None\n"
+        "torch.manual_seed(0)\n"
+        "for dt in (torch.float32, torch.bfloat16):\n"
+        "  x = (torch.randn(64, 4096, device='cuda') * 3).to(dt).requires_grad_()\n"
+        "  t = torch.randint(0, 4096, (64,), device='cuda'); t[::5] = -100\n"
+        "  l = xt.cross_entropy(x, t, label_smoothing=0.1, softcap=20.0)\n"
+        "  l.backward()\n"
+        "  xd = x.detach().double().requires_grad_()\n"
+        "  r = F.cross_entropy(20.0 * torch.tanh(xd / 20.0), t, label_smoothing=0.1)\n"
+        "  r.backward()\n"
+        "  tol = 2e-5 if dt == torch.float32 else 2e-2\n"
+        "  torch.testing.assert_close(l.double(), r.detach(), rtol=tol, atol=tol)\n"
+        "  assert (x.grad.double() - xd.grad).norm() / xd.grad.norm() < tol\n"
+        "print('ctypes ok')\n")
+    env = dict(os.environ, XENT_TORCH_NATIVE="0", XENT_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and "ctypes ok" in out.stdout, out.stderr[-3000:]
+    assert _index(str(tmp_path)) == [], "a kernel was compiled"
+
+
 def test_compile_export_and_graph(cache_before):
     torch.manual_seed(0)
     model = Model(label_smoothing=0.1, z_loss_scale=1e-4, softcap=30.0).cuda()

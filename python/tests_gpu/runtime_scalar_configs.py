@@ -11,7 +11,7 @@ run time. A feature's value may be its neutral one (ε = 0, z = 0): the
 terms are still computed, and must give what the value says.
 """
 
-from xent.runtime.kernels import has_resident_path, kernel_config, threads_for
+from xent.runtime.kernels import kernel_config
 
 _PRESENT = dict(label_smoothing=0.1, z_loss_scale=1e-4, softcap=30.0)
 
@@ -61,26 +61,20 @@ CASES = {
 
 
 def config(attrs, classes):
-    """The library's configuration, as the drop-in names it (threads from
-    threads_for, like xent.torch.ops.config_for)."""
-    threads = threads_for(attrs["dtype"], classes, has_resident_path(**attrs))
-    return kernel_config(**attrs, threads=threads, runtime_scalars=True)
+    """The library's configuration, as the drop-in names it: the call's
+    signature alone (kernel_config's runtime_dispatch), whatever the
+    values and the row length (`classes`)."""
+    return kernel_config(**attrs, runtime_scalars=True, runtime_dispatch=True)
 
 
 def configs_for_values(name):
-    """The drop-in's configuration for each value of case `name` whose
-    present features are all non-neutral (a neutral value, ε = 0, would make
-    the drop-in pick the library without the feature): all equal to
+    """The drop-in's configuration for each value of case `name`, the
+    neutral ones included (ε = 0 and no softcap run the kernels without
+    the feature, picked by the library's host code): all equal to
     config(), which is the point."""
     attrs, (_, classes), values = CASES[name]
-    out = []
-    for v in values:
-        present = [k for k in _PRESENT if attrs[k] not in (0.0, None)]
-        if any(v[k] in (0.0, None) for k in present):
-            continue
-        out.append(config(dict(attrs, ignore_index=v["ignore_index"],
-                               **{k: v[k] for k in present}), classes))
-    return out
+    return [config(dict(attrs, ignore_index=v["ignore_index"],
+                        **{k: v[k] for k in _PRESENT}), classes) for v in values]
 
 
 CONFIGS = [config(attrs, shape[1]) for attrs, shape, _ in CASES.values()]

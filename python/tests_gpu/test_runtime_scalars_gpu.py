@@ -1,8 +1,8 @@
-"""Run-time scalars on the GPU: one library per feature set serves every value.
+"""Run-time scalars on the GPU: one library per call signature serves every value.
 
-Each case of runtime_scalar_configs.py is one drop-in configuration with
-``runtime_scalars=True``: its ``@xent_entry`` takes ignore_index (class
-indices), and ε / z / softcap where the feature is present, as its last
+Each case of runtime_scalar_configs.py is one drop-in configuration
+(``runtime_dispatch``): its ``@xent_entry`` takes ignore_index (class
+indices), ε, z and the softcap (0 for none) as its last
 arguments (GpuFunction argument types ``"i64"`` / ``"f32"``), and
 convert-xent-to-gpu passes them to the kernels as kernel arguments. The test
 calls that one library with several values of each feature (including the
@@ -70,7 +70,7 @@ def make_inputs(c, rows, classes, ignore_index, gen):
 
 def scalar_args(c, v):
     """The run-time values in @xent_entry's order (kernels._SCALARS)."""
-    return [v[key] for key, _, _, _ in kernels._SCALARS if c[key]]
+    return [0.0 if v[key] is None else v[key] for key, _, _, _ in kernels._SCALARS if c[key]]
 
 
 def call(lib, fn, c, x, t, w, g, v):

@@ -64,7 +64,7 @@ def two_pass():
 def small_rows():
     """The 256-thread variants that xent.torch picks (kernels.threads_for) for
     rows of at most 8192 16-byte vectors when the kernel keeps rows on chip."""
-    from xent.runtime.kernels import has_resident_path
+    from kernel_variants import has_resident_path
     return [{**c, "threads": 256} for c in matrix() + specials()
             if has_resident_path(**c) and c["threads"] != 256]
 
@@ -74,7 +74,7 @@ def bench_attributes():
     xent.bench.cross_entropy.CASES; the older ``--label-smoothing 0.1`` and
     ``--softcap 30`` are two of them): bf16 and f32, forward + backward and
     forward only, with the threads xent.torch picks for V >= 32768."""
-    from xent.runtime.kernels import has_resident_path
+    from kernel_variants import has_resident_path
     cases = [{}, {"label_smoothing": 0.1}, {"softcap": 30.0}, {"weighted": True},
              {"z_loss_scale": 1e-4}, {"target": "probs"}, {"reduction": "none"}]
     out = []
@@ -106,7 +106,7 @@ def native():
                 {"dtype": "f16", "reduction": "none", "label_smoothing": 0.05},
                 # test_resident_label_smoothing
                 {"dtype": "f32", "label_smoothing": 0.1}]
-    from xent.runtime.kernels import has_resident_path
+    from kernel_variants import has_resident_path
     out = []
     for v in variants:
         attrs = {**base, **v}
@@ -120,7 +120,7 @@ def swapped():
     """What test_fx_swap.py's compiled models call: f32 mean, mean with
     label smoothing 0.1, sum; bf16 mean; with the gradient (and the
     forward-only variant of each for evaluation under no_grad)."""
-    from xent.runtime.kernels import has_resident_path
+    from kernel_variants import has_resident_path
     base = dict(dtype="f32", target="i64", rank=2, weighted=False, reduction="mean",
                 ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0, softcap=None,
                 with_grad=True)
@@ -146,7 +146,7 @@ def rows():
     """What test_dropin_rows.py calls: the per-row outputs through
     xent.torch (ROW_CASES), with the threads xent.torch picks for its row
     lengths (1000 and 300000 classes)."""
-    from xent.runtime.kernels import has_resident_path
+    from kernel_variants import has_resident_path
     out = []
     for dtype, reduction, with_grad, (lse, am, acc) in ROW_CASES:
         attrs = dict(dtype=dtype, target="i64", rank=2, weighted=False, reduction=reduction,

@@ -1,10 +1,10 @@
 """The kernel bundle that installs with the package.
 
-xent.torch's calls compile one library per configuration (dtype, target
-kind, rank, class weights, reduction, which of label smoothing / z-loss /
-softcap are present, gradient or not, in place or not, threads per block);
-attribute values are run-time arguments (``runtime_scalars``), so this set is
-finite. :func:`package_configs` lists it, :func:`build` compiles it (LLVM 22,
+xent.torch's calls compile one library per signature of a call (dtype,
+target kind, rank, class weights, reduction, gradient or not, loss dtype,
+per-row outputs); every value is a run-time argument and each library's host
+code picks the kernel variant per call (``runtime_dispatch``), so this set
+is short. :func:`package_configs` lists it, :func:`build` compiles it (LLVM 22,
 ``xent-opt`` and the CUDA toolkit's ``ptxas``; no GPU) into a directory that
 the CMake target ``xent-python-kernels`` fills at
 ``<build>/python/xent-kernels`` and ``pip install ./python`` copies into the
@@ -33,7 +33,7 @@ from typing import Dict, List, Optional
 
 from .._checkout import checkout_root
 from . import gpu
-from .kernels import precompile, runtime_scalar_configs
+from .kernels import call_configs, precompile
 
 __all__ = ["BUNDLE_ENV", "bundle_directories", "build", "kernel_cache", "package_configs",
            "prune"]
@@ -42,13 +42,13 @@ BUNDLE_ENV = "XENT_KERNEL_BUNDLE"
 
 
 def package_configs() -> List[Dict]:
-    """Every library xent.torch.cross_entropy asks for on the native path
-    without per-row outputs: logits of rank 2 (rank-1 logits are called as
-    one row of rank 2), every dtype, target kind, weighting, reduction and
-    feature set, with and without gradient, and the two-pass variants that
-    ``inplace=True`` takes. The gradient scaling kernels are part of each
-    gradient library."""
-    return runtime_scalar_configs(ranks=(2,), two_pass_variants=True)
+    """Every library xent.torch.cross_entropy asks for: one per signature of
+    a call (kernels.call_configs) at rank 2 (rank-1 logits are one row of
+    rank 2) and 3 (higher ranks flatten their trailing dims), with and
+    without the per-row outputs. Values, in place and the launch geometry
+    are chosen at run time by each library's host code. The gradient
+    scaling kernels are part of each gradient library."""
+    return call_configs(ranks=(2, 3), rows=True)
 
 
 def bundle_directories() -> List[str]:

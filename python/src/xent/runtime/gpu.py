@@ -737,7 +737,9 @@ class TensorCall:
         self.fn = fn
         self._local = threading.local()
 
-    def __call__(self, *tensors) -> None:
+    def __call__(self, *tensors, scalars: Sequence = ()) -> None:
+        """`scalars`: ctypes values (``c_int64``, ``c_float``) of the
+        function's scalar arguments, which follow the tensors."""
         layouts = getattr(self._local, "layouts", None)
         if layouts is None:
             layouts = self._local.layouts = {}
@@ -761,7 +763,8 @@ class TensorCall:
             desc.aligned = ptr
         handle = _torch().cuda.current_stream(device).cuda_stream
         rt = self.fn.library.runtime
-        rt.call_on_stream(self.fn._fn, c_args, device, handle)
+        rt.call_on_stream(self.fn._fn, list(c_args) + list(scalars) if scalars else c_args,
+                          device, handle)
         rt.raise_if_error(f"@{self.fn.name}")
 
 

@@ -11,15 +11,14 @@ from typing import Dict, Iterable, Optional
 
 from . import gpu
 
-__all__ = ["kernel_config", "kernel_module", "precompile", "pipeline_args", "threads_for",
-           "has_resident_path", "runtime_scalar_configs", "with_loss_dtype", "CHIP", "THREADS",
-           "ROW_OUTPUTS"]
+__all__ = ["call_configs", "kernel_config", "kernel_module", "precompile", "pipeline_args",
+           "with_loss_dtype", "CHIP", "THREADS", "ROW_OUTPUTS"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 CHIP = os.environ.get("XENT_CHIP", "sm_90")
+# Threads per block of the kernels (of long rows, under runtime dispatch,
+# where the host code picks 256 for rows that two blocks of 256 hold).
 THREADS = int(os.environ.get("XENT_THREADS", "512"))
-# XENT_THREADS fixes the block size; otherwise threads_for chooses it per row.
-FIXED_THREADS = "XENT_THREADS" in os.environ
 # Gradient kernels keep rows on chip (xent-gpu-pipeline resident-rows); the
 # benchmark turns it off to time the two-pass kernel side by side.
 RESIDENT_ROWS = os.environ.get("XENT_RESIDENT_ROWS", "1") != "0"
@@ -39,31 +38,6 @@ def _tensor(rank: int, dtype: str) -> str:
     return "tensor<" + "?x" * rank + dtype + ">"
 
 
-def has_resident_path(*, target: str, rank: int, label_smoothing: float,
-                      softcap: Optional[float], with_grad: bool, dtype: str,
-                      weighted: bool = False, **_) -> bool:
-    """Whether the gradient kernel keeps rows on chip (convert-xent-to-gpu's
-    hasResidentPath for the drop-in's modules: class axis last, i.e. rank
-    1 or 2 with the class axis at 1; label smoothing only without class
-    weights; a softcap only on bf16 / f16 logits)."""
-    return (RESIDENT_ROWS and with_grad and target != "probs"
-            and not (label_smoothing and weighted)
-            and (softcap is None or dtype != "f32") and rank <= 2)
-
-
-def threads_for(dtype: str, classes: int, resident: bool) -> int:
-    """The launch geometry, chosen in one place: 256 threads per block when
-    the kernel keeps rows on chip and a row is at most 8192 16-byte vectors
-    (two blocks of 256 hold it: 4 blocks per SM keep more rows in flight),
-    else THREADS (512). Measured on the H200 (docs/performance.md): bf16
-    V = 32768 86 % of copy at 256 against 79 % at 512, V = 65536 89 % / 87 %;
-    V = 128256 87 % / 89 %; the two-pass kernel is faster at 512."""
-    if FIXED_THREADS or not resident:
-        return THREADS
-    width = 4 if dtype == "f32" else 8
-    return 256 if -(-classes // width) <= 8192 else THREADS
-
-
 ROW_OUTPUTS = ("return_lse", "return_argmax", "return_accuracy")
 
 
@@ -76,18 +50,17 @@ def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reducti
                   loss_dtype: Optional[str] = None, runtime_dispatch: bool = False) -> Dict:
     """The configuration that names one compiled library in the cache.
 
-    ``runtime_dispatch=True``: one library per signature of the call
-    (dtypes, target kind, rank, class weights, reduction, gradient or not,
-    loss dtype, per-row outputs). Every value is a run-time argument —
-    ignore_index, label smoothing, z-loss scale and softcap, 0 for a feature
-    not used (a softcap of 0 is none) — and the host code that
-    ``convert-xent-to-gpu``'s ``runtime-dispatch`` generates picks the
-    kernel per call (threads per block, resident or two-pass, the kernels
-    without smoothing / softcap where their value is 0, the two-pass kernel
-    where the gradient is written over the logits). The feature values,
-    ``threads`` and ``two_pass`` are then not part of the configuration.
-    xent.torch does not ask for these libraries yet (docs/gpu.md, "Run-time
-    dispatch").
+    ``runtime_dispatch=True`` (what xent.torch asks for): one library per
+    signature of the call (dtypes, target kind, rank, class weights,
+    reduction, gradient or not, loss dtype, per-row outputs). Every value is
+    a run-time argument — ignore_index, label smoothing, z-loss scale and
+    softcap, 0 for a feature not used (a softcap of 0 is none) — and the
+    host code that ``convert-xent-to-gpu``'s ``runtime-dispatch`` generates
+    picks the kernel per call: threads per block, resident or two-pass,
+    the kernels without smoothing / softcap where their value is 0, the
+    two-pass kernel where the gradient is written over the logits. The
+    feature values, ``threads`` and ``two_pass`` are then not part of the
+    configuration.
 
     ``return_lse`` / ``return_argmax`` / ``return_accuracy`` ask for the
     per-row outputs (kernel_module: f32 lse and i64 argmax per element, f32
@@ -133,9 +106,7 @@ def kernel_config(*, dtype: str, target: str, rank: int, weighted: bool, reducti
     config = {**_base_config(dtype, target, rank, weighted, reduction, ignore_index,
                              label_smoothing, z_loss_scale, softcap, with_grad, threads,
                              runtime_scalars), **extras}
-    if two_pass and with_grad and has_resident_path(
-            dtype=dtype, target=target, rank=rank, weighted=weighted,
-            label_smoothing=label_smoothing, softcap=softcap, with_grad=with_grad):
+    if two_pass and with_grad:
         config["resident_rows"] = False
     return config
 
@@ -337,54 +308,6 @@ _DTYPES = ("f32", "bf16", "f16")
 _TARGETS = ("i64", "i32", "probs")
 
 
-def runtime_scalar_configs(*, max_rank: int = 4, classes: Iterable[int] = (32768, 128256),
-                           ranks: Optional[Iterable[int]] = None,
-                           two_pass_variants: bool = False):
-    """Every configuration the drop-in (xent.torch.ops.config_for) can ask
-    for under runtime scalars, for logits of rank 1..`max_rank` (config_for
-    takes any rank ≥ 1: the set is finite per rank bound): dtype × target
-    kind × rank × weighted × reduction × feature set (label smoothing,
-    z-loss, softcap present or not) × with_grad × threads (threads_for over
-    `classes`, which should include one row length on each side of its
-    256-thread bound; the two defaults do for every dtype). A bundle
-    compiled from this list serves every value of the features. `ranks`
-    replaces 1..`max_rank`; `two_pass_variants` adds, for each gradient
-    configuration on the resident path, the two-pass one that an in-place
-    call takes (kernel_config's ``two_pass``). Each bf16 / f16
-    configuration comes with the loss in the logits' dtype (the drop-in's
-    default) and in f32 (``loss_dtype=torch.float32``, autocast)."""
-    seen = {}
-    for dtype in _DTYPES:
-        for target in _TARGETS:
-            for rank in (range(1, max_rank + 1) if ranks is None else ranks):
-                for weighted in (False, True):
-                    for reduction in _REDUCTIONS:
-                        for ls in (0.0, 0.1):
-                            for zs in (0.0, 1e-4):
-                                for cap in (None, 30.0):
-                                    for with_grad in (False, True):
-                                        attrs = dict(dtype=dtype, target=target, rank=rank,
-                                                     weighted=weighted, reduction=reduction,
-                                                     ignore_index=-100, label_smoothing=ls,
-                                                     z_loss_scale=zs, softcap=cap,
-                                                     with_grad=with_grad)
-                                        resident = has_resident_path(**attrs)
-                                        for loss_dtype in ("f32", dtype):
-                                            for n in classes:
-                                                c = kernel_config(
-                                                    **attrs,
-                                                    threads=threads_for(dtype, n, resident),
-                                                    runtime_scalars=True, loss_dtype=loss_dtype)
-                                                seen[tuple(sorted(c.items()))] = c
-                                            if two_pass_variants and resident:
-                                                c = kernel_config(
-                                                    **attrs, threads=threads_for(dtype, 0, False),
-                                                    runtime_scalars=True, two_pass=True,
-                                                    loss_dtype=loss_dtype)
-                                                seen[tuple(sorted(c.items()))] = c
-    return list(seen.values())
-
-
 def with_loss_dtype(config: Dict, f32_loss: bool = False) -> Dict:
     """`config` with the loss in the logits' dtype, as the drop-in asks for
     it (or in f32 with `f32_loss`): kernel_config's ``loss_dtype``."""
@@ -392,6 +315,38 @@ def with_loss_dtype(config: Dict, f32_loss: bool = False) -> Dict:
     if not f32_loss and c["dtype"] != "f32":
         c["loss_dtype"] = c["dtype"]
     return c
+
+
+def call_configs(*, ranks: Iterable[int] = (2,), rows: bool = False):
+    """The libraries of xent.torch's calls (kernel_config with
+    ``runtime_dispatch``) over the signature of a call alone: logits dtype ×
+    target kind × rank × class weights × reduction × gradient or not × the
+    loss in f32 or the logits' dtype (× the per-row outputs with `rows`).
+    The kernel variants within each library are the compiler's choice."""
+    out = []
+    for dtype in _DTYPES:
+        for target in _TARGETS:
+            for rank in ranks:
+                for weighted in (False, True):
+                    for reduction in _REDUCTIONS:
+                        for with_grad in (False, True):
+                            for loss_dtype in sorted({"f32", dtype}):
+                                for row_set in _row_sets(target) if rows else ((),):
+                                    out.append(kernel_config(
+                                        dtype=dtype, target=target, rank=rank,
+                                        weighted=weighted, reduction=reduction,
+                                        ignore_index=-100, label_smoothing=0.0,
+                                        z_loss_scale=0.0, softcap=None, with_grad=with_grad,
+                                        loss_dtype=loss_dtype, runtime_dispatch=True,
+                                        **{k: True for k in row_set}))
+    return out
+
+
+def _row_sets(target: str):
+    """No per-row output, or all of them (accuracy needs class indices):
+    the caller drops what it did not ask for."""
+    rows = ROW_OUTPUTS if target != "probs" else ROW_OUTPUTS[:2]
+    return ((), rows)
 
 
 def pipeline_args(config: Optional[Dict] = None):

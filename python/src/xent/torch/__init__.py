@@ -132,6 +132,23 @@ def _cross_entropy(logits, target, weight, ignore_index, reduction, label_smooth
         if isinstance(out, CrossEntropyOutput):
             return CrossEntropyOutput(*map(row, out))
         return tuple(map(row, out)) if isinstance(out, tuple) else row(out)
+    if logits.dim() > 3 and _flattens(logits, target):
+        # (N, C, d1..dk) as (N, C, d1·…·dk): the rank-3 kernels (views where
+        # the trailing dims collapse), the per-element results viewed back.
+        out = _cross_entropy(logits.flatten(2), target.flatten(2 if target.is_floating_point()
+                                                                else 1),
+                             weight, ignore_index, reduction, label_smoothing, z_loss_scale,
+                             softcap, return_z_loss, loss_dtype, return_lse,
+                             return_predicted_tokens, return_token_accuracy, inplace)
+        if reduction != "none" and not (return_lse or return_predicted_tokens):
+            return out
+        shape = logits.shape[:1] + logits.shape[2:]
+
+        def element(t):
+            return t if t is None or t.dim() != 2 else t.view(shape)
+        if isinstance(out, CrossEntropyOutput):
+            return CrossEntropyOutput(*map(element, out))
+        return tuple(map(element, out)) if isinstance(out, tuple) else element(out)
     args = (logits, target, weight, reduction, int(ignore_index), float(label_smoothing),
             float(z_loss_scale), None if softcap is None else float(softcap))
     with_grad = torch.is_grad_enabled() and logits.requires_grad
@@ -156,6 +173,14 @@ def _cross_entropy(logits, target, weight, ignore_index, reduction, label_smooth
     else:
         loss, z = torch.ops.xent.cross_entropy(*args, f32_loss)
     return (loss, z) if return_z_loss else loss
+
+
+def _flattens(logits: torch.Tensor, target: torch.Tensor) -> bool:
+    """Whether `target` fits `logits` of rank > 3 (else config_for says why
+    with the shapes as given)."""
+    if target.is_floating_point():
+        return target.shape == logits.shape
+    return target.shape == logits.shape[:1] + logits.shape[2:]
 
 
 class CrossEntropyLoss(torch.nn.Module):

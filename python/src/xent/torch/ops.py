@@ -38,8 +38,7 @@ from ..runtime import bundle, gpu
 from ..runtime import kernels as _kernels
 from . import native as _native_ext
 from ._checks import check_loss_scalars
-from ..runtime.kernels import (has_resident_path, kernel_config, kernel_module, pipeline_args,
-                               threads_for)
+from ..runtime.kernels import kernel_config, kernel_module, pipeline_args
 
 __all__ = ["config_for", "cross_entropy", "cross_entropy_rows", "cross_entropy_with_grad",
            "eager", "in_place_allowed", "native", "scale_grad_"]
@@ -84,11 +83,14 @@ def config_for(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ig
                runtime_scalars: bool = False, in_place: bool = False,
                f32_loss: bool = False) -> Dict:
     """The kernel configuration of one call; raises as ``F.cross_entropy`` on
-    bad arguments. `in_place`: the joint kernel will write the gradient over
-    the logits, which the two-pass walk allows (the resident one reads the
-    target's logit after other blocks wrote their part of the row). The
-    kernel writes the loss in the logits' dtype, or in f32 with
-    `f32_loss` (_loss_dtype). The loss's scalars are checked here too
+    bad arguments. The kernel writes the loss in the logits' dtype, or in
+    f32 with `f32_loss` (_loss_dtype). With `runtime_scalars` (every call
+    but those under XENT_RUNTIME_SCALARS=0) the library is the one of the
+    call's signature (kernel_config's ``runtime_dispatch``): the values are
+    arguments, and the library's host code picks the kernel for the row
+    length, the features in use and `in_place` (a gradient written over the
+    logits) at run time; otherwise one library per value and per
+    `in_place`. The loss's scalars are checked here too
     (:func:`xent.torch._checks.check_loss_scalars`; no tensor data is read,
     so the fake implementations check them as well)."""
     check_loss_scalars(label_smoothing, z_loss_scale, softcap)
@@ -120,12 +122,9 @@ def config_for(logits: torch.Tensor, target: torch.Tensor, weight, reduction, ig
                  with_grad=with_grad)
     if rows[2] and probs:
         raise ValueError("xent: return_token_accuracy needs class-index targets")
-    classes = logits.shape[1 if logits.dim() > 1 else 0]
-    in_place = in_place and with_grad
-    threads = threads_for(attrs["dtype"], classes, has_resident_path(**attrs) and not in_place)
-    return kernel_config(**attrs, threads=threads, return_lse=rows[0], return_argmax=rows[1],
+    return kernel_config(**attrs, return_lse=rows[0], return_argmax=rows[1],
                          return_accuracy=rows[2], runtime_scalars=runtime_scalars,
-                         two_pass=in_place,
+                         two_pass=in_place and with_grad, runtime_dispatch=runtime_scalars,
                          loss_dtype=_DTYPES[_loss_dtype(logits, f32_loss)])
 
 
@@ -167,7 +166,8 @@ def _scale_library(dtype: torch.dtype) -> gpu.GpuLibrary:
         lib = _SCALE_LIBRARIES[dtype] = _library(kernel_config(
             dtype=_DTYPES[dtype], target="i64", rank=2, weighted=False, reduction="mean",
             ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0, softcap=None,
-            with_grad=True, runtime_scalars=native() is not None and _RUNTIME_SCALARS))
+            with_grad=True, runtime_scalars=_RUNTIME_SCALARS,
+            runtime_dispatch=_RUNTIME_SCALARS))
     return lib
 
 
@@ -184,22 +184,32 @@ def native():
 
 _HANDLES: Dict[tuple, int] = {}
 
-# XENT_RUNTIME_SCALARS=0: one library per attribute value on the native path
-# too (as the ctypes path does).
+# XENT_RUNTIME_SCALARS=0: one library per attribute value (and no run-time
+# dispatch), for comparisons.
 _RUNTIME_SCALARS = os.environ.get("XENT_RUNTIME_SCALARS", "1") != "0"
 
 
 def _scalar_args(config, ignore_index, label_smoothing, z_loss_scale, softcap):
-    """The native call's run-time values for `config`: (ignore_index or None,
-    [the present f32 values in the order label smoothing, z-loss scale,
-    softcap]); (None, []) for a library that bakes them in."""
+    """A call's run-time values for `config`: (ignore_index or None, [the
+    present f32 values in the order label smoothing, z-loss scale,
+    softcap]; 0 for a feature not used, a softcap of 0 is none); (None, [])
+    for a library that bakes them in."""
     if not config.get("runtime_scalars"):
         return (None, [])
-    floats = [float(v) for key, v in (("label_smoothing", label_smoothing),
-                                      ("z_loss_scale", z_loss_scale), ("softcap", softcap))
+    floats = [float(v or 0.0) for key, v in (("label_smoothing", label_smoothing),
+                                             ("z_loss_scale", z_loss_scale),
+                                             ("softcap", softcap))
               if config[key]]
     ii = int(ignore_index) if config["ignore_index"] is not None else None
     return (ii, floats)
+
+
+def _ctypes_scalars(ignore_index, floats) -> tuple:
+    """The run-time values of _scalar_args as the ctypes path passes them
+    after the tensors."""
+    import ctypes
+    head = () if ignore_index is None else (ctypes.c_int64(ignore_index),)
+    return head + tuple(ctypes.c_float(v) for v in floats)
 
 
 def _handle(lib: gpu.GpuLibrary, name: str) -> int:
@@ -223,11 +233,10 @@ _PLANS: Dict[tuple, tuple] = {}
 
 def _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
                softcap, with_grad, rows=_NO_ROWS, in_place=False, f32_loss=False):
-    # On the native path the values are run-time arguments of a library
-    # compiled once per feature set (kernels.runtime_scalar_configs); the
-    # ctypes path passes tensors only, so its libraries bake them in. Which
-    # path is part of the key: a plan of one is no plan of the other.
-    runtime = native() is not None and _RUNTIME_SCALARS
+    # The values are run-time arguments of the library of the call's
+    # signature (kernels.call_configs), on the native and the ctypes path;
+    # XENT_RUNTIME_SCALARS=0 bakes them in, which is part of the key.
+    runtime = _RUNTIME_SCALARS
     key = _signature(logits, target, weight, reduction, ignore_index, label_smoothing,
                      z_loss_scale, softcap, with_grad, rows, runtime, in_place, f32_loss)
     plan = _PLANS.get(key)
@@ -267,9 +276,9 @@ def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_
     logits' dtype, and, when `dlogits` is given, the gradient for
     grad_output = 1 written into it."""
     with_grad = dlogits is not None
-    lib, shape = _call_plan(logits, target, weight, reduction, ignore_index,
-                            label_smoothing, z_loss_scale, softcap, with_grad,
-                            f32_loss=f32_loss)[:2]
+    plan = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
+                      z_loss_scale, softcap, with_grad, f32_loss=f32_loss)
+    lib, shape, scalars = plan[0], plan[1], _ctypes_scalars(plan[5], plan[6])
     loss = torch.empty(shape, device=logits.device, dtype=_loss_dtype(logits, f32_loss))
     z = torch.empty(shape, device=logits.device, dtype=torch.float32)
     # Views are passed as they are (no copy): the kernels read through the
@@ -280,10 +289,10 @@ def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_
     if with_grad:
         ones = (_scalar_one(logits.device) if reduction != "none" else
                 torch.ones(shape, device=logits.device, dtype=torch.float32))
-        lib.tensor_call("xent_entry")(*args, ones, loss, z, dlogits)
+        lib.tensor_call("xent_entry")(*args, ones, loss, z, dlogits, scalars=scalars)
         _SCALE_LIBRARIES[logits.dtype] = lib
     else:
-        lib.tensor_call("xent_entry")(*args, loss, z)
+        lib.tensor_call("xent_entry")(*args, loss, z, scalars=scalars)
     return loss, z.to(logits.dtype)
 
 
@@ -419,13 +428,18 @@ def cross_entropy_rows(logits: torch.Tensor, target: torch.Tensor,
     tensor for each not asked for) and, with `with_grad`, the gradient for
     grad_output = 1 (else an empty tensor), in one kernel call."""
     rows = (return_lse, return_argmax, return_accuracy)
+    # The libraries of the package compute every per-row output (accuracy
+    # with class indices); the ones not asked for are dropped.
+    computed = rows
+    if _RUNTIME_SCALARS and any(rows):
+        computed = (True, True, not target.is_floating_point())
     plan = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
-                      z_loss_scale, softcap, with_grad, rows, f32_loss=f32_loss)
+                      z_loss_scale, softcap, with_grad, computed, f32_loss=f32_loss)
     lib, shape, fn = plan[0], plan[1], plan[2]
     dev = logits.device
     loss = torch.empty(shape, device=dev, dtype=_loss_dtype(logits, f32_loss))
     z = torch.empty(shape, device=dev, dtype=torch.float32)
-    layout, wanted = _rows_layout(logits, reduction, rows)
+    layout, wanted = _rows_layout(logits, reduction, computed)
     extras = [torch.empty(s_, device=dev, dtype=d_) if w_ else torch.empty(0, device=dev, dtype=d_)
               for (s_, d_), w_ in zip(layout, wanted)]
     dlogits = (torch.empty(logits.shape, device=dev, dtype=logits.dtype) if with_grad
@@ -443,7 +457,8 @@ def cross_entropy_rows(logits: torch.Tensor, target: torch.Tensor,
     if nat is not None:
         nat.call(fn, args, plan[5], plan[6])
     else:
-        lib.tensor_call("xent_entry")(*args)
+        lib.tensor_call("xent_entry")(*args, scalars=_ctypes_scalars(plan[5], plan[6]))
+    extras = [e if asked else e.new_empty(0) for e, asked in zip(extras, rows)]
     return loss, z.to(logits.dtype), extras[0], extras[1], extras[2], dlogits
 
 
