@@ -344,3 +344,29 @@ def test_no_driver_errors_are_exceptions(compiled, tmp_path):
     assert "mgpuLaunchKernel: no kernel function" in out
     assert out.rstrip().endswith("still alive")
     assert proc.stderr.decode() == ""  # XENT_CUDA_QUIET
+
+
+@needs_toolchain
+def test_device_allocator_switch(tmp_path):
+    """xentSetDeviceAllocator installs a caller's allocator and nulls remove
+    it; Runtime.use_torch_allocator installs PyTorch's only in a process that
+    imported torch (here a stand-in module: no GPU is touched)."""
+    (tmp_path / "libcuda.so.1").symlink_to(STUB_LIBCUDA)
+    script = textwrap.dedent(f"""
+        import sys, types
+        from xent.runtime import gpu
+        rt = gpu.Runtime.load({RUNTIME!r})
+        assert rt.xentHasDeviceAllocator() == 0
+        assert rt.use_torch_allocator() is False
+        sys.modules["torch"] = types.ModuleType("torch")
+        assert rt.use_torch_allocator() is True
+        assert rt.xentHasDeviceAllocator() == 1
+        rt.xentSetDeviceAllocator(gpu._ALLOCATE_FN(), gpu._RELEASE_FN(), None)
+        assert rt.xentHasDeviceAllocator() == 0
+        print("switch ok")
+    """)
+    env = dict(os.environ, LD_LIBRARY_PATH=str(tmp_path), XENT_CUDA_QUIET="1")
+    proc = subprocess.run([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "switch ok" in proc.stdout.decode()

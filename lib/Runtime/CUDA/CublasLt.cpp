@@ -14,10 +14,13 @@
 //   found at build time, or $XENT_CUBLASLT), so the runtime still loads on
 //   machines without it; in a PyTorch process the copy PyTorch loaded is
 //   the one found. A build without cuBLASLt reports an error at each call.
-// * Per context: one cuBLASLt handle and the algorithm chosen for each shape;
-//   per context and stream: a workspace, allocated at the first call on that
-//   stream. Later calls allocate nothing and never synchronize the host on
-//   the caller's stream, so they can be captured into a CUDA graph.
+// * Per context: one cuBLASLt handle and the algorithm chosen for each shape.
+//   The workspace of a product comes from the caller's allocator where one
+//   is installed (xentSetDeviceAllocator: PyTorch's caching allocator under
+//   xent.torch), taken for the product and given back stream-ordered after
+//   it; otherwise one per context and stream, allocated at the first call
+//   on that stream. Calls never synchronize the host on the caller's
+//   stream, so they can be captured into a CUDA graph.
 // * Without a caller's stream (xentSetStream) a call runs on the legacy
 //   default stream and synchronizes it, as launches do in that mode.
 //
@@ -372,13 +375,6 @@ Matmul runMatmul(const Gemm &g, const GemmPlan &p, CUstream stream,
         !checkCublas(api.create(&state.handle), g.where, "cublasLtCreate"))
       return Matmul::Failed;
     handle = state.handle;
-    CUdeviceptr &ws = state.workspaces[stream];
-    if (!ws && !checkResult(cuMemAlloc(&ws, kWorkspaceBytes), g.where,
-                            "cuMemAlloc (cuBLASLt workspace)")) {
-      state.workspaces.erase(stream);
-      return Matmul::Failed;
-    }
-    workspace = ws;
     auto it = state.algos.find(key);
     if (it != state.algos.end()) {
       algo = it->second;
@@ -428,11 +424,33 @@ Matmul runMatmul(const Gemm &g, const GemmPlan &p, CUstream stream,
          static_cast<unsigned long>(p.k()));
     return Matmul::NoAlgorithm;
   }
+  // The workspace: the caller's for this product when the caller installed
+  // an allocator (given back stream-ordered after it), else one kept per
+  // context and stream.
+  bool fromCaller = false;
+  void *callerWorkspace =
+      allocateFromCaller(kWorkspaceBytes, stream, g.where, fromCaller);
+  if (fromCaller) {
+    if (!callerWorkspace)
+      return Matmul::Failed;
+    workspace = reinterpret_cast<CUdeviceptr>(callerWorkspace);
+  } else {
+    std::lock_guard<std::mutex> lock(stateMutex);
+    CUdeviceptr &ws = states[context].workspaces[stream];
+    if (!ws && !checkResult(cuMemAlloc(&ws, kWorkspaceBytes), g.where,
+                            "cuMemAlloc (cuBLASLt workspace)")) {
+      states[context].workspaces.erase(stream);
+      return Matmul::Failed;
+    }
+    workspace = ws;
+  }
   bool ok = checkCublas(
       api.matmul(handle, d.matmul, &g.alpha, p.aData, d.a, p.bData, d.b,
                  &g.beta, g.out.data, d.c, g.out.data, d.c, &*algo,
                  reinterpret_cast<void *>(workspace), kWorkspaceBytes, stream),
       g.where, "cublasLtMatmul");
+  if (callerWorkspace)
+    releaseToCaller(callerWorkspace, stream);
   return ok ? Matmul::Done : Matmul::Failed;
 }
 

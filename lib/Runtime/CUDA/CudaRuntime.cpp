@@ -453,10 +453,26 @@ bool isCallerStream(CUstream stream) {
 // Memory
 //===----------------------------------------------------------------------===//
 
-enum class AllocationKind { Device, StreamOrdered, Managed };
+enum class AllocationKind { Device, StreamOrdered, Managed, Caller };
+
+/// The caller's allocator (xentSetDeviceAllocator).
+struct CallerAllocator {
+  XentDeviceAllocateFn allocate = nullptr;
+  XentDeviceReleaseFn release = nullptr;
+  void *userData = nullptr;
+};
+
+/// One live allocation: how it was made and, for the caller's, by which
+/// allocator and on which device.
+struct Allocation {
+  AllocationKind kind;
+  CallerAllocator caller;
+  int32_t device = 0;
+};
 
 std::mutex allocationMutex;
-std::unordered_map<void *, AllocationKind> allocations;
+std::unordered_map<void *, Allocation> allocations;
+CallerAllocator callerAllocator; // guarded by allocationMutex
 
 /// The fields of a ranked memref descriptor {allocated, aligned, offset,
 /// sizes[rank], strides[rank]} that the runtime reads.
@@ -574,9 +590,67 @@ CUcontext xent::runtime::getStreamContext(CUstream stream, const char *where) {
   return contextFor(stream, where);
 }
 
+void *xent::runtime::allocateFromCaller(size_t bytes, CUstream stream,
+                                        const char *where, bool &fromCaller) {
+  Allocation allocation{AllocationKind::Caller, {}, 0};
+  {
+    std::lock_guard<std::mutex> lock(allocationMutex);
+    allocation.caller = callerAllocator;
+  }
+  fromCaller = allocation.caller.allocate != nullptr;
+  if (!fromCaller)
+    return nullptr;
+  CUdevice device = 0;
+  if (!XENT_CHECK(cuCtxGetDevice(&device), where))
+    return nullptr;
+  // Device handles are ordinals for the CUDA driver.
+  allocation.device = static_cast<int32_t>(device);
+  void *ptr = allocation.caller.allocate(bytes, allocation.device, stream,
+                                         allocation.caller.userData);
+  if (!ptr) {
+    recordError(where, CUDA_ERROR_OUT_OF_MEMORY,
+                "the caller's allocator gave no memory for %llu bytes on "
+                "device %d",
+                static_cast<unsigned long long>(bytes), allocation.device);
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(allocationMutex);
+  allocations[ptr] = allocation;
+  return ptr;
+}
+
+void xent::runtime::releaseToCaller(void *ptr, CUstream stream) {
+  Allocation allocation;
+  {
+    std::lock_guard<std::mutex> lock(allocationMutex);
+    auto it = allocations.find(ptr);
+    if (it == allocations.end() || it->second.kind != AllocationKind::Caller)
+      return;
+    allocation = it->second;
+    allocations.erase(it);
+  }
+  allocation.caller.release(ptr, allocation.device, stream,
+                            allocation.caller.userData);
+}
+
 //===----------------------------------------------------------------------===//
 // xent extensions
 //===----------------------------------------------------------------------===//
+
+XENT_EXPORT void xentSetDeviceAllocator(XentDeviceAllocateFn allocate,
+                                        XentDeviceReleaseFn release,
+                                        void *userData) {
+  std::lock_guard<std::mutex> lock(allocationMutex);
+  if (allocate && release)
+    callerAllocator = {allocate, release, userData};
+  else
+    callerAllocator = {};
+}
+
+XENT_EXPORT int xentHasDeviceAllocator(void) {
+  std::lock_guard<std::mutex> lock(allocationMutex);
+  return callerAllocator.allocate ? 1 : 0;
+}
 
 XENT_EXPORT void xentSetStream(void *stream) {
   threadState.streamSet = true;
@@ -896,6 +970,13 @@ XENT_EXPORT void *mgpuMemAlloc(uint64_t sizeBytes, void *stream,
   ScopedContext scope(contextFor(s, where), where);
   if (!scope)
     return nullptr;
+  if (!isHostShared) {
+    bool fromCaller = false;
+    void *ptr = xent::runtime::allocateFromCaller(sizeBytes, s, where,
+                                                  fromCaller);
+    if (fromCaller)
+      return ptr;
+  }
   CUdeviceptr ptr = 0;
   AllocationKind kind;
   if (isHostShared) {
@@ -921,7 +1002,7 @@ XENT_EXPORT void *mgpuMemAlloc(uint64_t sizeBytes, void *stream,
   }
   void *result = reinterpret_cast<void *>(ptr);
   std::lock_guard<std::mutex> lock(allocationMutex);
-  allocations[result] = kind;
+  allocations[result] = Allocation{kind, {}, 0};
   return result;
 }
 
@@ -929,16 +1010,21 @@ XENT_EXPORT void mgpuMemFree(void *ptr, void *stream) {
   const char *where = "mgpuMemFree";
   if (!ptr)
     return;
+  auto s = static_cast<CUstream>(stream);
   AllocationKind kind = AllocationKind::Device;
   {
     std::lock_guard<std::mutex> lock(allocationMutex);
     auto it = allocations.find(ptr);
     if (it != allocations.end()) {
-      kind = it->second;
-      allocations.erase(it);
+      kind = it->second.kind;
+      if (kind != AllocationKind::Caller)
+        allocations.erase(it);
     }
   }
-  auto s = static_cast<CUstream>(stream);
+  if (kind == AllocationKind::Caller) {
+    xent::runtime::releaseToCaller(ptr, s);
+    return;
+  }
   ScopedContext scope(contextFor(s, where), where);
   if (!scope)
     return;

@@ -29,6 +29,16 @@ bool getCallerStream(CUstream *stream);
 /// context of the thread's default device); null after recording why.
 CUcontext getStreamContext(CUstream stream, const char *where);
 
+/// Device memory of the current context's device for use on `stream`: from
+/// the caller's allocator (xentSetDeviceAllocator) when one is installed,
+/// else null without recording anything (`fromCaller` false); with the
+/// allocator, null after recording the failure.
+void *allocateFromCaller(size_t bytes, CUstream stream, const char *where,
+                         bool &fromCaller);
+/// Gives memory of allocateFromCaller back to the allocator that gave it,
+/// stream-ordered on `stream`.
+void releaseToCaller(void *ptr, CUstream stream);
+
 /// Makes a context current for the scope (and restores the previous one).
 class ContextScope {
 public:

@@ -79,6 +79,28 @@ int xentStreamSynchronize(void *stream);
 /* "xent-cuda-runtime <version> (CUDA <toolkit version>)". */
 const char *xentRuntimeVersion(void);
 
+/* The caller's device allocator. While one is installed, the device memory
+ * a call needs comes from it: mgpuMemAlloc without host sharing (what the
+ * generated host code allocates: the kernels' scratch, the linear ops'
+ * chunk logits and accumulators) and the cuBLASLt workspace of each GEMM.
+ * `allocate(bytes, device, stream, userData)` returns `bytes` of device
+ * memory of CUDA device `device` for use on `stream`, or null when it cannot
+ * (the failure is recorded as CUDA_ERROR_OUT_OF_MEMORY); `release(ptr,
+ * device, stream, userData)` takes it back, stream-ordered: work already
+ * queued on `stream` may still use it, as with PyTorch's caching allocator
+ * (raw_alloc_with_stream / raw_delete). Memory goes back through the
+ * allocator that gave it, also after another is installed. Null functions
+ * return to the driver's stream-ordered pool (cuMemAllocAsync). Neither
+ * function may call back into this runtime. */
+typedef void *(*XentDeviceAllocateFn)(uint64_t bytes, int32_t device,
+                                      void *stream, void *userData);
+typedef void (*XentDeviceReleaseFn)(void *ptr, int32_t device, void *stream,
+                                    void *userData);
+void xentSetDeviceAllocator(XentDeviceAllocateFn allocate,
+                            XentDeviceReleaseFn release, void *userData);
+/* 1 while a caller's allocator is installed, else 0. */
+int xentHasDeviceAllocator(void);
+
 /*===----------------------------------------------------------------------===
  * GEMMs of the lowered linear cross-entropy ops (cuBLASLt)
  *===----------------------------------------------------------------------===*/

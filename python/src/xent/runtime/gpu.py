@@ -393,6 +393,36 @@ def compile_gpu_module(mlir_text: str, pipeline_args: Optional[Sequence[str]] = 
         link_libraries=[rt], rpath=["$ORIGIN"])
 
 
+# xentSetDeviceAllocator's functions.
+_ALLOCATE_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int32,
+                                ctypes.c_void_p, ctypes.c_void_p)
+_RELEASE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
+                               ctypes.c_void_p)
+
+
+def _torch_allocate(nbytes, device, stream, _user):
+    """PyTorch's caching allocator for the runtime (xentSetDeviceAllocator);
+    None (no memory) when it refuses, which the runtime records."""
+    try:
+        return sys.modules["torch"].cuda.caching_allocator_alloc(nbytes, device, stream or 0)
+    except Exception as e:  # noqa: BLE001 - a C callback must not raise
+        _ALLOCATION_FAILURE.message = f"{type(e).__name__}: {e}"
+        return None
+
+
+def _torch_release(ptr, _device, _stream, _user):
+    try:
+        sys.modules["torch"].cuda.caching_allocator_delete(ptr)
+    except Exception:  # noqa: BLE001 - a C callback must not raise
+        pass
+
+
+_ALLOCATION_FAILURE = threading.local()
+_CUDA_ERROR_OUT_OF_MEMORY = 2
+# Kept alive for as long as the runtime may call them.
+_TORCH_ALLOCATOR = (_ALLOCATE_FN(_torch_allocate), _RELEASE_FN(_torch_release))
+
+
 class Runtime:
     """ctypes view of ``libxent_cuda_runtime.so`` (one per path and process)."""
 
@@ -418,6 +448,8 @@ class Runtime:
                 ("xentStreamSynchronize", [vp], ctypes.c_int),
                 ("xentRuntimeVersion", [], ctypes.c_char_p),
                 ("mgpuSetDefaultDevice", [i32], None),
+                ("xentSetDeviceAllocator", [_ALLOCATE_FN, _RELEASE_FN, vp], None),
+                ("xentHasDeviceAllocator", [], ctypes.c_int),
                 ("mgpuMemAlloc", [ctypes.c_uint64, vp, ctypes.c_int8], vp),
                 ("mgpuMemFree", [vp, vp], None),
                 ("mgpuMemcpy", [vp, vp, ctypes.c_size_t, vp], None),
@@ -456,12 +488,29 @@ class Runtime:
     def clear_errors(self) -> None:
         self._lib.xentClearLastError()
 
+    _allocator_set = False
+
+    def use_torch_allocator(self) -> bool:
+        """Makes PyTorch's caching allocator the runtime's device allocator
+        (xentSetDeviceAllocator), so that the memory a call needs (kernel
+        scratch, the linear ops' chunk buffers, the cuBLASLt workspace) is
+        PyTorch's: its statistics and limits see it, and it reuses it. Done
+        at the first call on a stream in a process that imported torch;
+        nothing when xent.torch's C++ extension installed its own, which
+        does the same without Python. Returns whether one is installed."""
+        if not self._lib.xentHasDeviceAllocator() and "torch" in sys.modules:
+            self._lib.xentSetDeviceAllocator(_TORCH_ALLOCATOR[0], _TORCH_ALLOCATOR[1], None)
+        self._allocator_set = bool(self._lib.xentHasDeviceAllocator())
+        return self._allocator_set
+
     def call_on_stream(self, fn, argv: Sequence, device: int, handle: Optional[int]) -> None:
         """Calls the C function `fn(*argv)` with the runtime's errors cleared,
         on `device` and on the CUstream `handle` (None: the runtime's own
         synchronous mode), restoring the thread's previous stream after. The
         caller checks the errors (raise_if_error)."""
         self.clear_errors()
+        if handle is not None and not self._allocator_set:
+            self.use_torch_allocator()
         previous = ctypes.c_void_p()
         had_stream = self._lib.xentGetStream(ctypes.byref(previous))
         self._lib.mgpuSetDefaultDevice(device)
@@ -478,10 +527,16 @@ class Runtime:
                 self._lib.xentResetStream()
 
     def raise_if_error(self, what: str) -> None:
+        refused = getattr(_ALLOCATION_FAILURE, "message", None)
+        _ALLOCATION_FAILURE.message = None
         code = self._lib.xentGetLastError()
         if code:
             log = (self._lib.xentGetErrorLog() or b"").decode(errors="replace")
             self._lib.xentClearLastError()
+            torch = sys.modules.get("torch")
+            if code == _CUDA_ERROR_OUT_OF_MEMORY and hasattr(torch, "OutOfMemoryError"):
+                # As PyTorch reports its allocator's refusal.
+                raise torch.OutOfMemoryError(f"{what}: {refused or log}")
             raise CudaError(f"{what}: CUDA error {code}\n{log}", code)
 
     def synchronize(self, stream: Optional[int] = 0) -> None:

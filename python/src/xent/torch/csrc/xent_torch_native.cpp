@@ -45,13 +45,16 @@
 // (xent.torch.ops.config_for), no conversion follows the call. The z-loss
 // comes out in f32 and is returned in the logits' dtype (it stays f32 with
 // convert_z=false, for callers that drop it). Nothing synchronizes with the host,
-// and nothing is allocated outside PyTorch's caching allocator, so calls are
-// CUDA-graph capturable.
+// and nothing is allocated outside PyTorch's caching allocator (opening a
+// runtime installs it as the runtime's device allocator), so calls are
+// CUDA-graph capturable and PyTorch's memory statistics see all of it.
 //
 //===----------------------------------------------------------------------===//
 
 #include <ATen/ATen.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
@@ -98,6 +101,33 @@ struct Entry {
   std::string name;
 };
 
+/// Why the caching allocator refused the last allocation on this thread
+/// (raised as torch.OutOfMemoryError after the call), or empty.
+thread_local std::string allocationFailure;
+
+/// The runtime's device memory (kernel scratch, the linear ops' chunk
+/// buffers, the cuBLASLt workspace) through PyTorch's caching allocator
+/// (xentSetDeviceAllocator), on the stream it is used on: PyTorch's memory
+/// statistics and limits cover it, and the allocator reuses it.
+void *torchAllocate(uint64_t bytes, int32_t device, void *stream, void *) {
+  try {
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+    return c10::cuda::CUDACachingAllocator::raw_alloc_with_stream(
+        bytes, static_cast<cudaStream_t>(stream));
+  } catch (const c10::Error &error) {
+    allocationFailure = error.what_without_backtrace();
+    return nullptr;
+  }
+}
+
+void torchRelease(void *ptr, int32_t, void *, void *) {
+  try {
+    c10::cuda::CUDACachingAllocator::raw_delete(ptr);
+  } catch (const c10::Error &) {
+    // Not PyTorch's: nothing this side can do about it.
+  }
+}
+
 // Never removed: a handle is an index into `entries`, whose elements stay
 // where they are.
 std::mutex registryMutex;
@@ -126,6 +156,12 @@ const Runtime *openRuntime(const std::string &path) {
   resolve(handle, "xentGetErrorLog", runtime->getErrorLog, path);
   resolve(handle, "xentClearLastError", runtime->clearLastError, path);
   resolve(handle, "mgpuSetDefaultDevice", runtime->setDefaultDevice, path);
+  using SetAllocator = void (*)(void *(*)(uint64_t, int32_t, void *, void *),
+                                void (*)(void *, int32_t, void *, void *),
+                                void *);
+  SetAllocator setAllocator = nullptr;
+  resolve(handle, "xentSetDeviceAllocator", setAllocator, path);
+  setAllocator(torchAllocate, torchRelease, nullptr);
   const Runtime *result = runtime.get();
   runtimes.push_back(std::move(runtime));
   runtimePaths.emplace_back(path, result);
@@ -265,6 +301,7 @@ void call(const Entry &e, c10::DeviceIndex device,
   void *previous = nullptr;
   int hadStream = rt.getStream(&previous);
   rt.clearLastError();
+  allocationFailure.clear();
   rt.setDefaultDevice(device);
   rt.setStream(stream);
   switch (n) {
@@ -292,6 +329,12 @@ void call(const Entry &e, c10::DeviceIndex device,
     rt.setStream(previous);
   else
     rt.resetStream();
+  if (!allocationFailure.empty()) {
+    std::string why = std::move(allocationFailure);
+    allocationFailure.clear();
+    rt.clearLastError();
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "xent: @", e.name, ": ", why);
+  }
   if (rt.getLastError()) {
     const char *log = rt.getErrorLog();
     TORCH_CHECK(false, "xent: @", e.name, " failed: ", log ? log : "");
