@@ -248,3 +248,55 @@ def test_compile_export_and_graph(cache_before):
     torch.testing.assert_close(static_loss, fresh_loss)
     torch.testing.assert_close(static_grad, fresh_grad, rtol=1e-4, atol=1e-6)
     assert _index(cache_before[0]) == cache_before[1], "a kernel was compiled"
+
+
+def _linear_reference(h, w, b, t, cw, ignore_index, label_smoothing, z_loss_scale, softcap,
+                      reduction):
+    """F.linear then the loss, in float64."""
+    x = h.double() @ w.double().T + (b.double() if b is not None else 0)
+    x = x.reshape(-1, x.shape[-1])
+    ref = _reference(x, t.reshape(-1).long(), cw, ignore_index, label_smoothing, z_loss_scale,
+                     softcap, reduction)
+    return ref.reshape(t.shape) if reduction == "none" else ref
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_linear_cross_entropy_from_the_package(seed, cache_before):
+    """xent.torch.linear_cross_entropy: random dtype, rank 2 or 3, i32 / i64
+    targets, bias, class weights, reduction, attribute values, frozen weight
+    or hidden, with and without gradient, against float64: all from the
+    package (the values are run-time arguments of its libraries)."""
+    rng = random.Random(300 + seed)
+    dtype = rng.choice([torch.float32, torch.bfloat16, torch.float16])
+    v, hdim = rng.choice([(1000, 64), (4096, 128), (32000, 256)])
+    shape = rng.choice([(200,), (3, 77)])
+    attrs = _attributes(rng)
+    bias = rng.random() < 0.5
+    cw = (torch.rand(v, device="cuda") + 0.5) if rng.random() < 0.3 else None
+    torch.manual_seed(seed)
+    h = (torch.randn(*shape, hdim, device="cuda") * 0.5).to(dtype)
+    w = (torch.randn(v, hdim, device="cuda") * 0.1).to(dtype)
+    b = (torch.randn(v, device="cuda") * 0.1).to(dtype) if bias else None
+    t = torch.randint(0, v, shape, device="cuda",
+                      dtype=rng.choice([torch.int64, torch.int32]))
+    t.view(-1)[3::7] = attrs["ignore_index"]
+    mode = rng.choice(["both", "frozen weight", "frozen hidden", "no grad"])
+    hx = h.clone().requires_grad_(mode in ("both", "frozen weight"))
+    wx = w.clone().requires_grad_(mode in ("both", "frozen hidden"))
+    loss = xt.linear_cross_entropy(hx, wx, t, b, class_weight=cw, **attrs)
+    ref_h = h.double().requires_grad_()
+    ref_w = w.double().requires_grad_()
+    ref = _linear_reference(ref_h, ref_w, b, t, cw, **attrs)
+    tol = {torch.float32: 1e-4, torch.bfloat16: 3e-2, torch.float16: 5e-3}[dtype]
+    torch.testing.assert_close(loss.double(), ref.detach(), rtol=tol, atol=tol, equal_nan=True)
+    if mode != "no grad":
+        g = torch.rand_like(loss, dtype=torch.float32) if loss.dim() else None
+        loss.backward(None if g is None else g.to(loss.dtype))
+        ref.backward(None if g is None else g.double())
+        for mine, want, on in ((hx, ref_h, hx.requires_grad), (wx, ref_w, wx.requires_grad)):
+            if not on:
+                assert mine.grad is None
+                continue
+            err = (mine.grad.double() - want.grad).norm() / want.grad.norm().clamp(min=1e-30)
+            assert err < 3 * tol, (mode, err)
+    assert _index(cache_before[0]) == cache_before[1], "a kernel was compiled"

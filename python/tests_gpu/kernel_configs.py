@@ -5,8 +5,8 @@ LLVM; the tests look them up there by the same configurations (which carry
 a hash of the source, so an edited source is never matched by a stale
 library).
 """
-
 import hashlib
+import json
 import os
 
 from xent.runtime import gpu
@@ -140,8 +140,20 @@ def row_outputs_pipeline(resident_rows: bool) -> list:
 # attribute with class weights on [B, T, H] rows, results
 # written into the caller's buffers; the benchmark's configurations
 # (xent.bench.linear_cross_entropy) are among them.
+def _linear_config(**kwargs):
+    """linear_config as xent.runtime.linear's calls name it: with run-time
+    scalars (the attribute values are then arguments, not part of the
+    configuration) unless XENT_RUNTIME_SCALARS=0."""
+    from xent.runtime import linear
+    return linear.linear_config(**kwargs, runtime_scalars=linear.RUNTIME_SCALARS)
+
+
+def _unique(configs: list) -> list:
+    return list({json.dumps(c, sort_keys=True): c for c in configs}.values())
+
+
 def linear_configs() -> list:
-    from xent.runtime.linear import linear_config
+    linear_config = _linear_config
     configs = [linear_config(dtype=d, reduction=r, bias=b, chunk_rows=LINEAR_CHUNK_ROWS)
                for d in ("bf16", "f32") for r in ("mean", "sum", "none") for b in (False, True)]
     # The automatic chunks (test_automatic_chunks, the benchmark).
@@ -162,7 +174,7 @@ def linear_configs() -> list:
                               chunk_rows=LINEAR_CHUNK_ROWS, destinations=True),
                 linear_config(dtype="f32", reduction="none", bias=False,
                               chunk_rows=LINEAR_CHUNK_ROWS, destinations=True)]
-    return configs
+    return _unique(configs)
 
 
 def linear_dropin_configs() -> list:
@@ -170,7 +182,7 @@ def linear_dropin_configs() -> list:
     results into PyTorch's tensors, the joint op for every reduction (per
     element in the backward) and the loss alone (inference, and the forward
     of `none`), at the automatic chunk size."""
-    from xent.runtime.linear import linear_config
+    linear_config = _linear_config
     configs = [linear_config(dtype=d, reduction=r, bias=b, destinations=True,
                              with_grad=grad, rank=rank)
                for d in ("bf16", "f32") for r in ("mean", "sum", "none") for b in (False, True)
@@ -178,7 +190,7 @@ def linear_dropin_configs() -> list:
     configs += [linear_config(dtype="bf16", reduction=r, bias=True, destinations=True,
                               with_grad=grad, rank=3, **LINEAR_ATTRIBUTES)
                 for r in ("mean", "none") for grad in (True, False)]
-    return configs
+    return _unique(configs)
 
 
 LINEAR_CHUNK_ROWS = 128

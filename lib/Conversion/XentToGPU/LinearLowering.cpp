@@ -199,7 +199,9 @@ private:
     kernelNames.push_back(getUniqueName(kernels, prefix));
     return build(b, kernelNames.back());
   }
-  KernelSpec getChunkSpec();
+  /// What the chunks' loss kernel computes; `runtimeScalars` the op's
+  /// run-time scalars as the launch body has them.
+  KernelSpec getChunkSpec(const LossScalars &runtimeScalars);
 
   RewriterBase &b;
   LinearCrossEntropyOpInterface op;
@@ -299,8 +301,9 @@ void LinearEmitter::callGemm(Value a, Value bMatrix, Value bias, Value c,
   func::CallOp::create(b, loc, func, args);
 }
 
-KernelSpec LinearEmitter::getChunkSpec() {
+KernelSpec LinearEmitter::getChunkSpec(const LossScalars &runtimeScalars) {
   CrossEntropyConfig config;
+  config.scalars = runtimeScalars;
   config.reduction = op.getReduction();
   config.ignoreIndex = op.getIgnoreIndexValue();
   config.labelSmoothing = op.getLabelSmoothing().convertToFloat();
@@ -318,6 +321,9 @@ KernelSpec LinearEmitter::getChunkSpec() {
 
   KernelSpec spec;
   spec.config = config;
+  // No run-time dispatch on this path: a run-time softcap of 0 is none in
+  // the kernel itself.
+  spec.softcapMayBeOff = static_cast<bool>(runtimeScalars.softcap);
   spec.logitsType = f32;
   spec.targetType = targetElt;
   if (Value w = op.getClassWeight())
@@ -386,9 +392,11 @@ SmallVector<Value> LinearEmitter::emit() {
   SmallVector<Type> argTypes;
   for (Type type : llvm::concat<Type>(TypeRange(ValueRange(inputs)),
                                       op->getResultTypes())) {
-    auto tensor = cast<RankedTensorType>(type);
-    argTypes.push_back(
-        getBufferType(ctx, tensor.getRank(), tensor.getElementType()));
+    // Run-time scalars are passed to the body as they are.
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    argTypes.push_back(tensor ? getBufferType(ctx, tensor.getRank(),
+                                              tensor.getElementType())
+                              : type);
   }
   Block *body = b.createBlock(&launchOp.getBody(), {}, argTypes,
                               SmallVector<Location>(argTypes.size(), loc));
@@ -413,6 +421,11 @@ SmallVector<Value> LinearEmitter::emit() {
   Value bias = op.getBias() ? args[next++] : Value();
   Value target = flatten(args[next++]);
   Value classWeight = op.getClassWeight() ? args[next++] : Value();
+  // The op's run-time scalars (after the tensors), as the body has them.
+  size_t numScalars = op.getLossScalars().getValues().size();
+  LossScalars runtimeScalars =
+      op.getLossScalars().remap(args.slice(next, numScalars));
+  next += numScalars;
   Value loss, zLoss, dHidden, dWeight, dBias;
   for (Value result : op->getResults()) {
     Value arg = args[next++];
@@ -489,7 +502,7 @@ SmallVector<Value> LinearEmitter::emit() {
   }
 
   // The loss kernels of the chunks, with the statistics of all rows.
-  KernelSpec spec = getChunkSpec();
+  KernelSpec spec = getChunkSpec(runtimeScalars);
   ConvertXentToGPUOptions twoPass = options;
   twoPass.residentRows = false; // in place needs the two-pass kernel
   LaunchGeometry geometry = getLaunchGeometry(twoPass, f32);
@@ -501,17 +514,26 @@ SmallVector<Value> LinearEmitter::emit() {
             .getMemref();
     scratch.push_back(kernelScratch);
   }
-  // The loss's scalars as the kernels take them: constants of the op's
-  // attributes (getKernelUnsupportedReason refuses run-time scalar operands
-  // on this path); null for a feature the kernels do not compute.
+  // The loss's scalars as the kernels take them: the op's run-time operand
+  // or a constant of its attribute; null for a feature the kernels do not
+  // compute. A run-time value of 0 is the op without the feature (the
+  // kernels' contract; the softcap is compared per thread, softcapMayBeOff).
   const CrossEntropyConfig &cfg = spec.config;
+  const LossScalars &rt = cfg.scalars;
   Value ignoreIndex =
-      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(cfg.ignoreIndex));
+      rt.ignoreIndex ? rt.ignoreIndex
+                     : arith::ConstantOp::create(
+                           b, loc, b.getI64IntegerAttr(cfg.ignoreIndex));
+  auto scalar = [&](Value runtime, bool present, float value) -> Value {
+    if (!present)
+      return Value();
+    return runtime ? runtime : f32Constant(value);
+  };
   Value labelSmoothing =
-      cfg.hasLabelSmoothing() ? f32Constant(cfg.labelSmoothing) : Value();
-  Value zLossScale = cfg.hasZLoss() ? f32Constant(cfg.zLossScale) : Value();
+      scalar(rt.labelSmoothing, cfg.hasLabelSmoothing(), cfg.labelSmoothing);
+  Value zLossScale = scalar(rt.zLossScale, cfg.hasZLoss(), cfg.zLossScale);
   Value softcap =
-      cfg.hasSoftcap() ? f32Constant(cfg.softcap.value_or(0.0f)) : Value();
+      scalar(rt.softcap, cfg.hasSoftcap(), cfg.softcap.value_or(0.0f));
   if (spec.needsScratch()) {
     gpu::GPUFuncOp prologue =
         buildKernel("xent_prologue", [&](OpBuilder &kb, StringRef name) {

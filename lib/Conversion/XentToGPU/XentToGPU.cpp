@@ -674,10 +674,6 @@ std::optional<std::string> mlir::xent::getKernelUnsupportedReason(
   if (!family && !linear)
     return ("there is no kernel for '" + op->getName().getStringRef() + "'")
         .str();
-  if (linear && !linear.getLossScalars().getValues().empty())
-    return std::string("the linear family's GPU path takes ignore_index, "
-                       "label_smoothing, z_loss_scale and softcap as "
-                       "attributes only, not as run-time operands");
   if (Operation *device = getDeviceCodeParent(op))
     return ("it is in device code (inside '" +
             device->getName().getStringRef() +

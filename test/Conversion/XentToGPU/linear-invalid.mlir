@@ -39,13 +39,3 @@ func.func @other_signature(%h: tensor<4x8xbf16>, %w: tensor<10x8xbf16>, %t: tens
   %l = xent.linear_cross_entropy sum %h, %w, %t : (tensor<4x8xbf16>, tensor<10x8xbf16>, tensor<4xi64>) -> tensor<f32>
   return %l : tensor<f32>
 }
-
-// -----
-
-// Run-time scalar operands: the chunked path passes the attributes' values
-// to the kernels as constants only.
-func.func @runtime_scalars(%h: tensor<8x16xf32>, %w: tensor<32x16xf32>, %t: tensor<8xi64>, %i: i64, %e: f32) -> tensor<f32> {
-  // expected-error @+1 {{'xent.linear_cross_entropy' op cannot take the kernel (mode=kernel): the linear family's GPU path takes ignore_index, label_smoothing, z_loss_scale and softcap as attributes only, not as run-time operands; use mode=auto or mode=inline to take its decomposition}}
-  %l = xent.linear_cross_entropy mean %h, %w, %t ignore_index %i label_smoothing %e : (tensor<8x16xf32>, tensor<32x16xf32>, tensor<8xi64>, i64, f32) -> tensor<f32>
-  return %l : tensor<f32>
-}

@@ -31,6 +31,29 @@ CLASSES = (32768, 65536, 128256, 262144)
 N = 4096
 
 
+def has_resident_path(*, target: str, rank: int, label_smoothing: float,
+                      softcap, with_grad: bool, dtype: str, weighted: bool = False,
+                      **_) -> bool:
+    """Whether a per-feature-set library's gradient kernel keeps rows on
+    chip (convert-xent-to-gpu's hasResidentPath for xent.torch's modules:
+    class axis last; label smoothing only without class weights; a softcap
+    only on bf16 / f16 logits). The rule those libraries were named by,
+    which the dispatching ones leave to their host code."""
+    return (kernels.RESIDENT_ROWS and with_grad and target != "probs"
+            and not (label_smoothing and weighted)
+            and (softcap is None or dtype != "f32") and rank <= 2)
+
+
+def threads_for(dtype: str, classes: int, resident: bool) -> int:
+    """The per-feature-set libraries' block size: 256 threads where the
+    resident kernel's two blocks of 256 hold the row (at most 8192 16-byte
+    vectors), else kernels.THREADS (what runtime-dispatch picks too)."""
+    if not resident:
+        return kernels.THREADS
+    width = 4 if dtype == "f32" else 8
+    return 256 if -(-classes // width) <= 8192 else kernels.THREADS
+
+
 def pairs() -> List[Tuple[str, Dict, Dict, Dict]]:
     """(name, attributes, the per-feature-set library's configuration, the
     dispatching library's) for each case and row length."""
@@ -41,7 +64,7 @@ def pairs() -> List[Tuple[str, Dict, Dict, Dict]]:
                             reduction="mean", ignore_index=-100, label_smoothing=0.0,
                             z_loss_scale=0.0, softcap=None, with_grad=True), **change}
             # The block size today's drop-in picks for this row length.
-            threads = kernels.threads_for("bf16", classes, kernels.has_resident_path(**attrs))
+            threads = threads_for("bf16", classes, has_resident_path(**attrs))
             old = kernels.kernel_config(**attrs, threads=threads, runtime_scalars=True,
                                         loss_dtype="bf16")
             new = kernels.kernel_config(**attrs, runtime_scalars=True, runtime_dispatch=True,

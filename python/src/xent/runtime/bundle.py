@@ -47,8 +47,10 @@ def package_configs() -> List[Dict]:
     rank 2) and 3 (higher ranks flatten their trailing dims), with and
     without the per-row outputs. Values, in place and the launch geometry
     are chosen at run time by each library's host code. The gradient
-    scaling kernels are part of each gradient library."""
-    return call_configs(ranks=(2, 3), rows=True)
+    scaling kernels are part of each gradient library. Then those of
+    xent.torch.linear_cross_entropy (xent.runtime.linear.call_configs)."""
+    from . import linear  # noqa: PLC0415 - linear imports this module
+    return call_configs(ranks=(2, 3), rows=True) + linear.call_configs()
 
 
 def bundle_directories() -> List[str]:

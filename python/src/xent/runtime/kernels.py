@@ -363,7 +363,8 @@ def pipeline_args(config: Optional[Dict] = None):
 
 def precompile(configs: Iterable[Dict], cache_dir: Optional[str] = None, *, jobs: int = 1,
                opt_tool: Optional[str] = None, progress=None) -> None:
-    """Compiles `configs` into the cache (no GPU needed), for a GPU machine
+    """Compiles `configs` (kernel_config's, or xent.runtime.linear's
+    linear_config's) into the cache (no GPU needed), for a GPU machine
     without LLVM: `jobs` compilations at a time (concurrent compilations
     into one directory are safe), `progress(done, total)` after each."""
     configs = list(configs)
@@ -371,6 +372,13 @@ def precompile(configs: Iterable[Dict], cache_dir: Optional[str] = None, *, jobs
     opt = opt_tool or os.environ.get("XENT_OPT")
 
     def compile_one(config):
+        if str(config.get("op", "")).startswith("linear_"):
+            # xent.runtime.linear's configurations (the package's bundle
+            # holds both kinds).
+            from . import linear  # noqa: PLC0415 - linear imports this module's users
+            cache.path(config, lambda: linear.linear_module(config),
+                       pipeline_args=linear.linear_pipeline_args(config), opt_tool=opt)
+            return
         cache.path(config, lambda: kernel_module(config), pipeline_args=pipeline_args(config),
                    opt_tool=opt)
 

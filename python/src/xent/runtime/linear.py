@@ -20,7 +20,7 @@ from typing import Dict, Iterable, Optional, Tuple
 
 from . import bundle, gpu
 
-__all__ = ["linear_config", "linear_module", "linear_pipeline_args", "linear_library",
+__all__ = ["call_configs", "linear_config", "linear_module", "linear_pipeline_args", "linear_library",
            "linear_cross_entropy_and_grad", "linear_cross_entropy", "precompile", "ENTRY"]
 
 ENTRY = "linear_cross_entropy_and_grad"
@@ -33,7 +33,7 @@ def linear_config(*, dtype: str, reduction: str, bias: bool, ignore_index: int =
                   chunk_rows: int = 0, target: str = "i64", destinations: bool = False,
                   rank: int = 2, class_weight: bool = False, label_smoothing: float = 0.0,
                   z_loss_scale: float = 0.0, softcap: Optional[float] = None,
-                  with_grad: bool = True) -> Dict:
+                  with_grad: bool = True, runtime_scalars: bool = False) -> Dict:
     """The KernelCache configuration of one entry function: the dtype of
     hidden / weight / bias, the reduction, the op's attributes (a z-loss adds
     the ``z_loss`` result after the loss), hidden ``[N, H]`` (rank 2) or
@@ -41,12 +41,19 @@ def linear_config(*, dtype: str, reduction: str, bias: bool, ignore_index: int =
     pipeline's automatic chunks; `destinations`: the results are written into
     buffers the caller passes after the inputs, instead of returned;
     `with_grad` False: ``xent.linear_cross_entropy``, the loss alone (no
-    grad_output, no gradient GEMMs)."""
+    grad_output, no gradient GEMMs). `runtime_scalars`: ignore_index, label
+    smoothing, z-loss scale and softcap are run-time arguments of the entry
+    (i64, f32, f32, f32 after the tensors; 0 for a feature not used, a
+    softcap of 0 is none) and the z-loss is always a result, so one library
+    serves every value: their values are then not part of the
+    configuration."""
     if dtype not in _DTYPES or reduction not in _REDUCTIONS or target not in ("i32", "i64") \
             or rank not in (2, 3):
         raise ValueError(f"unsupported linear configuration {dtype}/{reduction}/{target}/"
                          f"rank {rank}")
     op = "linear_cross_entropy_and_grad" if with_grad else "linear_cross_entropy"
+    if runtime_scalars:
+        ignore_index, label_smoothing, z_loss_scale, softcap = -100, 0.0, 0.0, None
     config = {"op": op, "dtype": dtype, "reduction": reduction,
               "bias": bool(bias), "ignore_index": int(ignore_index),
               "chunk_rows": int(chunk_rows), "target": target, "chip": CHIP,
@@ -54,6 +61,8 @@ def linear_config(*, dtype: str, reduction: str, bias: bool, ignore_index: int =
               "class_weight": bool(class_weight), "label_smoothing": float(label_smoothing),
               "z_loss_scale": float(z_loss_scale),
               "softcap": None if softcap is None else float(softcap)}
+    if runtime_scalars:
+        config["runtime_scalars"] = True
     config["source"] = hashlib.sha256(linear_module(config).encode()).hexdigest()[:16]
     return config
 
@@ -73,8 +82,10 @@ def _types(c: Dict):
     inputs.append(("t", _tensor(rows, c["target"])))
     if c.get("class_weight"):
         inputs.append(("cw", _tensor(1, "f32")))
+    if c.get("runtime_scalars"):
+        inputs += _SCALARS
     results = [("l", loss)]
-    if c.get("z_loss_scale"):
+    if c.get("z_loss_scale") or c.get("runtime_scalars"):
         results.append(("z", loss))
     if grad:
         results += [("dh", _tensor(rows + 1, t)), ("dw", _tensor(2, t))]
@@ -87,7 +98,14 @@ def _with_grad(c: Dict) -> bool:
     return c["op"] == "linear_cross_entropy_and_grad"
 
 
+# The run-time scalars' arguments and how the op takes them.
+_SCALARS = [("ii", "i64"), ("ls", "f32"), ("zs", "f32"), ("sc", "f32")]
+_SCALAR_OPERANDS = " ignore_index %ii label_smoothing %ls z_loss_scale %zs softcap %sc"
+
+
 def _attributes(c: Dict) -> str:
+    if c.get("runtime_scalars"):
+        return ""
     attrs = [f"ignore_index = {c['ignore_index']} : i64"]
     if c.get("label_smoothing"):
         attrs.append(f"label_smoothing = {c['label_smoothing']!r} : f32")
@@ -104,7 +122,8 @@ def linear_module(c: Dict) -> str:
     args = ", ".join(f"%{n}: {ty}" for n, ty in inputs)
     operands = ("%g, " if _with_grad(c) else "") + "%h, %w" + \
         (" bias %b" if c["bias"] else "") + ", %t" + \
-        (" class_weight %cw" if c.get("class_weight") else "")
+        (" class_weight %cw" if c.get("class_weight") else "") + \
+        (_SCALAR_OPERANDS if c.get("runtime_scalars") else "")
     in_types = ", ".join(ty for _, ty in inputs)
     out_types = ", ".join(ty for _, ty in results)
     names = ", ".join(f"%{n}" for n, _ in results)
@@ -219,12 +238,16 @@ def linear_cross_entropy(hidden, weight, target, bias=None, *, reduction: str = 
 # inputs, attributes): the configuration is built and hashed once.
 _CALLS: Dict[tuple, gpu.GpuFunction] = {}
 
+# XENT_RUNTIME_SCALARS=0: one library per attribute value, for comparisons.
+RUNTIME_SCALARS = os.environ.get("XENT_RUNTIME_SCALARS", "1") != "0"
+
 
 def _call(with_grad, hidden, weight, target, bias, grad_output, reduction, ignore_index,
           class_weight, label_smoothing, z_loss_scale, softcap, chunk_rows, out) -> Tuple:
+    runtime = RUNTIME_SCALARS
     signature = (with_grad, hidden.dtype, hidden.dim(), target.dtype, bias is not None,
-                 class_weight is not None, out is not None, reduction, ignore_index,
-                 label_smoothing, z_loss_scale, softcap, chunk_rows)
+                 class_weight is not None, out is not None, reduction, chunk_rows, runtime) + \
+        (() if runtime else (ignore_index, label_smoothing, z_loss_scale, softcap))
     fn = _CALLS.get(signature)
     if fn is None:
         dtype = {"torch.bfloat16": "bf16", "torch.float16": "f16",
@@ -235,7 +258,7 @@ def _call(with_grad, hidden, weight, target, bias, grad_output, reduction, ignor
                                destinations=out is not None, rank=hidden.dim(),
                                class_weight=class_weight is not None,
                                label_smoothing=label_smoothing, z_loss_scale=z_loss_scale,
-                               softcap=softcap, with_grad=with_grad)
+                               softcap=softcap, with_grad=with_grad, runtime_scalars=runtime)
         fn = linear_library(config)
         if len(_CALLS) >= 256:
             _CALLS.clear()
@@ -243,10 +266,32 @@ def _call(with_grad, hidden, weight, target, bias, grad_output, reduction, ignor
     args = ([grad_output] if with_grad else []) + [hidden, weight] + \
         ([bias] if bias is not None else []) + [target] + \
         ([class_weight] if class_weight is not None else [])
+    # With run-time scalars the function always computes the z-loss (0 for
+    # a scale of 0); the caller sees it only when it asked for one.
+    hidden_z = runtime and not z_loss_scale
+    if runtime:
+        args += [int(ignore_index), float(label_smoothing), float(z_loss_scale),
+                 float(softcap or 0.0)]
     if out is None:
-        return fn(*args)
+        results = fn(*args)
+        return results[:1] + results[2:] if hidden_z else results
+    out = list(out)
+    if hidden_z:
+        out.insert(1, out[0].new_empty(out[0].shape))
     fn(*args, *out)
-    return tuple(out)
+    return tuple(out[:1] + out[2:] if hidden_z else out)
+
+
+def call_configs():
+    """The libraries of xent.torch.linear_cross_entropy's calls (the
+    package's bundle): results into PyTorch's tensors, run-time scalars,
+    rows as [N, H] and i64 targets (xent.torch flattens [B, T, H] and widens
+    i32), the automatic chunks; over the signature of a call alone: dtype x
+    reduction x bias x class weights x the joint op or the loss alone."""
+    return [linear_config(dtype=d, reduction=r, bias=b, class_weight=cw, with_grad=grad,
+                          destinations=True, runtime_scalars=True)
+            for d in _DTYPES for r in _REDUCTIONS for b in (False, True)
+            for cw in (False, True) for grad in (False, True)]
 
 
 def precompile(configs: Iterable[Dict], cache_dir: Optional[str] = None) -> None:

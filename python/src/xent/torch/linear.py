@@ -224,6 +224,12 @@ def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, target: tor
     _check(hidden, weight, target, bias, reduction, loss_dtype)
     if validation_on(validate):
         check_targets(target, weight.shape[0], ignore_index)
+    # [B, T, H] as rows and i32 targets as i64: the package's libraries
+    # (xent.runtime.bundle) take [N, H] and i64; both are views or a copy of
+    # N indices, next to GEMMs of N x H x V.
+    rows_shape = target.shape
+    hidden = hidden.reshape(-1, hidden.shape[-1])
+    target = target.reshape(-1).to(torch.int64)
     hidden, weight = hidden.contiguous(), weight.contiguous()
     bias = bias.contiguous() if bias is not None else None
     cw = class_weight.to(torch.float32).contiguous() if class_weight is not None else None
@@ -237,6 +243,8 @@ def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, target: tor
     else:
         loss, z = torch.ops.xent.linear_cross_entropy(hidden, weight, target.contiguous(), bias,
                                                       cw, *attrs)
+    if reduction == "none":
+        loss, z = loss.view(rows_shape), (z.view(rows_shape) if z_loss_scale else z)
     out_dtype = loss_dtype or hidden.dtype
     loss = loss.to(out_dtype)
     if return_z_loss:

@@ -1,0 +1,45 @@
+// The linear family with run-time scalars: ignore_index, label smoothing,
+// z-loss scale and softcap are operands of the op, which the launch takes
+// after the tensors and hands to the prologue and the chunks' row kernel as
+// the kernels' scalar arguments, so one compiled function serves every
+// value. Without run-time dispatch the row kernel is the one with every
+// feature (a run-time 0 is the op without it, exactly), and the softcap is
+// compared with 0 in the kernel.
+
+// RUN: xent-opt %s --convert-xent-to-gpu --cse | FileCheck %s
+// RUN: xent-opt %s --xent-gpu-pipeline="chip=sm_90" -o /dev/null
+
+func.func private @xentGemm_bf16_f32(memref<?x?xbf16, strided<[?, ?], offset: ?>>, memref<?x?xbf16, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i32, i32, f32, f32)
+
+// CHECK-LABEL: func.func @joint
+// CHECK-SAME:    %[[I:[a-z0-9]+]]: i64, %[[E:[a-z0-9]+]]: f32, %[[Z:[a-z0-9]+]]: f32, %[[S:[a-z0-9]+]]: f32
+// CHECK:       xent.launch ins({{.*}}, %[[I]], %[[E]], %[[Z]], %[[S]] : {{.*}}, i64, f32, f32, f32)
+// CHECK-NEXT:  ^bb0({{.*}}: memref<?xi64, strided<[?], offset: ?>>, %[[BI:[a-z0-9]+]]: i64, %[[BE:[a-z0-9]+]]: f32, %[[BZ:[a-z0-9]+]]: f32, %[[BS:[a-z0-9]+]]: f32, {{.*}}: memref<f32, strided<[], offset: ?>>
+// The prologue counts the rows kept under the run-time ignore_index.
+// CHECK:       gpu.launch_func @xent_kernels::@xent_prologue_0 {{.*}} args({{.*}}, %[[BI]] : i64)
+// CHECK:       scf.for
+// CHECK:       func.call @xentGemm_bf16_f32
+// CHECK:       gpu.launch_func @xent_kernels::@xent_loss_grad_0 {{.*}} args({{.*}}, %[[BI]] : i64, %[[BE]] : f32, %[[BZ]] : f32, %[[BS]] : f32)
+func.func @joint(%g: tensor<f32>, %h: tensor<?x64xbf16>, %w: tensor<?x64xbf16>, %t: tensor<?xi64>, %i: i64, %e: f32, %z: f32, %s: f32) -> (tensor<f32>, tensor<f32>, tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  %l, %zl, %dh, %dw = xent.linear_cross_entropy_and_grad mean %g, %h, %w, %t ignore_index %i label_smoothing %e z_loss_scale %z softcap %s : (tensor<f32>, tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?xi64>, i64, f32, f32, f32) -> (tensor<f32>, tensor<f32>, tensor<?x64xbf16>, tensor<?x64xbf16>)
+  return %l, %zl, %dh, %dw : tensor<f32>, tensor<f32>, tensor<?x64xbf16>, tensor<?x64xbf16>
+}
+
+// The loss alone, with only some values given at run time: the others are
+// the attributes' constants.
+// CHECK-LABEL: func.func @loss_only
+// CHECK-SAME:    %[[E2:[a-z0-9]+]]: f32)
+// CHECK:       xent.launch ins({{.*}}, %[[E2]] : {{.*}}, f32)
+// CHECK:       ^bb0({{.*}}, %[[BE2:[a-z0-9]+]]: f32, {{.*}}: memref<?xf32, strided<[?], offset: ?>>):
+// CHECK-DAG:   %[[II:.*]] = arith.constant 7 : i64
+// CHECK:       gpu.launch_func @xent_kernels::@xent_loss_0 {{.*}} args({{.*}}, %[[II]] : i64, %[[BE2]] : f32)
+func.func @loss_only(%h: tensor<?x64xbf16>, %w: tensor<?x64xbf16>, %t: tensor<?xi64>, %e: f32) -> tensor<?xf32> {
+  %l = xent.linear_cross_entropy none %h, %w, %t label_smoothing %e {ignore_index = 7 : i64} : (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?xi64>, f32) -> tensor<?xf32>
+  return %l : tensor<?xf32>
+}
+
+// The kernels, after the functions.
+// CHECK-LABEL: gpu.func @xent_loss_grad_0(
+// CHECK-SAME:    {{.*}}, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: f32, %{{[a-z0-9]+}}: f32, %[[CAP:[a-z0-9]+]]: f32)
+// The softcap's run-time 0 leaves the logits as they are.
+// CHECK:       arith.cmpf oeq, %[[CAP]]
