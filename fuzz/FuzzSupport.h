@@ -61,6 +61,10 @@ struct PassUnderTest {
   /// an XFAIL lit test): modules it matches skip the pass, so that fuzzing
   /// goes on looking for new ones. Null when none.
   bool (*knownIssue)(mlir::ModuleOp) = nullptr;
+  /// Whether only xent-fuzz-passes (mutated test inputs: checkPasses's
+  /// `mutatedInputs`) runs it: a whole pipeline down to PTX costs seconds an
+  /// input, which the generated ops' harness would spend on nothing else.
+  bool mutatedInputsOnly = false;
 };
 
 /// Every pass the harnesses run, in order. Adding a pass is one line in
@@ -122,9 +126,12 @@ enum class FailurePolicy {
 
 /// Runs every pass of passesUnderTest() on its own clone of `module`
 /// (verified) and checks verification after each pass, the postcondition and
-/// the failure policy. Reports and aborts on a violation.
+/// the failure policy. Reports and aborts on a violation. `mutatedInputs`:
+/// the caller is xent-fuzz-passes (mutated test inputs), which also runs
+/// the passes marked mutatedInputsOnly.
 void checkPasses(mlir::ModuleOp module, llvm::StringRef input,
-                 DiagnosticCollector &diags, FailurePolicy policy);
+                 DiagnosticCollector &diags, FailurePolicy policy,
+                 bool mutatedInputs = false);
 
 /// Whether any pass under test reads modules without xent ops.
 bool anyPassReadsArbitraryIR();

@@ -58,6 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                   *module);
   if (!anyPassReadsArbitraryIR() && !containsXentOp(*module))
     return 0;
-  checkPasses(*module, text, diags, FailurePolicy::ArbitraryIR);
+  checkPasses(*module, text, diags, FailurePolicy::ArbitraryIR,
+              /*mutatedInputs=*/true);
   return 0;
 }

@@ -654,7 +654,8 @@ std::optional<LoweringMode> mlir::xent::parseLoweringMode(StringRef spelling) {
 
 /// The ops the conversion lowers: xent ops with a decomposition.
 static bool isLowered(Operation *op) {
-  return isa<XentDialect>(op->getDialect()) &&
+  // An unregistered op has no dialect.
+  return isa_and_present<XentDialect>(op->getDialect()) &&
          isa<linalg::AggregatedOpInterface>(op);
 }
 

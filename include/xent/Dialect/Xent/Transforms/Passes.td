@@ -71,6 +71,30 @@ def XentInlineDecomposition : Pass<"xent-inline-decomposition"> {
   ];
 }
 
+def XentLowerMultiDynamicExpandShape
+    : Pass<"xent-lower-multi-dynamic-expand-shape"> {
+  let summary = "Lower memref.expand_shape groups of several dynamic sizes "
+                "to memref.reinterpret_cast";
+  let description = [{
+    A `memref.expand_shape` whose reassociation group holds more than one
+    dynamic size (the `[N]` per-row losses of a linear op on `[B, T, H]`
+    hidden states, expanded back to `[B, T]`) becomes a
+    `memref.reinterpret_cast` of the source's base buffer: its sizes are the
+    op's `output_shape` and each group's strides are formed from the
+    innermost out (`stride[i] = stride[i + 1] * size[i + 1]`, the innermost
+    one the source dim's stride). Other `expand_shape` ops are left alone.
+
+    LLVM 22's `expand-strided-metadata` assumes at most one dynamic size per
+    group and crashes on the others (llvm-project issue 186830, fixed after
+    the 22 release); `xent-cpu-pipeline` and `xent-gpu-pipeline` run this
+    pass before it, so no valid op crashes them.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
 def XentFuseForwardBackward : Pass<"xent-fuse-forward-backward"> {
   let summary = "Merge a loss and its gradient into one xent.cross_entropy_and_grad";
   let description = [{
