@@ -53,8 +53,9 @@ class LinearConfig:
                     ignore_index=-100 if self.ignore_index is None else self.ignore_index)
 
 
-def _type(shape, dtype, dynamic=False):
-    dims = ["?" if dynamic and i == 0 else str(d) for i, d in enumerate(shape)]
+def _type(shape, dtype, dynamic=False, leading=1):
+    """`dynamic`: the first `leading` dims (the rows) are dynamic."""
+    dims = ["?" if dynamic and i < leading else str(d) for i, d in enumerate(shape)]
     return f"tensor<{'x'.join(dims + [dtype])}>"
 
 
@@ -68,12 +69,12 @@ def linear_function(name: str, c: LinearConfig) -> Tuple[str, list]:
         types.append(ty)
         return f"%a{len(args) - 1}"
 
-    red_type = _type(rows, "f32", c.dynamic) if per_row else "tensor<f32>"
+    red_type = _type(rows, "f32", c.dynamic, len(rows)) if per_row else "tensor<f32>"
     g = arg(red_type) if c.grad else None
-    h = arg(_type(rows + [FEATURES], c.dtype, c.dynamic))
+    h = arg(_type(rows + [FEATURES], c.dtype, c.dynamic, len(rows)))
     w = arg(_type([CLASSES, FEATURES], c.dtype))
     b = arg(_type([CLASSES], c.dtype)) if c.bias else None
-    t = arg(_type(rows, "i64", c.dynamic))
+    t = arg(_type(rows, "i64", c.dynamic, len(rows)))
     cw = arg(_type([CLASSES], "f32")) if c.class_weight else None
     text = " bias " + b if b else ""
     operand_text = (f"{g}, " if g else "") + f"{h}, {w}{text}, {t}"
@@ -118,6 +119,12 @@ CONFIGS = [
 ] + [
     # Every kept row with its own class weight, no z-loss: mean divides by W.
     LinearConfig("joint", (11,), class_weight=True, ignore_index=None),
+] + [
+    # [?, ?, H] hidden states: the per-row loss expanded back to [B, T] has
+    # two dynamic sizes in one group (LLVM 22's expand-strided-metadata
+    # crashed on it before xent-lower-multi-dynamic-expand-shape).
+    LinearConfig(kind, (2, 5), reduction=reduction, z_loss_scale=1e-2, dynamic=True)
+    for kind, reduction in itertools.product(("forward", "joint", "grad"), ("none", "mean"))
 ]
 
 PIPELINES = {
