@@ -510,6 +510,8 @@ void runCublas(const Gemm &g, const GemmPlan &p, CUstream stream) {
 
 /// The row-major product through cuBLASLt's column-major one (GemmPlan.h).
 void gemm(const Gemm &g) {
+  if (allocationFailed())
+    return; // its operands may be the buffer that does not exist
   GemmPlan plan;
   GemmPlanError error = planGemm(g.a, g.transA, g.b, g.transB, g.out, plan);
   if (error == GemmPlanError::Shapes) {

@@ -64,6 +64,10 @@ struct ThreadState {
   bool streamSet = false;
   CUstream stream = nullptr;
   int defaultDevice = 0;
+  // An allocation failed since the last xentClearLastError: the call's
+  // later launches, GEMMs, copies and fills are not enqueued (they would
+  // use the buffer that does not exist).
+  bool allocationFailed = false;
 };
 
 thread_local ThreadState threadState;
@@ -272,6 +276,8 @@ DeviceInfo *currentDeviceInfo(const char *where) {
 template <typename Call>
 void enqueue(void *stream, const char *where, const char *callName,
              Call call) {
+  if (threadState.allocationFailed)
+    return;
   auto s = static_cast<CUstream>(stream);
   ScopedContext scope(contextFor(s, where), where);
   if (scope)
@@ -581,6 +587,8 @@ bool xent::runtime::checkResult(CUresult result, const char *where,
   return check(result, where, call);
 }
 
+bool xent::runtime::allocationFailed() { return threadState.allocationFailed; }
+
 bool xent::runtime::getCallerStream(CUstream *stream) {
   *stream = threadState.streamSet ? threadState.stream : nullptr;
   return threadState.streamSet;
@@ -608,6 +616,7 @@ void *xent::runtime::allocateFromCaller(size_t bytes, CUstream stream,
   void *ptr = allocation.caller.allocate(bytes, allocation.device, stream,
                                          allocation.caller.userData);
   if (!ptr) {
+    threadState.allocationFailed = true;
     recordError(where, CUDA_ERROR_OUT_OF_MEMORY,
                 "the caller's allocator gave no memory for %llu bytes on "
                 "device %d",
@@ -677,6 +686,7 @@ XENT_EXPORT const char *xentGetLastErrorMessage(void) {
 XENT_EXPORT const char *xentGetErrorLog(void) { return threadState.log; }
 
 XENT_EXPORT void xentClearLastError(void) {
+  threadState.allocationFailed = false;
   threadState.lastError = 0;
   threadState.lastMessage[0] = '\0';
   threadState.log[0] = '\0';
@@ -795,6 +805,8 @@ template <typename Check>
 static bool beginLaunch(const char *where, CUfunction f, CUstream s,
                         const intptr_t (&dims)[6], int32_t sharedMemBytes,
                         std::optional<ScopedContext> &scope, Check check) {
+  if (threadState.allocationFailed)
+    return false;
   bool empty = false;
   if (!checkGeometry(where, f, dims, sharedMemBytes, &empty) || empty)
     return false;
@@ -961,8 +973,17 @@ XENT_EXPORT void mgpuEventRecord(void *event, void *stream) {
 // Memory
 //===----------------------------------------------------------------------===//
 
+static void *allocate(uint64_t sizeBytes, void *stream, int8_t isHostShared);
+
 XENT_EXPORT void *mgpuMemAlloc(uint64_t sizeBytes, void *stream,
                                int8_t isHostShared) {
+  void *ptr = allocate(sizeBytes, stream, isHostShared);
+  if (!ptr && sizeBytes != 0)
+    threadState.allocationFailed = true;
+  return ptr;
+}
+
+static void *allocate(uint64_t sizeBytes, void *stream, int8_t isHostShared) {
   const char *where = "mgpuMemAlloc";
   if (sizeBytes == 0)
     return nullptr;

@@ -35,6 +35,9 @@ CUcontext getStreamContext(CUstream stream, const char *where);
 /// allocator, null after recording the failure.
 void *allocateFromCaller(size_t bytes, CUstream stream, const char *where,
                          bool &fromCaller);
+/// Whether an allocation failed on this thread since the last
+/// xentClearLastError: the call's later device work is not enqueued.
+bool allocationFailed();
 /// Gives memory of allocateFromCaller back to the allocator that gave it,
 /// stream-ordered on `stream`.
 void releaseToCaller(void *ptr, CUstream stream);

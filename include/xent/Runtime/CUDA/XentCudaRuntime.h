@@ -54,6 +54,10 @@ void xentResetStream(void);
 /* 1 and *stream set when the calling thread has a stream set, else 0. */
 int xentGetStream(void **stream);
 
+/* After a failed device allocation (mgpuMemAlloc, a GEMM's workspace) the
+ * calling thread enqueues no launch, GEMM, copy or fill until
+ * xentClearLastError: the host code goes on to free what it allocated, but
+ * never hands a kernel the buffer that does not exist. */
 /* CUresult of the calling thread's last failure (0: none since the last
  * xentClearLastError), and its message. The message stays valid until the
  * next failure on the thread. */
