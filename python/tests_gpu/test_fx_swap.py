@@ -155,3 +155,84 @@ def test_swapped_under_autocast():
     torch.testing.assert_close(got, expected, rtol=5e-4, atol=1e-6)
     for a, b in zip(grads, expected_grads):
         torch.testing.assert_close(a, b, rtol=2e-2, atol=1e-4)
+
+
+# What real models put around the loss (issue 36): the swap absorbs it.
+def _hf_loss(m, x, t):
+    # transformers' ForCausalLMLoss: upcast, flatten, sum / token count.
+    logits = x.float()
+    logits = logits.view(-1, logits.size(-1))
+    return F.cross_entropy(logits, t.view(-1), ignore_index=-100, reduction="sum") / 40.0
+
+
+def _gemma_loss(m, x, t):
+    # Gemma's final-logit softcapping, then the upcast loss.
+    x = x / 30.0
+    x = torch.tanh(x)
+    x = x * 30.0
+    return F.cross_entropy(x.float().reshape(-1, V).contiguous(), t)
+
+
+def _captured_rewrite(fn, *args):
+    """The graph Dynamo captured for `fn`, after rewrite: its code."""
+    from xent.torch import fx_swap
+    codes = []
+
+    def backend(gm, example_inputs):
+        fx_swap.rewrite(gm)
+        codes.append(gm.code)
+        return gm.forward
+
+    torch.compile(fn, backend=backend, fullgraph=True)(*args)
+    return codes[0]
+
+
+@pytest.mark.parametrize("name,absorbed", [("hf", "float to float32"),
+                                           ("gemma", "softcap 30")])
+def test_absorbs_what_models_put_around_the_loss(name, absorbed):
+    xt.patch()
+    loss = {"hf": _hf_loss, "gemma": _gemma_loss}[name]
+    h, t = _inputs(torch.bfloat16)
+    eager, compiled = Model(loss, torch.bfloat16), Model(loss, torch.bfloat16)
+    fn = torch.compile(compiled, backend="xent", fullgraph=True)
+    expected, expected_grads = _run(eager, h, t)
+    got, grads = _run(fn, h, t)
+    report = xt.last_report()
+    assert any(what == "swapped" for _, what in report), report
+    assert any(what.startswith("absorbed") and absorbed in what for _, what in report), report
+    assert got.dtype == expected.dtype == torch.float32
+    if name == "hf":
+        # The same float32 math on the same bf16 values: equal to rounding.
+        torch.testing.assert_close(got, expected, rtol=2e-5, atol=1e-5)
+        gtol = dict(rtol=2e-2, atol=1e-4)
+    else:
+        # Eager rounds the capped logits to bf16; xent caps in float32.
+        torch.testing.assert_close(got, expected, rtol=5e-3, atol=1e-3)
+        gtol = dict(rtol=5e-2, atol=5e-3)
+    for a, b in zip(grads, expected_grads):
+        assert a.dtype == b.dtype
+        torch.testing.assert_close(a.float(), b.float(), **gtol)
+    # The FX graph: the loss reads the narrow logits; no float32 copy is left.
+    x = torch.randn(N, V, device="cuda", dtype=torch.bfloat16)
+    code = _captured_rewrite(lambda x, t: loss(None, x, t), x, t)
+    assert "cross_entropy" in code and "loss_dtype = torch.float32" in code, code
+    assert ".float()" not in code and "functional.cross_entropy" not in code, code
+    if name == "gemma":
+        assert "softcap = 30.0" in code and "tanh" not in code, code
+
+
+def test_upcast_kept_where_the_targets_need_it():
+    # Float32 probability targets with upcast bf16 logits: xent wants one
+    # dtype for both, so the loss takes the float32 logits as written.
+    xt.patch()
+    h, _ = _inputs(torch.bfloat16)
+    model = Model(lambda m, x, p: F.cross_entropy(x.float(), p), torch.bfloat16)
+    eager = Model(lambda m, x, p: F.cross_entropy(x.float(), p), torch.bfloat16)
+    p = torch.softmax(torch.randn(N, V, device="cuda"), -1)
+    fn = torch.compile(model, backend="xent")
+    got, grads = _run(fn, h, p)
+    expected, expected_grads = _run(eager, h, p)
+    report = xt.last_report()
+    assert any(what == "swapped" for _, what in report), report
+    assert not any(what.startswith("absorbed") for _, what in report), report
+    torch.testing.assert_close(got, expected, rtol=2e-5, atol=1e-5)

@@ -20,6 +20,25 @@ match exactly:
   of 2-D logits, or 0 of 1-D logits), the log-softmax keeps the dtype and
   has no other user.
 
+What real models put between the projection and the loss is absorbed
+where the loss can take the tensor before it exactly (``_absorb``):
+
+- one upcast of bf16 / f16 logits to float32 (``.float()``,
+  ``.to(torch.float32)``, ``.type(torch.float32)``): xent reads the narrow
+  logits, computes in float32 as PyTorch does on the upcast copy and
+  returns the float32 loss (``loss_dtype=torch.float32``); the gradient is
+  written once, in the logits' dtype, where PyTorch writes a float32 one
+  and casts it back. Hugging Face's ``ForCausalLMLoss`` upcasts this way;
+- ``view`` / ``reshape`` / ``contiguous`` / ``flatten`` between them,
+  moved onto the absorbed tensor;
+- Gemma's final-logit softcapping ``tanh(x / c) * c`` with one Python
+  number c: the ``softcap`` attribute (the capped logits are still computed
+  where something else reads them).
+
+Label shifting (slices or padding of the labels) and a ``sum`` divided by a
+token count need nothing: the targets may be any tensor, and the division
+stays a graph op.
+
 Because the swap happens before aot_autograd, the backward is xent's too
 (the gradient its forward kernel wrote). Anything else — a log-softmax
 over another axis or used elsewhere, CPU tensors, legacy ``size_average``
@@ -29,6 +48,7 @@ what the last compiled graph swapped and what it left, with the reason.
 
 from __future__ import annotations
 
+import operator
 from typing import Dict, List, Optional, Tuple
 
 import torch
@@ -48,7 +68,8 @@ _REPORT: List[Tuple[str, str]] = []
 
 def last_report() -> List[Tuple[str, str]]:
     """(node name, what happened) for each candidate of the last rewritten
-    graph: ``"swapped"`` or why not."""
+    graph: ``"swapped"`` or why not, and for a swap that absorbed ops
+    before the loss a second entry ``"absorbed …"`` naming them."""
     return list(_REPORT)
 
 
@@ -114,6 +135,141 @@ def _class_axis_matches(x: torch.Tensor, dim) -> bool:
     return dim == (1 if x.dim() > 1 else 0)
 
 
+# Ops between the projection and the loss that change the logits' shape or
+# layout, not their values: the swap moves them onto the absorbed source.
+_SHAPE_METHODS = ("view", "reshape", "contiguous", "flatten")
+_SHAPE_FUNCTIONS = (torch.reshape, torch.flatten)
+_NARROW = (torch.bfloat16, torch.float16)
+
+
+def _is_shape_op(node) -> bool:
+    if not isinstance(node, torch.fx.Node) or not node.args:
+        return False
+    if node.op == "call_method":
+        return node.target in _SHAPE_METHODS
+    return node.op == "call_function" and node.target in _SHAPE_FUNCTIONS
+
+
+def _upcast_source(node):
+    """The bf16 / f16 tensor that `node` casts to float32 (``x.float()``,
+    ``x.to(torch.float32)``, ``x.to(dtype=torch.float32)``,
+    ``x.type(torch.float32)``), or None."""
+    if not isinstance(node, torch.fx.Node) or node.op != "call_method" or not node.args:
+        return None
+    src, rest = node.args[0], node.args[1:]
+    if node.target == "float" and not rest and not node.kwargs:
+        pass
+    elif node.target in ("to", "type"):
+        dtype = rest[0] if len(rest) == 1 and not node.kwargs else \
+            node.kwargs.get("dtype") if not rest and set(node.kwargs) == {"dtype"} else None
+        if dtype is not torch.float32:
+            return None
+    else:
+        return None
+    x, out = _value(src), _value(node)
+    if not isinstance(x, torch.Tensor) or not isinstance(out, torch.Tensor):
+        return None
+    if x.dtype not in _NARROW or out.dtype != torch.float32:
+        return None
+    return src
+
+
+def _is_mul(node):
+    return isinstance(node, torch.fx.Node) and (
+        (node.op == "call_function" and node.target in (operator.mul, torch.mul))
+        or (node.op == "call_method" and node.target == "mul"))
+
+
+def _is_div(node):
+    return isinstance(node, torch.fx.Node) and (
+        (node.op == "call_function" and node.target in (operator.truediv, torch.div))
+        or (node.op == "call_method" and node.target in ("div", "__truediv__")))
+
+
+def _is_tanh(node):
+    return isinstance(node, torch.fx.Node) and (
+        (node.op == "call_function" and node.target in (torch.tanh, F.tanh))
+        or (node.op == "call_method" and node.target == "tanh"))
+
+
+def _softcap_source(node):
+    """(source, c) where `node` is ``tanh(source / c) * c`` with the same
+    positive Python number c (Gemma's final-logit softcapping), else None."""
+    if not _is_mul(node) or len(node.args) != 2 or node.kwargs:
+        return None
+    a, b = node.args
+    tanh_node, c = (a, b) if _is_tanh(a) else (b, a)
+    if not _is_tanh(tanh_node) or len(tanh_node.args) != 1 or tanh_node.kwargs:
+        return None
+    div = tanh_node.args[0]
+    if not _is_div(div) or len(div.args) != 2 or div.kwargs:
+        return None
+    source, c2 = div.args
+    if not isinstance(c, (int, float)) or isinstance(c, bool) or c != c2 or not c > 0:
+        return None
+    if not isinstance(_value(source), torch.Tensor):
+        return None
+    return source, float(c)
+
+
+def _absorb(gm: torch.fx.GraphModule, logits, before):
+    """What real models put between the projection and the loss, where the
+    loss may take the tensor before it: shape ops (moved onto the source),
+    one upcast of bf16 / f16 logits to float32 (the loss then reads the
+    narrow logits and computes in float32 as PyTorch's does on the upcast;
+    the gradient is rounded once, into the narrow dtype) and one softcap
+    ``tanh(x / c) * c``. Returns (the logits for xent, upcast, softcap,
+    what was absorbed)."""
+    views, cur, upcast, cap, absorbed = [], logits, False, None, []
+    while True:
+        if _is_shape_op(cur):
+            views.append(cur)
+            cur = cur.args[0]
+            continue
+        src = None if upcast else _upcast_source(cur)
+        if src is not None:
+            upcast = True
+            absorbed.append(f"{cur.target} to float32")
+            cur = src
+            continue
+        capped = None if cap is not None else _softcap_source(cur)
+        if capped is not None:
+            cur, cap = capped
+            absorbed.append(f"softcap {cap:g}")
+            continue
+        break
+    if not absorbed:
+        return logits, False, None, []
+    x = _value(cur)
+    # The shape ops again, now on the absorbed source (same shapes).
+    for view in reversed(views):
+        with gm.graph.inserting_before(before):
+            node = gm.graph.create_node(view.op, view.target, (cur,) + tuple(view.args[1:]),
+                                        dict(view.kwargs))
+        value = _value(view)
+        if isinstance(value, torch.Tensor) and isinstance(x, torch.Tensor):
+            try:
+                node.meta["example_value"] = value.to(x.dtype)
+            except Exception:  # noqa: BLE001 - no meta: the checks then refuse it
+                pass
+        absorbed.append(f"{view.target}")
+        cur, x = node, _value(node)
+    return cur, upcast, cap, absorbed
+
+
+def _erase_dead(gm: torch.fx.GraphModule, node) -> None:
+    """Removes `node` and the pure ops above it that nothing else uses."""
+    while isinstance(node, torch.fx.Node) and not node.users and node.op in (
+            "call_method", "call_function") and (
+            _is_shape_op(node) or _upcast_source(node) is not None or _is_mul(node)
+            or _is_tanh(node) or _is_div(node)):
+        inputs = [a for a in node.args if isinstance(a, torch.fx.Node)]
+        gm.graph.erase_node(node)
+        for a in inputs:
+            _erase_dead(gm, a)
+        return
+
+
 def rewrite(gm: torch.fx.GraphModule) -> int:
     """Swaps the matching cross-entropy calls of `gm` in place; returns how
     many (see :func:`last_report`)."""
@@ -152,7 +308,15 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
             if not isinstance(x, torch.Tensor) or not _class_axis_matches(x, ls_args.get("dim")):
                 _REPORT.append((node.name, "log_softmax over another axis"))
                 continue
-        x, t = _value(logits), _value(bound["target"])
+        absorbed_from = logits
+        logits, upcast, cap, absorbed = _absorb(gm, logits, node)
+        t = _value(bound["target"])
+        if absorbed and _check_operands(_value(logits), t, bound.get("weight")) is not None:
+            # Not with the absorbed source (probability targets in float32
+            # and narrow logits, say): the loss as it was written.
+            _erase_dead(gm, logits)
+            logits, upcast, cap, absorbed = absorbed_from, False, None, []
+        x = _value(logits)
         why = _check_operands(x, t, bound.get("weight"))
         if why is None and not isinstance(bound.get("ignore_index", -100), int):
             why = "a traced ignore_index"
@@ -160,10 +324,14 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
             why = "a traced label_smoothing"
         if why is None and bound.get("reduction", "mean") not in ("mean", "sum", "none"):
             why = f"reduction {bound.get('reduction')!r}"
+        if why is not None and absorbed:
+            _erase_dead(gm, logits)  # the moved shape ops go again
         if why is not None:
             _REPORT.append((node.name, why))
             continue
         kwargs = {k: bound[k] for k in _CE_KWARGS if k in bound}
+        if cap is not None:
+            kwargs["softcap"] = cap
         out = _value(node)
         if isinstance(out, torch.Tensor) and out.dtype != x.dtype:
             if out.dtype != torch.float32:
@@ -181,7 +349,13 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
         if node.target is F.nll_loss and isinstance(old_input, torch.fx.Node) \
                 and not old_input.users:
             gm.graph.erase_node(old_input)
+        if absorbed:
+            # The upcast copy, the capped logits and the old views, where
+            # nothing else reads them.
+            _erase_dead(gm, absorbed_from)
         _REPORT.append((new.name, "swapped"))
+        if absorbed:
+            _REPORT.append((new.name, "absorbed " + ", ".join(absorbed)))
         swapped += 1
     if swapped:
         gm.graph.lint()
