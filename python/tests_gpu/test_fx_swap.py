@@ -236,3 +236,39 @@ def test_upcast_kept_where_the_targets_need_it():
     assert any(what == "swapped" for _, what in report), report
     assert not any(what.startswith("absorbed") for _, what in report), report
     torch.testing.assert_close(got, expected, rtol=2e-5, atol=1e-5)
+
+
+def test_hf_llama_swapped_and_absorbed():
+    """An unmodified transformers LlamaForCausalLM (small random config):
+    its ForCausalLMLoss (upcast, view, cross_entropy) is swapped with the
+    upcast absorbed; loss as eager's, lm_head gradient as close to eager's
+    as inductor's."""
+    transformers = pytest.importorskip("transformers")
+    xt.patch()
+    config = transformers.LlamaConfig(vocab_size=V, hidden_size=128, intermediate_size=256,
+                                      num_hidden_layers=1, num_attention_heads=2,
+                                      num_key_value_heads=2)
+
+    def run(mode):
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        model = transformers.LlamaForCausalLM(config).cuda()
+        fn = {"eager": model, "inductor": torch.compile(model),
+              "xent": torch.compile(model, backend="xent")}[mode]
+        g = torch.Generator(device="cuda").manual_seed(3)
+        ids = torch.randint(0, V, (2, 64), device="cuda", generator=g)
+        labels = ids.clone()
+        labels[:, ::5] = -100
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = fn(input_ids=ids, labels=labels).loss
+        loss.backward()
+        return loss.detach(), model.lm_head.weight.grad.clone()
+
+    eager, ind, xent = run("eager"), run("inductor"), run("xent")
+    report = xt.last_report()
+    assert any(what == "swapped" for _, what in report), report
+    assert any(what.startswith("absorbed") and "float32" in what for _, what in report), report
+    torch.testing.assert_close(xent[0], eager[0], rtol=1e-3, atol=1e-4)
+    err_x = ((xent[1] - eager[1]).norm() / eager[1].norm()).item()
+    err_i = ((ind[1] - eager[1]).norm() / eager[1].norm()).item()
+    assert err_x <= 2 * err_i + 1e-3, (err_x, err_i)

@@ -1,0 +1,121 @@
+"""Unmodified Hugging Face models under ``torch.compile``: one training step
+of ``LlamaForCausalLM`` (a small random configuration, no weights) in eager
+mode, under Inductor alone and under ``backend="xent"`` (which swaps the
+model's ``F.cross_entropy`` and absorbs its ``.float()`` upcast,
+xent.torch.fx_swap), side by side in one process: tokens/s (wall clock of a
+whole step: forward, backward, optimizer) and peak memory, and the loss of
+the first step against eager's.
+
+Needs ``transformers`` (an optional dependency) and a CUDA device::
+
+    python3 -m xent.bench.models --vocab 32000 128256
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Dict, List
+
+
+def _model(vocab: int, hidden: int, layers: int, seed: int = 0):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=hidden * 4,
+                         num_hidden_layers=layers, num_attention_heads=hidden // 64,
+                         num_key_value_heads=hidden // 64, max_position_embeddings=4096)
+    return LlamaForCausalLM(config).cuda()
+
+
+def _step_fn(model, mode: str):
+    import torch
+    import xent.torch as xt
+    if mode == "eager":
+        forward = model
+    elif mode == "inductor":
+        forward = torch.compile(model)
+    else:
+        xt.patch()
+        forward = torch.compile(model, backend="xent")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+
+    def step(ids, labels):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = forward(input_ids=ids, labels=labels).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss.detach()
+    return step
+
+
+def measure(vocab: int, batch: int, seq: int, hidden: int, layers: int, steps: int,
+            modes: List[str]) -> Dict[str, Dict]:
+    import torch
+    out = {}
+    g = torch.Generator(device="cuda").manual_seed(1)
+    ids = torch.randint(0, vocab, (batch, seq), device="cuda", generator=g)
+    labels = ids.clone()
+    labels[:, ::11] = -100
+    for mode in modes:
+        torch._dynamo.reset()
+        model = _model(vocab, hidden, layers)
+        step = _step_fn(model, mode)
+        first = step(ids, labels).item()
+        for _ in range(2):
+            step(ids, labels)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        start = time.perf_counter()
+        for _ in range(steps):
+            step(ids, labels)
+        torch.cuda.synchronize()
+        seconds = (time.perf_counter() - start) / steps
+        report = None
+        if mode == "xent":
+            import xent.torch as xt
+            report = xt.last_report()
+        out[mode] = {"tokens_per_s": batch * seq / seconds, "ms": seconds * 1e3,
+                     "peak_gib": torch.cuda.max_memory_allocated() / 2**30,
+                     "first_loss": first, "report": report}
+        del model, step
+        torch.cuda.empty_cache()
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m xent.bench.models",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vocab", type=int, nargs="+", default=[32000, 128256])
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--seq", type=int, default=1024)
+    parser.add_argument("--hidden", type=int, default=512)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--modes", nargs="+", default=["eager", "inductor", "xent"])
+    args = parser.parse_args(argv)
+    import torch
+    import transformers
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
+          f"{torch.cuda.get_device_name()}; LlamaForCausalLM hidden {args.hidden}, "
+          f"{args.layers} layers, {args.batch}x{args.seq} tokens, bf16 autocast, AdamW")
+    print("| vocab | " + " | ".join(args.modes) + " | xent / inductor |")
+    print("|---|" + "---|" * (len(args.modes) + 1))
+    for vocab in args.vocab:
+        r = measure(vocab, args.batch, args.seq, args.hidden, args.layers, args.steps,
+                    args.modes)
+        cells = [f"{r[m]['tokens_per_s'] / 1e3:.0f} k tok/s, {r[m]['peak_gib']:.2f} GiB"
+                 for m in args.modes]
+        ratio = (r["xent"]["tokens_per_s"] / r["inductor"]["tokens_per_s"]
+                 if "xent" in r and "inductor" in r else float("nan"))
+        print(f"| {vocab} | " + " | ".join(cells) + f" | {ratio:.2f}x |")
+        losses = ", ".join(f"{m} {r[m]['first_loss']:.6f}" for m in args.modes)
+        print(f"  first-step loss: {losses}")
+        if r.get("xent", {}).get("report"):
+            print(f"  backend report: {r['xent']['report']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
