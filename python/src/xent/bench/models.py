@@ -1,8 +1,10 @@
 """Unmodified Hugging Face models under ``torch.compile``: one training step
 of ``LlamaForCausalLM`` (a small random configuration, no weights) in eager
-mode, under Inductor alone and under ``backend="xent"`` (which swaps the
+mode, under Inductor alone, under ``backend="xent"`` (which swaps the
 model's ``F.cross_entropy`` and absorbs its ``.float()`` upcast,
-xent.torch.fx_swap), side by side in one process: tokens/s (wall clock of a
+xent.torch.fx_swap) and patched by ``xent.torch.transformers.apply`` (the
+loss from the hidden states, no logits) under Inductor, side by side in one
+process: tokens/s (wall clock of a
 whole step: forward, backward, optimizer) and peak memory, and the loss of
 the first step against eager's.
 
@@ -35,6 +37,10 @@ def _step_fn(model, mode: str):
         forward = model
     elif mode == "inductor":
         forward = torch.compile(model)
+    elif mode == "apply":
+        # xent.torch.transformers: the loss from the hidden states, no logits.
+        from xent.torch import transformers as xtt
+        forward = torch.compile(xtt.apply(model))
     else:
         xt.patch()
         forward = torch.compile(model, backend="xent")
@@ -93,23 +99,23 @@ def main(argv=None) -> int:
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--modes", nargs="+", default=["eager", "inductor", "xent"])
+    parser.add_argument("--modes", nargs="+", default=["eager", "inductor", "xent", "apply"])
     args = parser.parse_args(argv)
     import torch
     import transformers
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
           f"{torch.cuda.get_device_name()}; LlamaForCausalLM hidden {args.hidden}, "
           f"{args.layers} layers, {args.batch}x{args.seq} tokens, bf16 autocast, AdamW")
-    print("| vocab | " + " | ".join(args.modes) + " | xent / inductor |")
+    print("| vocab | " + " | ".join(args.modes) + " | xent, apply ÷ inductor |")
     print("|---|" + "---|" * (len(args.modes) + 1))
     for vocab in args.vocab:
         r = measure(vocab, args.batch, args.seq, args.hidden, args.layers, args.steps,
                     args.modes)
         cells = [f"{r[m]['tokens_per_s'] / 1e3:.0f} k tok/s, {r[m]['peak_gib']:.2f} GiB"
                  for m in args.modes]
-        ratio = (r["xent"]["tokens_per_s"] / r["inductor"]["tokens_per_s"]
-                 if "xent" in r and "inductor" in r else float("nan"))
-        print(f"| {vocab} | " + " | ".join(cells) + f" | {ratio:.2f}x |")
+        ratios = " / ".join(f"{r[m]['tokens_per_s'] / r['inductor']['tokens_per_s']:.2f}x"
+                            for m in ("xent", "apply") if m in r and "inductor" in r)
+        print(f"| {vocab} | " + " | ".join(cells) + f" | {ratios} |")
         losses = ", ".join(f"{m} {r[m]['first_loss']:.6f}" for m in args.modes)
         print(f"  first-step loss: {losses}")
         if r.get("xent", {}).get("report"):
