@@ -56,7 +56,7 @@ static const PassUnderTest kPasses[] = {
     {"xent-recognize", false, Postcondition::None,
      /*mayFailOnValidOps=*/false, /*needsXentOp=*/false},
     // The whole GPU pipeline, down to PTX (no ptxas): host code, kernels and
-    // the upstream passes after the conversion (issue 35).
+    // the upstream passes after the conversion.
     {"xent-gpu-pipeline{chip=sm_90 format=isa}", true, Postcondition::NoLossOps,
      /*mayFailOnValidOps=*/true, /*needsXentOp=*/true, /*knownIssue=*/nullptr,
      /*mutatedInputsOnly=*/true},

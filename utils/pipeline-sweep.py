@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs every xent op of the repository's test inputs through the registered
-pipelines and fails on a crash (issue 35: no valid op crashes any
-registered pipeline).
+pipelines and fails on a crash: no valid op may crash a registered
+pipeline.
 
 Each input of the lit suite (every .mlir under the given directories, split
 at `// -----` where its RUN lines split it) that parses and verifies, and is

@@ -1,4 +1,4 @@
-"""The random configurations of test_accuracy.py (issue 11), fixed by a seed
+"""The random configurations of test_accuracy.py, fixed by a seed
 so that make_xent_bundle.py compiles exactly the kernels the test calls.
 
 Each case is a drop-in configuration (as xent.torch names it: the block size

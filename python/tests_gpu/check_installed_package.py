@@ -1,4 +1,4 @@
-"""xent.torch from the installed package alone (issue 12): a regular
+"""xent.torch from the installed package alone: a regular
 `pip install ./python` of a build whose CMake compiled the kernel bundle
 (xent-python-kernels), on a GPU machine without LLVM or a checkout. Every
 kernel comes from the package's xent/kernels: these tests fail if one would

@@ -1,4 +1,4 @@
-"""The row kernels of the cases that miss issue 11's targets, one case per
+"""The row kernels of the cases that miss the performance targets (docs/performance.md), one case per
 process, for Nsight Compute (docs/performance.md, "What limits each case").
 
     python3 python/tests_gpu/ncu_cases.py --list

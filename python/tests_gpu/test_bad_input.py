@@ -1,4 +1,4 @@
-"""Bad input gets a clear answer, never a silent wrong one (issue 29, item 5),
+"""Bad input gets a clear answer, never a silent wrong one,
 for the three loss families of xent.torch (cross_entropy, linear_cross_entropy,
 vocab_parallel_cross_entropy) and their modules:
 

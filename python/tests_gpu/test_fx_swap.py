@@ -157,7 +157,7 @@ def test_swapped_under_autocast():
         torch.testing.assert_close(a, b, rtol=2e-2, atol=1e-4)
 
 
-# What real models put around the loss (issue 36): the swap absorbs it.
+# What real models put around the loss: the swap absorbs it.
 def _hf_loss(m, x, t):
     # transformers' ForCausalLMLoss: upcast, flatten, sum / token count.
     logits = x.float()

@@ -1,4 +1,4 @@
-"""Memory through the caller's allocator (issue 29, item 4): every device
+"""Memory through the caller's allocator: every device
 buffer an xent.torch call needs — the kernels' scratch, the linear ops'
 chunk logits and accumulators, the cuBLASLt workspace — comes from PyTorch's
 caching allocator (the runtime's xentSetDeviceAllocator), so

@@ -2,7 +2,7 @@
 // RUN: xent-opt %s --split-input-file --convert-xent-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=RESIDENT
 
 // How the kernels form the loss and the exponents, so that neither is
-// quantized to the spacing of the row maximum m (issue 11):
+// quantized to the spacing of the row maximum m:
 // * every exponent is ex2((x - m) · log2 e): the difference is taken in f32
 //   first, then scaled;
 // * the loss is (m - x_t) + log Σ, never (m + log Σ) - x_t, with log Σ from

@@ -175,7 +175,7 @@ func.func @row_outputs_none(%x: tensor<6x3xbf16>, %t: tensor<3xi64>) -> (tensor<
 // -----
 
 // The loss is formed from differences with the row max m first and log(s)
-// last, so that it is not rounded to the spacing of m (issue 11): the sums
+// last, so that it is not rounded to the spacing of m: the sums
 // take exp(x - m) and w (m - x), the loss (m - x_t) + log(s) and the
 // smoothing term Σ w (m - x) + log(s) Σ w.
 

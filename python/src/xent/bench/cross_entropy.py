@@ -30,7 +30,7 @@ PyTorch's in the same dtype (``loss err`` is the largest relative error of
 any per-element loss for ``none``). ``--timer do_bench`` times each call on
 its own with ``triton.testing.do_bench`` (L2 flushed before each call, the
 median; host time included whenever the GPU would wait for it: the wall
-clock of issue 11), ``events`` (the default) as a training loop queues work.
+clock of the targets), ``events`` (the default) as a training loop queues work.
 
 Bytes counted: forward + backward reads the logits once and writes the
 gradient once (2·N·V·sizeof); forward only reads them (N·V·sizeof).

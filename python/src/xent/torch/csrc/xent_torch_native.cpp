@@ -193,9 +193,9 @@ const Entry &entry(int64_t handle) {
 // Calls
 //===----------------------------------------------------------------------===//
 
-// Numbers go into messages through std::to_string: on the H200 host a
-// TORCH_CHECK that streamed an integer crashed inside libstdc++'s num_put
-// (seen with g++ 13 against the PyTorch 2.11 wheel), strings never did.
+// Numbers go into messages through std::to_string: a TORCH_CHECK that
+// streams an integer can crash inside libstdc++'s num_put when the
+// extension's libstdc++ is not the one PyTorch's wheel was built with.
 constexpr int kMaxRank = 8;
 constexpr int kMaxArgs = 12;
 
