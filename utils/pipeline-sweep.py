@@ -31,7 +31,10 @@ PIPELINES = {
     "cpu": ["--allow-unregistered-dialect", "--xent-cpu-pipeline"],
     "gpu": ["--allow-unregistered-dialect", "--xent-gpu-pipeline=chip=sm_90 format=isa"],
 }
-CRASH_MARKS = ("PLEASE submit a bug report", "Stack dump:")
+# LLVM's crash report, and the sanitizers' reports (the lit suite's
+# sanitizer build aborts on them, which is a signal anyway).
+CRASH_MARKS = ("PLEASE submit a bug report", "Stack dump:", "ERROR: AddressSanitizer",
+               "ERROR: LeakSanitizer", "runtime error:")
 
 
 def chunks(path):
