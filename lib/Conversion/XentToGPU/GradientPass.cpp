@@ -64,24 +64,30 @@ void KernelEmitter::emitGradientPass() {
   //   class indices: A = g ((1-ε) w_t + ε/C Σw) + 2 z gz lse,
   //                  B = g ε/C (f_c = w_c), T = g (1-ε) w_t;
   //   probabilities: A = g Σ w q' + 2 z gz lse, B = g (f_c = w_c q'_c).
-  Value targetTerm;
+  // The target's element takes the three terms apart (emitKeptRow below):
+  // T (p_t - 1) + B (Σw p_t - w_t) + Z p_t, each factor formed before its
+  // scale, so that a small z-loss term is not lost to the cancellation of
+  // A p_t - T (one class: p_t = 1 exactly, and the gradient is Z alone).
+  Value targetTerm, targetWeight, smoothMass, zTerm;
   if (probs) {
     gradScale = mul(g, rowMass);
     gradMass = g;
   } else {
     // An out-of-range target makes the whole row NaN (never a wild read).
     g = select(valid, g, cstF(std::numeric_limits<double>::quiet_NaN()));
-    Value wt = loadWeight(targetIndex);
-    targetTerm = mul(g, mul(smoothing ? keepShare : cstF(1.0), wt));
+    targetWeight = loadWeight(targetIndex);
+    targetTerm = mul(g, mul(smoothing ? keepShare : cstF(1.0), targetWeight));
     gradScale = targetTerm;
     if (smoothing) {
-      Value mass = rowMass ? rowMass : numClassesF;
-      gradScale = add(gradScale, mul(g, mul(smoothShare, mass)));
+      smoothMass = rowMass ? rowMass : numClassesF;
+      gradScale = add(gradScale, mul(g, mul(smoothShare, smoothMass)));
       gradMass = mul(g, smoothShare);
     }
   }
-  if (zScale)
-    gradScale = add(gradScale, mul(gz, mul(mul(cstF(2.0), zScale), lse)));
+  if (zScale) {
+    zTerm = mul(gz, mul(mul(cstF(2.0), zScale), lse));
+    gradScale = add(gradScale, zTerm);
+  }
   // p_c = exp(x_c - m) / Σ: the 1 / Σ goes into the row's coefficient (no
   // extra work per element).
   gradScale = div(gradScale, rowSumExp);
@@ -203,9 +209,13 @@ void KernelEmitter::emitGradientPass() {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(fix.thenBlock());
     Value e = exp(sub(xt, rowMax));
-    Value grad = sub(mul(gradScale, e), targetTerm);
+    Value p = div(e, rowSumExp);
+    // T (p_t - 1), with p_t - 1 = (e - Σ) / Σ: exactly 0 for one class.
+    Value grad = mul(targetTerm, div(sub(e, rowSumExp), rowSumExp));
     if (gradMass)
-      grad = sub(grad, mul(gradMass, loadWeight(targetIndex)));
+      grad = add(grad, mul(gradMass, sub(mul(smoothMass, p), targetWeight)));
+    if (zTerm)
+      grad = add(grad, mul(zTerm, p));
     if (softcap)
       grad = mul(grad, emitSoftcapSlope(xt));
     memref::StoreOp::create(b, fromF32(grad, outType), dlogits,

@@ -42,13 +42,18 @@
 // CHECK-NEXT:    %[[E:.*]] = llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"(%[[GA]]) : (f32) -> f32
 // CHECK-NEXT:    arith.mulf %[[SCALE]], %[[E]] : f32
 // The target's own element, rewritten after the row: also from x_t - m,
-// the x_t read first (no second load).
+// the x_t read first (no second load), and its term times p_t - 1 formed
+// as (e - Σ) / Σ (exactly 0 for one class; a z-loss term is not lost to
+// the cancellation of A p_t - T).
 // CHECK:       gpu.barrier
 // CHECK-NOT:   memref.load %{{.*}} : memref<?x?xf32, strided<[?, ?], offset: ?>>
 // CHECK:       %[[TD:.*]] = arith.subf %[[XT]], %[[MAX]] : f32
 // CHECK-NEXT:  %[[TA:.*]] = arith.mulf %[[TD]], %[[LOG2E]] : f32
 // CHECK-NEXT:  %[[TE:.*]] = llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"(%[[TA]]) : (f32) -> f32
-// CHECK-NEXT:  arith.mulf %[[SCALE]], %[[TE]] : f32
+// CHECK-NEXT:  %[[PM:.*]] = arith.subf %[[TE]], %[[SUM]] : f32
+// CHECK-NEXT:  %[[PM1:.*]] = arith.divf %[[PM]], %[[SUM]] : f32
+// CHECK-NEXT:  %[[TG:.*]] = arith.mulf %{{.*}}, %[[PM1]] : f32
+// CHECK-NEXT:  memref.store %[[TG]]
 // CHECK:       gpu.return
 
 // On the resident path the same: the loss from m - x_t, the gradient from the
@@ -156,4 +161,33 @@ func.func @z_loss(%x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> tensor<?xf32> {
 func.func @grad_weighted_smoothing(%g: tensor<f32>, %x: tensor<?x?xf32>, %t: tensor<?xi64>, %w: tensor<?xf32>) -> tensor<?x?xf32> {
   %d = xent.cross_entropy_grad sum %g, %x, %t weight %w {label_smoothing = 0.1 : f32} : (tensor<f32>, tensor<?x?xf32>, tensor<?xi64>, tensor<?xf32>) -> tensor<?x?xf32>
   return %d : tensor<?x?xf32>
+}
+
+// -----
+
+// A z-loss with the gradient: the target's element adds Z p_t to T (p_t - 1)
+// after that product is formed, so that with one class (p_t - 1 = 0
+// exactly) its gradient is the z-loss term alone, not the difference of two
+// nearly equal sums.
+// CHECK-LABEL: gpu.func @xent_loss_grad_0
+// The row's gradient loop (its scalar tail's stores), then the target.
+// CHECK:       vector.store
+// CHECK:       memref.store
+// CHECK-NEXT:  }
+// CHECK-NEXT:  }
+// CHECK-NEXT:  gpu.barrier
+// CHECK-NEXT:  scf.if
+// CHECK-NEXT:  arith.subf
+// CHECK-NEXT:  arith.mulf
+// CHECK-NEXT:  %[[TE:.*]] = llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK-NEXT:  %[[P:.*]] = arith.divf %[[TE]], %[[SUM:.*]] : f32
+// CHECK-NEXT:  %[[PM:.*]] = arith.subf %[[TE]], %[[SUM]] : f32
+// CHECK-NEXT:  %[[PM1:.*]] = arith.divf %[[PM]], %[[SUM]] : f32
+// CHECK-NEXT:  %[[TG:.*]] = arith.mulf %{{.*}}, %[[PM1]] : f32
+// CHECK-NEXT:  %[[ZG:.*]] = arith.mulf %{{.*}}, %[[P]] : f32
+// CHECK-NEXT:  %[[G:.*]] = arith.addf %[[TG]], %[[ZG]] : f32
+// CHECK-NEXT:  memref.store %[[G]]
+func.func @joint_z_loss(%g: tensor<f32>, %x: tensor<?x?xf32>, %t: tensor<?xi64>) -> (tensor<f32>, tensor<?x?xf32>) {
+  %l, %d = xent.cross_entropy_and_grad mean %g, %x, %t {z_loss_scale = 1.0e-4 : f32} : (tensor<f32>, tensor<?x?xf32>, tensor<?xi64>) -> (tensor<f32>, tensor<?x?xf32>)
+  return %l, %d : tensor<f32>, tensor<?x?xf32>
 }
