@@ -65,6 +65,14 @@ struct PassUnderTest {
   /// `mutatedInputs`) runs it: a whole pipeline down to PTX costs seconds an
   /// input, which the generated ops' harness would spend on nothing else.
   bool mutatedInputsOnly = false;
+  /// Whether the harness verifies the IR after each pass of it (telling a
+  /// pass that produces invalid IR from one that fails on purpose). False
+  /// for a pipeline of upstream passes that lower only part of what they
+  /// are given (xent-gpu-pipeline leaves host-side linalg to the caller,
+  /// and convert-arith-to-llvm then rewrites a linalg.matmul's body into
+  /// one its verifier rejects): the pass manager's own verifier then makes
+  /// such a run fail with its diagnostic, as it does in xent-opt.
+  bool verifyEachPass = true;
 };
 
 /// Every pass the harnesses run, in order. Adding a pass is one line in
