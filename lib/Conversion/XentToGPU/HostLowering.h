@@ -39,6 +39,15 @@ std::string getUniqueName(gpu::GPUModuleOp kernels, StringRef prefix);
 /// (with any strides, which the kernels write through). Null otherwise.
 bufferization::MaterializeInDestinationOp getDestination(Value result);
 
+/// The loss's scalars as the kernels take them (RowKernelArgs): for each
+/// feature the kernels of `config` compute (ignore_index for class indices;
+/// label smoothing, z-loss, softcap where present), its value in `runtime`
+/// (config.scalars as the launch body has them) or an arith.constant of the
+/// attribute at the builder's insertion point; null for the others.
+LossScalars getKernelScalars(OpBuilder &b, Location loc,
+                             const CrossEntropyConfig &config,
+                             const LossScalars &runtime);
+
 /// The lowering of one op under a mode, and why.
 struct LoweringChoice {
   /// The kernels take the op; otherwise its decomposition does, unless

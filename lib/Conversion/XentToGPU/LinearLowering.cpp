@@ -514,26 +514,13 @@ SmallVector<Value> LinearEmitter::emit() {
             .getMemref();
     scratch.push_back(kernelScratch);
   }
-  // The loss's scalars as the kernels take them: the op's run-time operand
-  // or a constant of its attribute; null for a feature the kernels do not
-  // compute. A run-time value of 0 is the op without the feature (the
-  // kernels' contract; the softcap is compared per thread, softcapMayBeOff).
-  const CrossEntropyConfig &cfg = spec.config;
-  const LossScalars &rt = cfg.scalars;
-  Value ignoreIndex =
-      rt.ignoreIndex ? rt.ignoreIndex
-                     : arith::ConstantOp::create(
-                           b, loc, b.getI64IntegerAttr(cfg.ignoreIndex));
-  auto scalar = [&](Value runtime, bool present, float value) -> Value {
-    if (!present)
-      return Value();
-    return runtime ? runtime : f32Constant(value);
-  };
-  Value labelSmoothing =
-      scalar(rt.labelSmoothing, cfg.hasLabelSmoothing(), cfg.labelSmoothing);
-  Value zLossScale = scalar(rt.zLossScale, cfg.hasZLoss(), cfg.zLossScale);
-  Value softcap =
-      scalar(rt.softcap, cfg.hasSoftcap(), cfg.softcap.value_or(0.0f));
+  // The loss's scalars as the kernels take them: the op's run-time operands
+  // or constants of its attributes. A run-time value of 0 is the op without
+  // the feature (the kernels' contract; the softcap is compared per thread,
+  // softcapMayBeOff).
+  LossScalars kernelScalars =
+      getKernelScalars(b, loc, spec.config, spec.config.scalars);
+  Value ignoreIndex = kernelScalars.ignoreIndex;
   if (spec.needsScratch()) {
     gpu::GPUFuncOp prologue =
         buildKernel("xent_prologue", [&](OpBuilder &kb, StringRef name) {
@@ -582,9 +569,9 @@ SmallVector<Value> LinearEmitter::emit() {
     row.zLoss = perRow && zLoss ? slice(zLoss, {i}, {r}) : Value();
     row.dlogits = grad ? logits : Value();
     row.ignoreIndex = ignoreIndex;
-    row.labelSmoothing = labelSmoothing;
-    row.zLossScale = zLossScale;
-    row.softcap = softcap;
+    row.labelSmoothing = kernelScalars.labelSmoothing;
+    row.zLossScale = kernelScalars.zLossScale;
+    row.softcap = kernelScalars.softcap;
     launch(rowKernel, r, row.list(), geometry.threads);
 
     if (grad) {

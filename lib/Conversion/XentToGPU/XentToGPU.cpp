@@ -123,6 +123,30 @@ static KernelSpec getKernelSpec(CrossEntropyOpInterface op) {
   return spec;
 }
 
+LossScalars mlir::xent::getKernelScalars(OpBuilder &b, Location loc,
+                                         const CrossEntropyConfig &config,
+                                         const LossScalars &runtime) {
+  auto scalar = [&](Value runtime, bool present, TypedAttr attr) -> Value {
+    if (!present)
+      return Value();
+    if (runtime)
+      return runtime;
+    return arith::ConstantOp::create(b, loc, attr);
+  };
+  LossScalars kernel;
+  kernel.ignoreIndex =
+      scalar(runtime.ignoreIndex, !config.probabilityTargets,
+             b.getI64IntegerAttr(config.ignoreIndex));
+  kernel.labelSmoothing =
+      scalar(runtime.labelSmoothing, config.hasLabelSmoothing(),
+             b.getF32FloatAttr(config.labelSmoothing));
+  kernel.zLossScale = scalar(runtime.zLossScale, config.hasZLoss(),
+                             b.getF32FloatAttr(config.zLossScale));
+  kernel.softcap = scalar(runtime.softcap, config.hasSoftcap(),
+                          b.getF32FloatAttr(config.softcap.value_or(0.0f)));
+  return kernel;
+}
+
 bufferization::MaterializeInDestinationOp
 mlir::xent::getDestination(Value result) {
   if (!result.hasOneUse())
@@ -387,25 +411,11 @@ LaunchOp HostEmitter::createLaunch() {
 
   // One block per row: the product of every dim but the class axis.
   rewriter.setInsertionPointToStart(body);
-  // What the kernels take for each feature they compute (getRowKernelArgTypes
-  // decides which): the run-time value, or the attribute's as a constant.
-  auto scalar = [&](Value runtime, bool present, Attribute attr) -> Value {
-    if (!present)
-      return Value();
-    if (runtime)
-      return runtime;
-    return arith::ConstantOp::create(rewriter, loc, cast<TypedAttr>(attr));
-  };
-  ignoreIndex =
-      scalar(scalars.ignoreIndex, !config.probabilityTargets,
-             rewriter.getI64IntegerAttr(config.ignoreIndex));
-  labelSmoothing =
-      scalar(scalars.labelSmoothing, config.hasLabelSmoothing(),
-             rewriter.getF32FloatAttr(config.labelSmoothing));
-  zLossScale = scalar(scalars.zLossScale, config.hasZLoss(),
-                      rewriter.getF32FloatAttr(config.zLossScale));
-  softcap = scalar(scalars.softcap, config.hasSoftcap(),
-                   rewriter.getF32FloatAttr(config.softcap.value_or(0.0f)));
+  LossScalars kernelScalars = getKernelScalars(rewriter, loc, config, scalars);
+  ignoreIndex = kernelScalars.ignoreIndex;
+  labelSmoothing = kernelScalars.labelSmoothing;
+  zLossScale = kernelScalars.zLossScale;
+  softcap = kernelScalars.softcap;
   numRows = arith::ConstantIndexOp::create(rewriter, loc, 1);
   for (int64_t d : elementDims)
     numRows = arith::MulIOp::create(rewriter, loc, numRows,

@@ -480,6 +480,25 @@ std::mutex allocationMutex;
 std::unordered_map<void *, Allocation> allocations;
 CallerAllocator callerAllocator; // guarded by allocationMutex
 
+/// Removes the record of `ptr` and returns it (kind Device where the
+/// runtime has none: memory it did not allocate is freed as cuMemAlloc's).
+Allocation takeAllocation(void *ptr) {
+  std::lock_guard<std::mutex> lock(allocationMutex);
+  auto it = allocations.find(ptr);
+  if (it == allocations.end())
+    return Allocation{AllocationKind::Device, {}, 0};
+  Allocation allocation = it->second;
+  allocations.erase(it);
+  return allocation;
+}
+
+/// Gives `ptr` back to the caller's allocator that gave it.
+void releaseCallerAllocation(const Allocation &allocation, void *ptr,
+                             CUstream stream) {
+  allocation.caller.release(ptr, allocation.device, stream,
+                            allocation.caller.userData);
+}
+
 /// The fields of a ranked memref descriptor {allocated, aligned, offset,
 /// sizes[rank], strides[rank]} that the runtime reads.
 struct MemrefFields {
@@ -629,17 +648,9 @@ void *xent::runtime::allocateFromCaller(size_t bytes, CUstream stream,
 }
 
 void xent::runtime::releaseToCaller(void *ptr, CUstream stream) {
-  Allocation allocation;
-  {
-    std::lock_guard<std::mutex> lock(allocationMutex);
-    auto it = allocations.find(ptr);
-    if (it == allocations.end() || it->second.kind != AllocationKind::Caller)
-      return;
-    allocation = it->second;
-    allocations.erase(it);
-  }
-  allocation.caller.release(ptr, allocation.device, stream,
-                            allocation.caller.userData);
+  Allocation allocation = takeAllocation(ptr);
+  if (allocation.kind == AllocationKind::Caller)
+    releaseCallerAllocation(allocation, ptr, stream);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1032,18 +1043,10 @@ XENT_EXPORT void mgpuMemFree(void *ptr, void *stream) {
   if (!ptr)
     return;
   auto s = static_cast<CUstream>(stream);
-  AllocationKind kind = AllocationKind::Device;
-  {
-    std::lock_guard<std::mutex> lock(allocationMutex);
-    auto it = allocations.find(ptr);
-    if (it != allocations.end()) {
-      kind = it->second.kind;
-      if (kind != AllocationKind::Caller)
-        allocations.erase(it);
-    }
-  }
+  Allocation allocation = takeAllocation(ptr);
+  AllocationKind kind = allocation.kind;
   if (kind == AllocationKind::Caller) {
-    xent::runtime::releaseToCaller(ptr, s);
+    releaseCallerAllocation(allocation, ptr, s);
     return;
   }
   ScopedContext scope(contextFor(s, where), where);

@@ -6,6 +6,7 @@ machine without a GPU can precompile a cache (:func:`precompile`)."""
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import os
 from typing import Dict, Iterable, Optional
 
@@ -324,21 +325,16 @@ def call_configs(*, ranks: Iterable[int] = (2,), rows: bool = False):
     loss in f32 or the logits' dtype (× the per-row outputs with `rows`).
     The kernel variants within each library are the compiler's choice."""
     out = []
-    for dtype in _DTYPES:
-        for target in _TARGETS:
-            for rank in ranks:
-                for weighted in (False, True):
-                    for reduction in _REDUCTIONS:
-                        for with_grad in (False, True):
-                            for loss_dtype in sorted({"f32", dtype}):
-                                for row_set in _row_sets(target) if rows else ((),):
-                                    out.append(kernel_config(
-                                        dtype=dtype, target=target, rank=rank,
-                                        weighted=weighted, reduction=reduction,
-                                        ignore_index=-100, label_smoothing=0.0,
-                                        z_loss_scale=0.0, softcap=None, with_grad=with_grad,
-                                        loss_dtype=loss_dtype, runtime_dispatch=True,
-                                        **{k: True for k in row_set}))
+    for dtype, target, rank, weighted, reduction, with_grad in itertools.product(
+            _DTYPES, _TARGETS, ranks, (False, True), _REDUCTIONS, (False, True)):
+        for loss_dtype in sorted({"f32", dtype}):
+            for row_set in _row_sets(target) if rows else ((),):
+                out.append(kernel_config(
+                    dtype=dtype, target=target, rank=rank, weighted=weighted,
+                    reduction=reduction, ignore_index=-100, label_smoothing=0.0,
+                    z_loss_scale=0.0, softcap=None, with_grad=with_grad,
+                    loss_dtype=loss_dtype, runtime_dispatch=True,
+                    **{k: True for k in row_set}))
     return out
 
 
