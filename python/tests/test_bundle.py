@@ -49,9 +49,11 @@ def test_every_call_signature_once():
                     config = kernels.kernel_config(
                         **attrs, runtime_scalars=True, runtime_dispatch=True,
                         two_pass=rng.random() < 0.5, loss_dtype=loss_dtype, **extra)
-                    key = json.dumps(config, sort_keys=True)
-                    assert key in PACKAGE, config
-                    seen.add((loss_dtype, bool(extra), key))
+                    lib = kernels.library_config(config)
+                    assert json.dumps(lib, sort_keys=True) in PACKAGE, config
+                    # An entry of its library, named for the call's signature.
+                    assert config in kernels.library_entries(lib), config
+                    seen.add((loss_dtype, bool(extra), json.dumps(config, sort_keys=True)))
         # The values and in place never name another library.
         assert len(seen) == len({(d, e) for d, e, _ in seen})
 
@@ -60,8 +62,10 @@ def test_libraries_dispatch_at_run_time():
     """The bundle's libraries are compiled with runtime-dispatch and take
     every value as an argument: the compiler, not this package, picks the
     kernel variants."""
-    configs = [c for c in bundle.package_configs() if c["op"] == "xent.torch"]
+    configs = [c for c in bundle.package_configs() if c["op"] == "xent.torch.library"]
     assert len(bundle.package_configs()) == len(PACKAGE)
+    # One library per logits dtype x target kind x rank 2 / 3 x gradient.
+    assert len(configs) == 3 * 3 * 2 * 2
     for c in configs:
         assert c["runtime_dispatch"] and "threads" not in c and "resident_rows" not in c
         assert kernels.pipeline_args(c) == [
@@ -69,8 +73,12 @@ def test_libraries_dispatch_at_run_time():
             "runtime-dispatch=true"]
     c = configs[0]
     text = kernels.kernel_module(c)
-    entry = next(line for line in text.splitlines() if "func.func @xent_entry" in line)
-    assert entry.split(") attributes")[0].endswith("%ii: i64, %ls: f32, %zs: f32, %sc: f32")
+    entries = [line for line in text.splitlines() if line.startswith("func.func @xent_entry")]
+    names = [kernels.entry_name(e) for e in kernels.library_entries(c)]
+    assert len(entries) == len(names) == len(set(names))
+    for line, name in zip(entries, names):
+        assert line.startswith(f"func.func @{name}(")
+        assert line.split(") attributes")[0].endswith("%ii: i64, %ls: f32, %zs: f32, %sc: f32")
 
 
 def test_every_linear_call_signature_once():
@@ -93,12 +101,18 @@ def test_every_linear_call_signature_once():
                 label_smoothing=rng.choice([0.0, rng.random()]),
                 z_loss_scale=rng.choice([0.0, rng.random() * 1e-3]),
                 softcap=rng.choice([None, rng.uniform(1, 60)]))
-            key = json.dumps(config, sort_keys=True)
-            assert key in PACKAGE, config
-            keys.add(key)
+            lib = linear.library_config(config)
+            assert json.dumps(lib, sort_keys=True) in PACKAGE, config
+            assert config in linear.library_entries(lib)
+            keys.add((json.dumps(config, sort_keys=True), linear.entry_name(config)))
         assert len(keys) == 1
-    text = linear.linear_module(json.loads(next(iter(keys))))
+    text = linear.linear_module(lib)
+    assert f"func.func @{linear.entry_name(config)}(" in text
     assert "ignore_index %ii label_smoothing %ls z_loss_scale %zs softcap %sc" in text
+    # One library per dtype x gradient or not, an entry per signature.
+    linear_libs = [c for c in bundle.package_configs() if c["op"].startswith("linear")]
+    assert len(linear_libs) == 6
+    assert sum(len(linear.library_entries(c)) for c in linear_libs) == 72
 
 
 def _fake_entry(directory, config, name, compiler):

@@ -33,17 +33,20 @@ TORCH_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float
 GRAD_RTOL = {"f32": 2e-5, "bf16": 4e-3, "f16": 1e-3}
 
 
-def entry_arg_types(text):
-    """The argument types of @xent_entry in the module `text`."""
-    line = next(l for l in text.splitlines() if l.startswith("func.func @xent_entry("))
-    params = line[len("func.func @xent_entry("):line.index(") attributes")]
+def entry_arg_types(text, name="xent_entry"):
+    """The argument types of @name in the module `text`."""
+    line = next(l for l in text.splitlines() if l.startswith(f"func.func @{name}("))
+    params = line[len(f"func.func @{name}("):line.index(") attributes")]
     return [p.split(": ", 1)[1] for p in params.split(", %")]
 
 
 def library(c):
     # Where the drop-in looks: $XENT_CACHE_DIR, then the package's bundle
-    # (every runtime-scalar configuration of rank 2 is there). A missing
-    # library is a defect of the bundles, not a reason to skip.
+    # (the library of every runtime-dispatch configuration of rank 2 and 3
+    # is there). A missing library is a defect of the bundles, not a reason
+    # to skip.
+    if c.get("runtime_dispatch"):
+        c = kernels.library_config(c)
     return bundle.kernel_cache().get(c, lambda: kernels.kernel_module(c),
                                      kernels.pipeline_args(c))
 
@@ -122,7 +125,7 @@ def test_one_library_serves_every_value(name):
     assert all(o == c for o in runtime_scalar_configs.configs_for_values(name))
     text = kernels.kernel_module(c)
     lib = library(c)
-    fn = lib.function("xent_entry", entry_arg_types(text))
+    fn = lib.function(kernels.entry_name(c), entry_arg_types(text))
     gen = torch.Generator(device="cuda").manual_seed(len(name) * 1009 + classes)
     losses = []
     for v in values:

@@ -23,9 +23,13 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     softmax) and the smoothing / probability sums; the block combines them
     with warp shuffles and workgroup memory; the row's loss is added to the
     reduced loss with an atomic (or written per element for `none`); when the
-    op is the gradient, a second pass writes `dlogits`. For `mean`, a one-block
-    prologue kernel sums the kept weights and counts on the device (never a
-    device→host copy) and initializes the accumulators.
+    op is the gradient, a second pass writes `dlogits`. For `mean` and `sum`, a
+    one-block prologue kernel leaves in a scratch buffer what the rows divide
+    by (for `mean` the kept weights and counts, summed on the device: never
+    a device→host copy; 1 for `sum`) and initializes the accumulators, so
+    that a mean and a sum share their row kernel. A kernel identical to one
+    the module already holds (another op's, or another variant's) is not
+    built again: the launches name the one kernel.
 
     With `resident-rows` (default) on sm_90 and newer, gradient kernels
     without per-class terms (no label smoothing, probability targets or
@@ -35,8 +39,10 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     memory, plus registers), the blocks exchange their statistics through
     distributed shared memory (`nvvm.mapa`, cluster barriers), and the
     gradient is written from the on-chip copy. Rows at most half as long as
-    one block holds, longer than 8 blocks hold, or not 16-byte accessible
-    take the two-pass walk.
+    one block holds, longer than 8 blocks hold, or not 16-byte accessible,
+    and a gradient written over the logits (`dlogits` at the logits'
+    address, which the kernel and the host compare) take the two-pass walk
+    of the same kernel, which reads each logit before writing its gradient.
 
     `xent.linear_cross_entropy`, `xent.linear_cross_entropy_grad` and
     `xent.linear_cross_entropy_and_grad` become one `xent.launch` each whose
@@ -103,11 +109,6 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
       which computes the op exactly (a run-time softcap of 0 is no softcap,
       see `xent.cross_entropy`); z-loss and `ignore_index` cost nothing per
       element and are always arguments.
-    - Whether the gradient is written over the logits (the destination of
-      `dlogits` is the logits' own memory, compared by address): then the
-      two-pass kernel, which reads each logit before writing its gradient,
-      where the resident one could overwrite logits that other blocks of
-      the cluster still read.
 
     Example: `xent-opt --convert-xent-to-gpu="threads=256"` on
 
@@ -133,8 +134,7 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
            "The host code picks each call's kernel at run time: 256 threads "
            "per block for rows that two resident blocks hold (else "
            "`threads`), the kernels without label smoothing / softcap where "
-           "their run-time value is 0, the two-pass kernel where the "
-           "gradient is written over the logits">,
+           "their run-time value is 0">,
     Option<"mode", "mode", "::mlir::xent::LoweringMode",
            /*default=*/"::mlir::xent::LoweringMode::Auto",
            "Per op, the kernel or the decomposition: auto (the kernel where "

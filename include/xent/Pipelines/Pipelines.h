@@ -46,7 +46,7 @@ struct XentGPUPipelineOptions
   PassOptions::Option<bool> runtimeDispatch{
       *this, "runtime-dispatch",
       llvm::cl::desc("The host code picks each call's kernel variant at run "
-                     "time (threads, features whose value is 0, in place)"),
+                     "time (threads, features whose value is 0)"),
       llvm::cl::init(ConvertXentToGPUOptions().runtimeDispatch)};
   PassOptions::Option<LoweringMode> mode{
       *this, "mode",

@@ -53,11 +53,9 @@ void KernelEmitter::emitGradientPass() {
     g = gz = toF32(memref::LoadOp::create(b, gradOutput, rowIdx));
   } else {
     g = gz = toF32(memref::LoadOp::create(b, gradOutput, ValueRange{}));
-    if (config.reduction == Reduction::mean) {
-      auto [weightTotal, count] = emitMeanDivisors();
-      g = div(g, weightTotal);
-      gz = div(gz, count);
-    }
+    auto [weightTotal, count] = emitDivisors();
+    g = div(g, weightTotal);
+    gz = div(gz, count);
   }
   // Per-row coefficients, so that each element costs one exp and a few
   // multiplies: grad_c = A p_c - B f_c - [c = t] T with

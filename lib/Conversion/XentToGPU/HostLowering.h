@@ -33,6 +33,20 @@ gpu::GPUModuleOp getOrCreateKernelModule(RewriterBase &rewriter,
                                          ModuleOp module);
 /// A kernel name not yet used in `kernels`.
 std::string getUniqueName(gpu::GPUModuleOp kernels, StringRef prefix);
+/// Builds a kernel named `prefix`_N at the end of `kernels` with `build`,
+/// or, where `kernels` already holds one identical to it but for the name,
+/// returns that one instead (the new one erased): ops and variants whose
+/// kernels differ only in what they take as arguments share one kernel, so
+/// a module of several ops compiles each distinct kernel once. The kernels
+/// carry their fingerprint (kKernelFingerprintAttrName) until
+/// stripKernelFingerprints.
+gpu::GPUFuncOp
+buildOrReuseKernel(RewriterBase &rewriter, gpu::GPUModuleOp kernels,
+                   StringRef prefix,
+                   function_ref<gpu::GPUFuncOp(OpBuilder &, StringRef)> build);
+/// Drops the fingerprints buildOrReuseKernel keeps on the kernels under
+/// `root`.
+void stripKernelFingerprints(Operation *root);
 
 /// The destination `result` is written into directly: its only use
 /// materializes it into a writable, restrict buffer of its element type

@@ -36,6 +36,8 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
   bindSharedArgs(func, args.target, args.weight, args.scratch, args.loss,
                  args.zLoss, args.accuracy, args.ignoreIndex);
   x = args.x;
+  narrowLoss = args.narrowLoss;
+  lossIsNarrow = args.lossIsNarrow;
   gradOutput = args.gradOutput;
   dlogits = args.dlogits;
   lseBuffer = args.lse;
@@ -86,11 +88,13 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
   if (!residentPath) {
     emitRowBody();
   } else {
-    // The resident path when the row has the length for it and 16-byte
-    // accesses (uniform in the cluster); otherwise block 0 of the cluster
-    // does the row with the two-pass code (the others have nothing to do).
-    Value size =
-        emitResidentClusterSize(b, b.getLoc(), numClasses, spec, geometry);
+    // The resident path when the row has the length for it, 16-byte
+    // accesses and the gradient is not written over the logits (uniform in
+    // the cluster); otherwise block 0 of the cluster does the row with the
+    // two-pass code (the others have nothing to do; the host launches
+    // clusters of one block where the size below is 0).
+    Value size = emitResidentClusterSize(b, b.getLoc(), numClasses, spec,
+                                         geometry, x, dlogits);
     Value fits =
         arith::CmpIOp::create(b, arith::CmpIPredicate::ne, size, cstIdx(0));
     Value ok = arith::AndIOp::create(
@@ -181,15 +185,16 @@ void KernelEmitter::emitRowBody() {
         total = select(kept, total, zero);
         rowZ = select(kept, rowZ, zero);
       }
-      memref::StoreOp::create(b, fromF32(total, spec.lossType), loss, rowIdx);
+      emitStoreLoss([&](Value buffer) {
+        Type type = cast<MemRefType>(buffer.getType()).getElementType();
+        memref::StoreOp::create(b, fromF32(total, type), buffer, rowIdx);
+      });
       if (zLoss)
         memref::StoreOp::create(b, fromF32(rowZ, spec.zLossType), zLoss,
                                 rowIdx);
     } else {
       // The loss includes the z-loss: the op's loss is their sum.
-      Value weightTotal, count;
-      if (config.reduction == Reduction::mean)
-        std::tie(weightTotal, count) = emitMeanDivisors();
+      auto [weightTotal, count] = emitDivisors();
       Value zPart = emitShare(rowZ, count);
       Value lossPart = emitShare(rowLoss, weightTotal);
       if (config.hasZLoss())
@@ -247,11 +252,27 @@ void KernelEmitter::emitFinalize(Value isWriter) {
   auto ifLast = scf::IfOp::create(b, last, /*withElseRegion=*/false);
   b.setInsertionPointToStart(ifLast.thenBlock());
   NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
-  for (auto [result, slot] : {std::pair{loss, kLossSlot},
-                              {zLoss, kZLossSlot},
+  if (loss) {
+    Value total = emitAccumulate(cstF64(0.0), kLossSlot);
+    emitStoreLoss([&](Value buffer) { emitStoreReduced(buffer, total); });
+  }
+  for (auto [result, slot] : {std::pair{zLoss, kZLossSlot},
                               {accuracyBuffer, kAccuracySlot}})
     if (result)
       emitStoreReduced(result, emitAccumulate(cstF64(0.0), slot));
+}
+
+void KernelEmitter::emitStoreLoss(function_ref<void(Value)> store) {
+  if (!narrowLoss) {
+    store(loss);
+    return;
+  }
+  auto ifOp = scf::IfOp::create(b, lossIsNarrow, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  store(narrowLoss);
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  store(loss);
 }
 
 void KernelEmitter::emitRowOutputs(Value isWriter) {
@@ -297,10 +318,7 @@ void KernelEmitter::emitRowOutputs(Value isWriter) {
   // add nothing.
   auto keptIf = scf::IfOp::create(b, kept, /*withElseRegion=*/false);
   b.setInsertionPointToStart(keptIf.thenBlock());
-  emitAccumulate(emitShare(correct, config.reduction == Reduction::mean
-                                        ? emitMeanDivisors().second
-                                        : Value()),
-                 kAccuracySlot);
+  emitAccumulate(emitShare(correct, emitDivisors().second), kAccuracySlot);
 }
 
 void KernelEmitter::bindSharedArgs(gpu::GPUFuncOp func, Value targetArg,
@@ -334,11 +352,7 @@ void KernelEmitter::bindScalars(const RowKernelArgs<Value> &args) {
                                        cstF(0.0));
 }
 
-std::pair<Value, Value> KernelEmitter::emitMeanDivisors() {
-  if (config.probabilityTargets) {
-    Value rows = indexToF32(numRows);
-    return {rows, rows};
-  }
+std::pair<Value, Value> KernelEmitter::emitDivisors() {
   // f32 values the prologue widened: exact.
   auto load = [&](ScratchSlot slot) -> Value {
     return arith::TruncFOp::create(
@@ -405,8 +419,10 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
         SmallVector<Value>(loop.getResults().begin(), loop.getResults().end()));
     weightTotal = totals[0];
     count = totals[1];
-  } else {
+  } else if (config.reduction == Reduction::mean) {
     weightTotal = count = indexToF32(numRows);
+  } else {
+    weightTotal = count = cstF(1.0);
   }
 
   Value isThread0 =
@@ -418,7 +434,7 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
     auto store = [&](Value v, ScratchSlot slot) {
       memref::StoreOp::create(b, v, scratch, ValueRange{cstIdx(slot)});
     };
-    if (spec.needsStats()) {
+    if (spec.needsDivisors()) {
       store(toF64(weightTotal), kWeightSlot);
       store(toF64(count), kCountSlot);
     }
@@ -512,8 +528,13 @@ RowKernelArgs<Type> mlir::xent::getRowKernelArgTypes(MLIRContext *ctx,
   // Reduced results only when the kernel writes them (the accumulators are
   // in the scratch).
   bool results = !spec.reduced() || spec.takesReducedResults();
-  if (spec.lossType && results)
+  if (spec.lossType && results) {
     args.loss = reducedOrElements(spec.lossType);
+    if (spec.narrowLossType) {
+      args.narrowLoss = reducedOrElements(spec.narrowLossType);
+      args.lossIsNarrow = IntegerType::get(ctx, 1);
+    }
+  }
   if (spec.zLossType && results)
     args.zLoss = reducedOrElements(spec.zLossType);
   if (spec.lseType)

@@ -35,6 +35,14 @@ struct KernelSpec {
   Type weightType;     // null when unweighted
   Type gradOutputType; // null when no gradient is computed
   Type lossType;       // null when no loss is written
+  /// Set (to the logits' bf16 / f16) where the loss's type is chosen at run
+  /// time: the row kernel then takes the loss in f32 (`loss`, lossType is
+  /// f32) and in this type (`narrowLoss`), and writes the one the flag
+  /// `lossIsNarrow` names; the host passes the op's buffer as that one and
+  /// an unused empty one as the other. A loss in f32 and one in the logits'
+  /// type then share their row kernel (convert-xent-to-gpu's
+  /// runtime-dispatch).
+  Type narrowLossType;
   Type zLossType;      // null when no z-loss is written
   // The per-row outputs (return_lse, return_argmax, return_accuracy), null
   // when not requested: lse per row (f32 or the logits' type), argmax per
@@ -70,8 +78,15 @@ struct KernelSpec {
   bool accumulates() const {
     return reduced() && (lossType || zLossType || accuracyType);
   }
-  /// The scratch buffer: the mean's divisors, the accumulators, or both.
-  bool needsScratch() const { return needsStats() || accumulates(); }
+  /// The row kernel divides the row's terms by the divisors in the scratch
+  /// (kWeightSlot, kCountSlot), which the prologue writes: the mean's (the
+  /// kept weight and count, or the number of rows for probabilities) or 1
+  /// for a sum. A sum and a mean thus share their row kernels.
+  bool needsDivisors() const {
+    return reduced() && (accumulates() || withGrad);
+  }
+  /// The scratch buffer: the divisors and the accumulators.
+  bool needsScratch() const { return needsDivisors(); }
   /// The reduced results are kernel arguments (written by the last row and,
   /// with their initial values, by the prologue) or, with the accumulators
   /// alone, left to a conversion kernel.
@@ -154,11 +169,15 @@ constexpr int64_t kStageOffset = kExchangeBytes + kReduceBytes;
 bool hasResidentPath(const KernelSpec &spec, const LaunchGeometry &geometry);
 /// Blocks per row of the resident path for rows of `numClasses`, or 0 when
 /// the row is too short to gain from it (at most half of what one block
-/// holds) or too long to fit in kMaxClusterSize blocks. The host and the
-/// kernel both use it.
+/// holds), too long to fit in kMaxClusterSize blocks, or when the gradient
+/// `dlogits` is written over the logits `x` (their aligned pointers are
+/// equal: the blocks of a cluster could overwrite logits that others still
+/// read; the two-pass walk reads each logit before writing its gradient).
+/// The host and the kernel both use it, so one kernel serves in place too.
 Value emitResidentClusterSize(OpBuilder &b, Location loc, Value numClasses,
                               const KernelSpec &spec,
-                              const LaunchGeometry &geometry);
+                              const LaunchGeometry &geometry, Value x,
+                              Value dlogits);
 /// Dynamic shared memory of a resident block, in bytes.
 int64_t getResidentSharedMemoryBytes(const LaunchGeometry &geometry);
 
@@ -190,6 +209,7 @@ template <typename T> struct RowKernelArgs {
   T scratch;    // getScratchType, KernelSpec::needsScratch
   T gradOutput; // [] or, for the gradient
   T loss;       // [] or
+  T narrowLoss; // [] or, KernelSpec::narrowLossType
   T zLoss;      // [] or
   T lse;        // return_lse
   T argmax;     // return_argmax
@@ -199,17 +219,19 @@ template <typename T> struct RowKernelArgs {
   T labelSmoothing; // f32 ε, CrossEntropyConfig::hasLabelSmoothing
   T zLossScale;     // f32 z, CrossEntropyConfig::hasZLoss
   T softcap;        // f32 s, CrossEntropyConfig::hasSoftcap
+  T lossIsNarrow;   // i1, KernelSpec::narrowLossType
 
   /// Pointers to every member of `self`, in the kernel's argument order.
   template <typename Self> static auto members(Self &self) {
     return std::array{&self.x,           &self.target,
                       &self.weight,      &self.scratch,
                       &self.gradOutput,  &self.loss,
-                      &self.zLoss,       &self.lse,
-                      &self.argmax,      &self.accuracy,
-                      &self.dlogits,     &self.ignoreIndex,
-                      &self.labelSmoothing, &self.zLossScale,
-                      &self.softcap};
+                      &self.narrowLoss,  &self.zLoss,
+                      &self.lse,         &self.argmax,
+                      &self.accuracy,    &self.dlogits,
+                      &self.ignoreIndex, &self.labelSmoothing,
+                      &self.zLossScale,  &self.softcap,
+                      &self.lossIsNarrow};
   }
   /// The present arguments, in order.
   SmallVector<T> list() const { return listPresent(members(*this)); }

@@ -289,10 +289,10 @@ private:
 
   /// The gradient pass over the row.
   void emitGradientPass();
-  /// What a mean divides the row's loss and z-loss by (f32): the kept weight
-  /// and the kept count (the prologue's, in the scratch), or the number of
-  /// rows for probability targets.
-  std::pair<Value, Value> emitMeanDivisors();
+  /// What a reduction divides the row's loss and z-loss by (f32, from the
+  /// scratch; KernelSpec::needsDivisors): for a mean the kept weight and the
+  /// kept count, or the number of rows for probability targets; 1 for a sum.
+  std::pair<Value, Value> emitDivisors();
   /// Binds the arguments both kernels take and the block reduction's
   /// scratch of `func`.
   void bindSharedArgs(gpu::GPUFuncOp func, Value targetArg, Value weightArg,
@@ -322,6 +322,10 @@ private:
   /// Stores the f64 `v` into the 0-d reduced result `result` (none when
   /// null), rounded to its type (f32, bf16, f16).
   void emitStoreReduced(Value result, Value v);
+  /// `store` of the loss into its buffer: `loss`, or where its type is
+  /// chosen at run time (KernelSpec::narrowLossType) the one `lossIsNarrow`
+  /// names.
+  void emitStoreLoss(function_ref<void(Value)> store);
   /// The writer of each row, after its parts are added: counts the row done
   /// and, where it is the last one, writes the reduced results from the
   /// accumulators (KernelSpec::finalizes).
@@ -340,6 +344,9 @@ private:
 
   // Kernel arguments and shared values.
   Value x, target, weight, scratch, gradOutput, loss, zLoss, dlogits;
+  /// The loss in the logits' type and the flag that picks it
+  /// (KernelSpec::narrowLossType); null otherwise.
+  Value narrowLoss, lossIsNarrow;
   // The loss's scalars, kernel arguments read once per thread (null where
   // the kernel does not compute the feature): ignore_index (i64), ε, z and
   // the softcap s (f32); and per thread 1 / s, 1 - ε, ε / C.

@@ -16,6 +16,7 @@
 #include "xent/Conversion/XentToGPU/NVIDIAChip.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
 using namespace mlir::xent;
@@ -62,7 +63,8 @@ bool mlir::xent::hasResidentPath(const KernelSpec &spec,
 Value mlir::xent::emitResidentClusterSize(OpBuilder &b, Location loc,
                                           Value numClasses,
                                           const KernelSpec &spec,
-                                          const LaunchGeometry &geometry) {
+                                          const LaunchGeometry &geometry,
+                                          Value x, Value dlogits) {
   auto cst = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
@@ -80,6 +82,14 @@ Value mlir::xent::emitResidentClusterSize(OpBuilder &b, Location loc,
   Value fits = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, need,
                                      cst(kMaxClusterSize));
   Value ok = arith::AndIOp::create(b, loc, longEnough, fits);
+  Type index = b.getIndexType();
+  Value xAddress =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, index, x);
+  Value dAddress =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, index, dlogits);
+  Value apart = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                      xAddress, dAddress);
+  ok = arith::AndIOp::create(b, loc, ok, apart);
   return arith::SelectOp::create(b, loc, ok, need, cst(0));
 }
 

@@ -192,12 +192,14 @@ private:
   void callGemm(Value a, Value bMatrix, Value bias, Value c, bool transA,
                 bool transB, Value beta);
   func::FuncOp getGemm(Type ab, Type c, bool bias);
-  template <typename BuildFn>
-  gpu::GPUFuncOp buildKernel(StringRef prefix, BuildFn build) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(&kernels.getBodyRegion().front());
-    kernelNames.push_back(getUniqueName(kernels, prefix));
-    return build(b, kernelNames.back());
+  /// (or reuses an identical one, buildOrReuseKernel).
+  gpu::GPUFuncOp
+  buildKernel(StringRef prefix,
+              function_ref<gpu::GPUFuncOp(OpBuilder &, StringRef)> build) {
+    gpu::GPUFuncOp kernel = buildOrReuseKernel(b, kernels, prefix, build);
+    if (!llvm::is_contained(kernelNames, kernel.getName()))
+      kernelNames.push_back(kernel.getName().str());
+    return kernel;
   }
   /// What the chunks' loss kernel computes; `runtimeScalars` the op's
   /// run-time scalars as the launch body has them.

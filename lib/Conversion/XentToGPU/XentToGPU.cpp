@@ -49,6 +49,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/xxhash.h"
 
 namespace mlir::xent {
 #define GEN_PASS_DEF_CONVERTXENTTOGPU
@@ -80,6 +81,58 @@ std::string mlir::xent::getUniqueName(gpu::GPUModuleOp kernels,
     if (!kernels.lookupSymbol(name))
       return name;
   }
+}
+
+/// The discardable attribute holding a kernel's fingerprint.
+static constexpr llvm::StringLiteral kKernelFingerprintAttrName =
+    "xent.kernel_fingerprint";
+
+/// `kernel` printed as if it were named `kernel`, without its fingerprint
+/// and locations: equal for kernels that compute the same.
+static std::string printAnonymous(gpu::GPUFuncOp kernel) {
+  StringAttr name = kernel.getNameAttr();
+  Attribute fingerprint = kernel->removeAttr(kKernelFingerprintAttrName);
+  kernel.setName("kernel");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  kernel->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
+  kernel.setName(name);
+  if (fingerprint)
+    kernel->setAttr(kKernelFingerprintAttrName, fingerprint);
+  return text;
+}
+
+gpu::GPUFuncOp mlir::xent::buildOrReuseKernel(
+    RewriterBase &rewriter, gpu::GPUModuleOp kernels, StringRef prefix,
+    function_ref<gpu::GPUFuncOp(OpBuilder &, StringRef)> build) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToEnd(&kernels.getBodyRegion().front());
+  // Named once it is kept (an erased op may stay in the module until a
+  // conversion ends, holding its name).
+  gpu::GPUFuncOp kernel = build(rewriter, (prefix + "_candidate").str());
+  std::string text = printAnonymous(kernel);
+  auto fingerprint = rewriter.getI64IntegerAttr(
+      static_cast<int64_t>(llvm::xxh3_64bits(text)));
+  for (auto existing : kernels.getOps<gpu::GPUFuncOp>()) {
+    if (existing == kernel ||
+        existing->getAttr(kKernelFingerprintAttrName) != fingerprint ||
+        printAnonymous(existing) != text)
+      continue;
+    rewriter.eraseOp(kernel);
+    return existing;
+  }
+  std::string name = getUniqueName(kernels, prefix);
+  rewriter.modifyOpInPlace(kernel, [&] {
+    kernel.setName(name);
+    kernel->setAttr(kKernelFingerprintAttrName, fingerprint);
+  });
+  return kernel;
+}
+
+void mlir::xent::stripKernelFingerprints(Operation *root) {
+  root->walk([](gpu::GPUFuncOp kernel) {
+    kernel->removeAttr(kKernelFingerprintAttrName);
+  });
 }
 
 /// The dims of the logits that a per-element value has: all but the axis.
@@ -250,22 +303,28 @@ private:
   /// `scf.if` on value != 0 between `variant` with and without it; then
   /// dispatchGeometry.
   void dispatchFeatures(const KernelSpec &variant, unsigned first);
-  /// runtime-dispatch: a gradient kernel on the resident path runs
-  /// two-pass where dlogits is the logits' memory, with 256 threads where
-  /// two blocks of 256 hold the row, else with `geometry`.
+  /// runtime-dispatch: a gradient kernel on the resident path runs with
+  /// 256 threads where two blocks of 256 hold the row, else with `geometry`
+  /// (each takes its two-pass walk where dlogits is the logits' memory).
   void dispatchGeometry(const KernelSpec &variant);
   /// The variants dispatchFeatures may launch (for the buffer decisions).
   SmallVector<KernelSpec> getFeatureVariants() const;
+  /// An empty buffer of `type` (a kernel argument the kernel does not
+  /// touch): host memory of no element, cast to `type`.
+  Value getUnusedBuffer(MemRefType type);
   /// Emits `scf.if cond {then} else {otherwise}` at the insertion point.
   void emitIfElse(Value cond, function_ref<void()> then,
                   function_ref<void()> otherwise);
   /// Builds a kernel named `prefix`_N into the kernel module.
-  template <typename BuildFn>
-  gpu::GPUFuncOp buildKernel(StringRef prefix, BuildFn build) {
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToEnd(&kernels.getBodyRegion().front());
-    kernelNames.push_back(getUniqueName(kernels, prefix));
-    return build(rewriter, kernelNames.back());
+  /// (or reuses an identical one, buildOrReuseKernel).
+  gpu::GPUFuncOp
+  buildKernel(StringRef prefix,
+              function_ref<gpu::GPUFuncOp(OpBuilder &, StringRef)> build) {
+    gpu::GPUFuncOp kernel =
+        buildOrReuseKernel(rewriter, kernels, prefix, build);
+    if (!llvm::is_contained(kernelNames, kernel.getName()))
+      kernelNames.push_back(kernel.getName().str());
+    return kernel;
   }
 
   RewriterBase &rewriter;
@@ -518,49 +577,56 @@ void HostEmitter::dispatchFeatures(const KernelSpec &variant,
 static constexpr int64_t kShortRowThreads = 256;
 
 void HostEmitter::dispatchGeometry(const KernelSpec &variant) {
-  if (!variant.withGrad || !hasResidentPath(variant, geometry)) {
+  // The gradient over the logits' own memory takes the kernel's two-pass
+  // walk (emitResidentClusterSize: no cluster, no staging memory).
+  if (!variant.withGrad || !hasResidentPath(variant, geometry) ||
+      geometry.threads == kShortRowThreads) {
     launchRowVariant(variant, geometry);
     return;
   }
-  auto resident = [&] {
-    if (geometry.threads == kShortRowThreads) {
-      launchRowVariant(variant, geometry);
-      return;
-    }
-    LaunchGeometry shortRows = geometry;
-    shortRows.threads = kShortRowThreads;
-    Value numClasses =
-        memref::DimOp::create(rewriter, loc, x, spec.config.axis);
-    Value vectors = arith::CeilDivUIOp::create(
-        rewriter, loc, numClasses,
-        arith::ConstantIndexOp::create(
-            rewriter, loc, geometry.vectorWidth(spec.logitsType)));
-    Value fitsTwo = arith::CmpIOp::create(
-        rewriter, loc, arith::CmpIPredicate::ule, vectors,
-        arith::ConstantIndexOp::create(rewriter, loc,
-                                       2 * kResidentVectors *
-                                           kShortRowThreads));
-    emitIfElse(
-        fitsTwo, [&] { launchRowVariant(variant, shortRows); },
-        [&] { launchRowVariant(variant, geometry); });
-  };
-  // The gradient over the logits' own memory: the two-pass walk reads each
-  // logit before writing its gradient.
-  LaunchGeometry twoPass = geometry;
-  twoPass.residentRows = false;
-  Type index = rewriter.getIndexType();
-  Value xAddress =
-      memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, index, x);
-  Value dAddress = memref::ExtractAlignedPointerAsIndexOp::create(
-      rewriter, loc, index, dlogits);
-  Value inPlace = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                        xAddress, dAddress);
+  LaunchGeometry shortRows = geometry;
+  shortRows.threads = kShortRowThreads;
+  Value numClasses = memref::DimOp::create(rewriter, loc, x, spec.config.axis);
+  Value vectors = arith::CeilDivUIOp::create(
+      rewriter, loc, numClasses,
+      arith::ConstantIndexOp::create(rewriter, loc,
+                                     geometry.vectorWidth(spec.logitsType)));
+  Value fitsTwo = arith::CmpIOp::create(
+      rewriter, loc, arith::CmpIPredicate::ule, vectors,
+      arith::ConstantIndexOp::create(rewriter, loc,
+                                     2 * kResidentVectors * kShortRowThreads));
   emitIfElse(
-      inPlace, [&] { launchRowVariant(variant, twoPass); }, resident);
+      fitsTwo, [&] { launchRowVariant(variant, shortRows); },
+      [&] { launchRowVariant(variant, geometry); });
 }
 
-void HostEmitter::launchRowVariant(const KernelSpec &variant,
+/// `spec` with the loss's type chosen at run time (KernelSpec::
+/// narrowLossType), where the loss is written in f32 or the logits' bf16 /
+/// f16.
+static KernelSpec withRuntimeLossType(KernelSpec spec) {
+  bool narrowLogits = spec.logitsType.isF16() || spec.logitsType.isBF16();
+  if (!spec.lossType || !narrowLogits ||
+      (!spec.lossType.isF32() && spec.lossType != spec.logitsType) ||
+      (spec.reduced() && !spec.finalizes))
+    return spec;
+  spec.narrowLossType = spec.logitsType;
+  spec.lossType = Float32Type::get(spec.logitsType.getContext());
+  return spec;
+}
+
+Value HostEmitter::getUnusedBuffer(MemRefType type) {
+  auto empty = MemRefType::get(SmallVector<int64_t>(type.getRank(), 0),
+                               type.getElementType());
+  Value buffer = memref::AllocaOp::create(rewriter, loc, empty);
+  return memref::CastOp::create(rewriter, loc, type, buffer);
+}
+
+void HostEmitter::launchRowVariant(const KernelSpec &opVariant,
                                    const LaunchGeometry &variantGeometry) {
+  // Under runtime-dispatch the loss's type is a run-time choice of the
+  // kernel, so that the entries of a library share it.
+  KernelSpec variant =
+      runtimeDispatch ? withRuntimeLossType(opVariant) : opVariant;
   gpu::GPUFuncOp rowKernel =
       buildKernel(op.computesGradient()
                       ? (op.computesLoss() ? "xent_loss_grad" : "xent_grad")
@@ -572,6 +638,17 @@ void HostEmitter::launchRowVariant(const KernelSpec &variant,
   RowKernelArgs<Type> types =
       getRowKernelArgTypes(rewriter.getContext(), variant);
   auto args = getSharedArgs(types);
+  if (types.narrowLoss) {
+    // The op's buffer as the one of its type, an empty one as the other.
+    bool narrow = opVariant.lossType == variant.narrowLossType;
+    args.loss = narrow ? getUnusedBuffer(cast<MemRefType>(types.loss))
+                       : kernelArg(loss);
+    args.narrowLoss = narrow
+                          ? kernelArg(loss)
+                          : getUnusedBuffer(cast<MemRefType>(types.narrowLoss));
+    args.lossIsNarrow = arith::ConstantOp::create(
+        rewriter, loc, rewriter.getBoolAttr(narrow));
+  }
   args.x = x;
   args.gradOutput = gradOutput;
   args.lse = lse;
@@ -591,7 +668,7 @@ void HostEmitter::launchRowVariant(const KernelSpec &variant,
   // same way from C).
   Value numClasses = memref::DimOp::create(rewriter, loc, x, spec.config.axis);
   Value size = emitResidentClusterSize(rewriter, loc, numClasses, variant,
-                                       variantGeometry);
+                                       variantGeometry, x, dlogits);
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
   Value fits = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne,
                                      size, zero);
@@ -902,5 +979,8 @@ mlir::xent::convertXentToGPU(Operation *root,
   target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
   RewritePatternSet patterns(ctx);
   populateXentToGPUConversionPatterns(patterns, options);
-  return applyPartialConversion(root, target, std::move(patterns));
+  if (failed(applyPartialConversion(root, target, std::move(patterns))))
+    return failure();
+  stripKernelFingerprints(root);
+  return success();
 }

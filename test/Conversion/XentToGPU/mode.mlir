@@ -30,8 +30,8 @@ func.func @loss(%x: tensor<4x10xf32>, %t: tensor<4xi64>) -> tensor<f32> {
 // INLINE-IR-LABEL: func.func @grad
 // INLINE-IR: linalg.generic
 func.func @grad(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<4xi64>) -> tensor<4x10xf32> {
-  // AUTO: mode.mlir:[[@LINE+3]]:8: remark: [Passed] kernel | Category:convert-xent-to-gpu | Function=grad | Kernels=xent_grad_0, Reason="mode=auto, and the kernels take this op", Remark="lowered to the fused kernels"
-  // KERNEL: mode.mlir:[[@LINE+2]]:8: remark: [Passed] kernel | Category:convert-xent-to-gpu | Function=grad | Kernels=xent_grad_0, Reason=mode=kernel, Remark="lowered to the fused kernels"
+  // AUTO: mode.mlir:[[@LINE+3]]:8: remark: [Passed] kernel | Category:convert-xent-to-gpu | Function=grad | Kernels="xent_prologue_1, xent_grad_0", Reason="mode=auto, and the kernels take this op", Remark="lowered to the fused kernels"
+  // KERNEL: mode.mlir:[[@LINE+2]]:8: remark: [Passed] kernel | Category:convert-xent-to-gpu | Function=grad | Kernels="xent_prologue_1, xent_grad_0", Reason=mode=kernel, Remark="lowered to the fused kernels"
   // INLINE: mode.mlir:[[@LINE+1]]:8: remark: [Missed] decomposition | Category:convert-xent-to-gpu | Function=grad | Reason=mode=inline, Remark="lowered to the decomposition"
   %d = xent.cross_entropy_grad sum %g, %x, %t : (tensor<f32>, tensor<4x10xf32>, tensor<4xi64>) -> tensor<4x10xf32>
   return %d : tensor<4x10xf32>

@@ -5,9 +5,11 @@
 // runtime-dispatch: the host code picks each call's row kernel. A run-time
 // ε or softcap of 0 takes the kernel without the feature (cmpf une: NaN
 // keeps the feature's kernel, which computes NaN as the formula does); a
-// gradient kernel on the resident path runs two-pass where dlogits is the
-// logits' memory (compared by address), with 256 threads where two blocks
-// of 256 hold the row (at most 8192 16-byte vectors), else with `threads`.
+// gradient kernel on the resident path runs with 256 threads where two
+// blocks of 256 hold the row (at most 8192 16-byte vectors), else with
+// `threads`. Where dlogits is the logits' memory (compared by address) the
+// host launches clusters of one block without the staging memory, and the
+// same kernel, comparing the same addresses, takes its two-pass walk.
 
 // CHECK-LABEL: func.func @joint
 // CHECK:       xent.launch
@@ -17,30 +19,33 @@
 // CHECK-NEXT:    scf.if %[[LSON]] {
 // CHECK:           %[[SCON:.*]] = arith.cmpf une, %[[SC]], %{{.*}} : f32
 // CHECK-NEXT:      scf.if %[[SCON]] {
-// CHECK-NEXT:        %[[XP:.*]] = memref.extract_aligned_pointer_as_index %[[X]]
-// CHECK-NEXT:        %[[DP:.*]] = memref.extract_aligned_pointer_as_index %[[D]]
-// CHECK-NEXT:        %[[IN:.*]] = arith.cmpi eq, %[[XP]], %[[DP]] : index
-// CHECK-NEXT:        scf.if %[[IN]] {
-// In place: the two-pass kernel, one block of 512 per row, no cluster.
-// CHECK:               gpu.launch_func @xent_kernels::@[[TWO:xent_loss_grad_0]] blocks in ({{.*}}) threads in (%c512{{.*}}) args({{.*}}, %[[II]] : i64, %[[LS]] : f32, %[[ZS]] : f32, %[[SC]] : f32)
+// CHECK:             %[[V:.*]] = arith.ceildivui %{{.*}}, %c8 : index
+// CHECK:             %[[SHORT:.*]] = arith.cmpi ule, %[[V]], %c8192 : index
+// CHECK-NEXT:        scf.if %[[SHORT]] {
+// The loss's type is the kernel's run-time choice: the op's f32 buffer, an
+// unused empty bf16 one, and the flag that says which is written.
+// CHECK:               %[[UNUSED:.*]] = memref.alloca() : memref<bf16>
+// CHECK-NEXT:          %[[UNUSEDCAST:.*]] = memref.cast %[[UNUSED]]
+// CHECK-NEXT:          %[[NARROW:.*]] = arith.constant false
+// CHECK:               %[[FITS:.*]] = arith.andi
+// CHECK-NEXT:          %[[XP:.*]] = memref.extract_aligned_pointer_as_index %[[X]]
+// CHECK-NEXT:          %[[DP:.*]] = memref.extract_aligned_pointer_as_index %[[D]]
+// CHECK-NEXT:          %[[APART:.*]] = arith.cmpi ne, %[[XP]], %[[DP]] : index
+// CHECK-NEXT:          %[[OK:.*]] = arith.andi %[[FITS]], %[[APART]] : i1
+// CHECK:               %[[SIZE:.*]] = arith.select %[[OK]]
+// CHECK:               gpu.launch_func @xent_kernels::@[[R256:xent_loss_grad_0]] clusters in {{.*}} threads in (%c256{{.*}}) dynamic_shared_memory_size {{.*}} args({{.*}} : memref<f32, strided<[], offset: ?>>, %[[UNUSEDCAST]] : memref<bf16, strided<[], offset: ?>>, %[[D]] : {{.*}}, %[[II]] : i64, %[[LS]] : f32, %[[ZS]] : f32, %[[SC]] : f32, %[[NARROW]] : i1)
 // CHECK:             } else {
-// CHECK:               %[[V:.*]] = arith.ceildivui %{{.*}}, %c8 : index
-// CHECK:               %[[SHORT:.*]] = arith.cmpi ule, %[[V]], %c8192 : index
-// CHECK-NEXT:          scf.if %[[SHORT]] {
-// CHECK:                 gpu.launch_func @xent_kernels::@[[R256:xent_loss_grad_1]] clusters in {{.*}} threads in (%c256{{.*}}) dynamic_shared_memory_size
-// CHECK:               } else {
-// CHECK:                 gpu.launch_func @xent_kernels::@[[R512:xent_loss_grad_2]] clusters in {{.*}} threads in (%c512{{.*}}) dynamic_shared_memory_size
-// Softcap 0: the same three without the softcap's scalar.
+// CHECK:               gpu.launch_func @xent_kernels::@[[R512:xent_loss_grad_1]] clusters in {{.*}} threads in (%c512{{.*}}) dynamic_shared_memory_size
+// Softcap 0: the same two without the softcap's scalar.
 // CHECK:         } else {
 // CHECK:           scf.if
-// CHECK:             gpu.launch_func @xent_kernels::@xent_loss_grad_3 {{.*}} args({{.*}}, %[[II]] : i64, %[[LS]] : f32, %[[ZS]] : f32)
-// CHECK:             gpu.launch_func @xent_kernels::@xent_loss_grad_4 clusters in
-// CHECK:             gpu.launch_func @xent_kernels::@xent_loss_grad_5 clusters in
+// CHECK:             gpu.launch_func @xent_kernels::@xent_loss_grad_2 clusters in {{.*}} args({{.*}}, %[[II]] : i64, %[[LS]] : f32, %[[ZS]] : f32, %{{.*}} : i1)
+// CHECK:             gpu.launch_func @xent_kernels::@xent_loss_grad_3 clusters in
 // ε 0: the same for softcap on / off, without ε.
 // CHECK:       } else {
-// CHECK:           gpu.launch_func @xent_kernels::@xent_loss_grad_6 {{.*}} args({{.*}}, %[[II]] : i64, %[[ZS]] : f32, %[[SC]] : f32)
-// CHECK:           gpu.launch_func @xent_kernels::@xent_loss_grad_9 {{.*}} args({{.*}}, %[[II]] : i64, %[[ZS]] : f32)
-// CHECK:           gpu.launch_func @xent_kernels::@xent_loss_grad_11 clusters in
+// CHECK:           gpu.launch_func @xent_kernels::@xent_loss_grad_4 {{.*}} args({{.*}}, %[[II]] : i64, %[[ZS]] : f32, %[[SC]] : f32, %{{.*}} : i1)
+// CHECK:           gpu.launch_func @xent_kernels::@xent_loss_grad_6 {{.*}} args({{.*}}, %[[II]] : i64, %[[ZS]] : f32, %{{.*}} : i1)
+// CHECK:           gpu.launch_func @xent_kernels::@xent_loss_grad_7 clusters in
 // CHECK-NOT:       gpu.launch_func
 // CHECK:         gpu.dealloc
 func.func @joint(%g: tensor<f32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>, %ii: i64, %ls: f32,
@@ -65,11 +70,14 @@ func.func @forward(%x: tensor<?x?xf32>, %t: tensor<?xi32>, %ls: f32) -> tensor<?
 }
 
 // The kernels: each variant's signature takes the scalars of its features;
-// the resident ones are tuned for their block size. The kernel without ε
+// the resident ones are tuned for their block size and compare the
+// addresses of the logits and the gradient themselves. The kernel without ε
 // has no smoothing code.
 // CHECK:       gpu.module @xent_kernels
-// CHECK:       gpu.func @[[TWO]]({{.*}}, %{{.*}}: i64, %{{.*}}: f32, %{{.*}}: f32, %{{.*}}: f32) workgroup({{.*}}) kernel attributes {known_block_size = array<i32: 512, 1, 1>} {
 // CHECK:       gpu.func @[[R256]]({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>, nvvm.maxntid = array<i32: 256, 1, 1>, nvvm.minctasm = 4 : i32}
+// CHECK:         memref.extract_aligned_pointer_as_index
+// CHECK-NEXT:    memref.extract_aligned_pointer_as_index
+// CHECK-NEXT:    arith.cmpi ne
 // CHECK:       gpu.func @[[R512]]({{.*}}) kernel attributes {known_block_size = array<i32: 512, 1, 1>, nvvm.maxntid = array<i32: 512, 1, 1>, nvvm.minctasm = 2 : i32}
 // CHECK:       gpu.func @[[FP]]({{.*}}: memref<?xf32, strided<[?], offset: ?>>, %{{.*}}: i64) workgroup
 

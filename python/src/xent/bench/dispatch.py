@@ -74,7 +74,8 @@ def pairs() -> List[Tuple[str, Dict, Dict, Dict]]:
 
 
 def compile_all(directory: str) -> None:
-    configs = {json.dumps(c, sort_keys=True): c for _, _, old, new in pairs() for c in (old, new)}
+    configs = {json.dumps(c, sort_keys=True): c for _, _, old, new in pairs()
+               for c in (old, kernels.library_config(new))}
     kernels.precompile(list(configs.values()), directory, jobs=os.cpu_count() or 1)
 
 
@@ -105,7 +106,9 @@ def run(directory: str) -> None:
                     ctypes.c_float(sc or 0.0)]
         times = {}
         for label, config, scalars in (("old", old, per_set), ("new", new, dispatch)) * 2:
-            fn = cache.get(config).function("xent_entry")
+            lib_config = (kernels.library_config(config) if config.get("runtime_dispatch")
+                          else config)
+            fn = cache.get(lib_config).function(kernels.entry_name(config))
             fn(*tensors, *scalars)
             torch.cuda.synchronize()
             ms = tt.do_bench(lambda: fn(*tensors, *scalars), rep=200)

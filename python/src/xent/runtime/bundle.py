@@ -42,15 +42,16 @@ BUNDLE_ENV = "XENT_KERNEL_BUNDLE"
 
 
 def package_configs() -> List[Dict]:
-    """Every library xent.torch.cross_entropy asks for: one per signature of
-    a call (kernels.call_configs) at rank 2 (rank-1 logits are one row of
-    rank 2) and 3 (higher ranks flatten their trailing dims), with and
-    without the per-row outputs. Values, in place and the launch geometry
-    are chosen at run time by each library's host code. The gradient
-    scaling kernels are part of each gradient library. Then those of
+    """Every library xent.torch.cross_entropy asks for (kernels.call_configs):
+    one per logits dtype × target kind × rank 2 (rank-1 logits are one row
+    of rank 2) or 3 (higher ranks flatten their trailing dims) × gradient or
+    not, each with the entries of its calls' class weights, reductions, loss
+    dtypes and per-row outputs. Values, in place and the launch geometry are
+    chosen at run time by each library's host code. The gradient scaling
+    kernels are part of each gradient library. Then those of
     xent.torch.linear_cross_entropy (xent.runtime.linear.call_configs)."""
     from . import linear  # noqa: PLC0415 - linear imports this module
-    return call_configs(ranks=(2, 3), rows=True) + linear.call_configs()
+    return call_configs(ranks=(2, 3)) + linear.call_configs()
 
 
 def bundle_directories() -> List[str]:

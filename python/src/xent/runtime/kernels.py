@@ -8,12 +8,12 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import os
-from typing import Dict, Iterable, Optional
+from typing import Dict, Iterable, List, Optional
 
 from . import gpu
 
-__all__ = ["call_configs", "kernel_config", "kernel_module", "precompile", "pipeline_args",
-           "with_loss_dtype", "CHIP", "THREADS", "ROW_OUTPUTS"]
+__all__ = ["call_configs", "kernel_config", "kernel_module", "library_config", "library_entries",
+           "entry_name", "precompile", "pipeline_args", "with_loss_dtype", "CHIP", "THREADS", "ROW_OUTPUTS"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 CHIP = os.environ.get("XENT_CHIP", "sm_90")
@@ -236,9 +236,8 @@ def _scale_functions(dt: str) -> str:
     return "\n  gpu.module @xent_scale {" + kernels + "  }\n" + entries
 
 
-def kernel_module(c: Dict) -> str:
-    """MLIR of the entry function for configuration `c`: buffers in, results
-    written into the caller's buffers (destination-passing)."""
+def _entry_function(c: Dict, name: str) -> str:
+    """The entry function ``@name`` of kernel_config `c`."""
     r, dt = c["rank"], c["dtype"]
     probs = c["target"] == "probs"
     elem_rank = r if probs else r - 1
@@ -298,10 +297,21 @@ def kernel_module(c: Dict) -> str:
                     f"({_tensor(rank_, type_)}, {_memref(rank_, type_)}) -> ()")
     # Run-time values last, as scalars (GpuFunction arg types "i64" / "f32").
     args += scalar_args
-    text = ("func.func @xent_entry(" + ", ".join(args) + ") attributes {llvm.emit_c_interface} {\n"
+    return (f"func.func @{name}(" + ", ".join(args) + ") attributes {llvm.emit_c_interface} {\n"
             + "\n".join(body) + "\n  return\n}\n")
+
+
+def kernel_module(c: Dict) -> str:
+    """MLIR of configuration `c`: the entry function ``@xent_entry`` of a
+    kernel_config (buffers in, results written into the caller's buffers:
+    destination-passing), or every entry of a library_config, each named
+    by entry_name; with the gradient scaling functions of a gradient."""
+    if c.get("op") == _LIBRARY_OP:
+        text = "".join(_entry_function(e, entry_name(e)) for e in library_entries(c))
+    else:
+        text = _entry_function(c, "xent_entry")
     if c["with_grad"]:
-        text += _scale_functions(dt)
+        text += _scale_functions(c["dtype"])
     return "module attributes {gpu.container_module} {\n" + text + "}\n"
 
 
@@ -318,24 +328,71 @@ def with_loss_dtype(config: Dict, f32_loss: bool = False) -> Dict:
     return c
 
 
-def call_configs(*, ranks: Iterable[int] = (2,), rows: bool = False):
-    """The libraries of xent.torch's calls (kernel_config with
-    ``runtime_dispatch``) over the signature of a call alone: logits dtype ×
-    target kind × rank × class weights × reduction × gradient or not × the
-    loss in f32 or the logits' dtype (× the per-row outputs with `rows`).
-    The kernel variants within each library are the compiler's choice."""
+_LIBRARY_OP = "xent.torch.library"
+
+
+def library_config(config: Dict) -> Dict:
+    """The library that holds the entry function of `config` (a
+    kernel_config with ``runtime_dispatch``): one per logits dtype × target
+    kind × rank × gradient or not, with an entry (entry_name) for each of
+    its calls' class weights × reduction × loss dtype × per-row outputs
+    (library_entries). Kernels that compute the same are compiled once per
+    library (convert-xent-to-gpu shares identical kernels within a module;
+    a mean and a sum share their row kernels)."""
+    lib = {"op": _LIBRARY_OP, "version": 1, "chip": config["chip"], "runtime_dispatch": True,
+           "dtype": config["dtype"], "target": config["target"], "rank": config["rank"],
+           "with_grad": config["with_grad"]}
+    if config.get("resident_rows") is False:
+        lib["resident_rows"] = False
+    return lib
+
+
+def entry_name(config: Dict) -> str:
+    """The name of `config`'s entry function in its library:
+    ``xent_entry_<weighted|unweighted>_<reduction>_<loss dtype>[_rows]`` for
+    a ``runtime_dispatch`` configuration (library_config), ``xent_entry``
+    for the others (a library of their own)."""
+    if not config.get("runtime_dispatch") or config.get("op") == _LIBRARY_OP:
+        return "xent_entry"
+    rows = "_rows" if any(config.get(k) for k in ROW_OUTPUTS) else ""
+    weighted = "weighted" if config["weighted"] else "unweighted"
+    return (f"xent_entry_{weighted}_{config['reduction']}_"
+            f"{config.get('loss_dtype', 'f32')}{rows}")
+
+
+def library_entries(lib: Dict) -> List[Dict]:
+    """The kernel_configs whose entries the library_config `lib` holds:
+    class weights or not × reduction × loss in f32 or the logits' dtype ×
+    no per-row output or all of them (the caller drops what it did not ask
+    for)."""
+    dtype, target = lib["dtype"], lib["target"]
     out = []
-    for dtype, target, rank, weighted, reduction, with_grad in itertools.product(
-            _DTYPES, _TARGETS, ranks, (False, True), _REDUCTIONS, (False, True)):
+    for weighted, reduction in itertools.product((False, True), _REDUCTIONS):
         for loss_dtype in sorted({"f32", dtype}):
-            for row_set in _row_sets(target) if rows else ((),):
-                out.append(kernel_config(
-                    dtype=dtype, target=target, rank=rank, weighted=weighted,
+            for row_set in _row_sets(target):
+                c = kernel_config(
+                    dtype=dtype, target=target, rank=lib["rank"], weighted=weighted,
                     reduction=reduction, ignore_index=-100, label_smoothing=0.0,
-                    z_loss_scale=0.0, softcap=None, with_grad=with_grad,
+                    z_loss_scale=0.0, softcap=None, with_grad=lib["with_grad"],
                     loss_dtype=loss_dtype, runtime_dispatch=True,
-                    **{k: True for k in row_set}))
+                    **{k: True for k in row_set})
+                assert library_config(c) == lib, "the library's entries must be its own"
+                out.append(c)
     return out
+
+
+def call_configs(*, ranks: Iterable[int] = (2,)) -> List[Dict]:
+    """The libraries of xent.torch's calls (library_config) over the
+    signature of a call alone: logits dtype × target kind × rank × gradient
+    or not; each holds the entries of its class weights × reduction × loss
+    dtype × per-row outputs. The kernel variants within each library are
+    the compiler's choice."""
+    return [library_config(kernel_config(
+                dtype=dtype, target=target, rank=rank, weighted=False, reduction="mean",
+                ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0, softcap=None,
+                with_grad=with_grad, runtime_dispatch=True))
+            for dtype, target, rank, with_grad in itertools.product(
+                _DTYPES, _TARGETS, ranks, (False, True))]
 
 
 def _row_sets(target: str):

@@ -117,7 +117,15 @@ def _attributes(c: Dict) -> str:
 
 
 def linear_module(c: Dict) -> str:
-    """The MLIR of the configuration's entry function (dynamic sizes)."""
+    """The MLIR of the configuration's entry function ``@linear_cross_entropy_and_grad``
+    (dynamic sizes), or of every entry of a library_config, each named by
+    entry_name."""
+    if c.get("op") == _LIBRARY_OP:
+        return "".join(_entry_function(e, entry_name(e)) for e in library_entries(c))
+    return _entry_function(c, ENTRY)
+
+
+def _entry_function(c: Dict, name: str) -> str:
     inputs, results = _types(c)
     args = ", ".join(f"%{n}: {ty}" for n, ty in inputs)
     operands = ("%g, " if _with_grad(c) else "") + "%h, %w" + \
@@ -131,12 +139,12 @@ def linear_module(c: Dict) -> str:
           f"      {_attributes(c)}\n"
           f"      : ({in_types}) -> ({out_types})\n")
     if not c.get("destinations"):
-        return (f"func.func @{ENTRY}({args}) -> ({out_types}) attributes "
+        return (f"func.func @{name}({args}) -> ({out_types}) attributes "
                 f"{{llvm.emit_c_interface}} {{\n{op}  return {names} : {out_types}\n}}\n")
     outs = ", ".join(f"%{n}_out: {_memref(ty)}" for n, ty in results)
     sinks = "".join(f"  bufferization.materialize_in_destination %{n} in restrict writable "
                     f"%{n}_out : ({ty}, {_memref(ty)}) -> ()\n" for n, ty in results)
-    return (f"func.func @{ENTRY}({args}, {outs}) attributes {{llvm.emit_c_interface}} {{\n"
+    return (f"func.func @{name}({args}, {outs}) attributes {{llvm.emit_c_interface}} {{\n"
             f"{op}{sinks}  return\n}}\n")
 
 
@@ -189,14 +197,17 @@ def linear_library(config: Dict, cache: Optional[gpu.KernelCache] = None) -> gpu
     _find_wheel_cublaslt()
     memoize = cache is None
     cache = cache or bundle.kernel_cache()
-    lib = cache.get(config, lambda: linear_module(config), linear_pipeline_args(config),
-                    os.environ.get("XENT_OPT"))
+    # A call of the bundle's signatures is an entry of its library.
+    lib_config = library_config(config) or config
+    lib = cache.get(lib_config, lambda: linear_module(lib_config),
+                    linear_pipeline_args(lib_config), os.environ.get("XENT_OPT"))
     inputs, results = _types(config)
     types = [_memref(t) for _, t in inputs]
+    name = entry_name(config)
     if config.get("destinations"):
-        fn = lib.function(ENTRY, types + [_memref(t) for _, t in results], [])
+        fn = lib.function(name, types + [_memref(t) for _, t in results], [])
     else:
-        fn = lib.function(ENTRY, types, [_memref(t) for _, t in results])
+        fn = lib.function(name, types, [_memref(t) for _, t in results])
     if memoize:
         _FUNCTIONS[key] = fn
     return fn
@@ -282,16 +293,51 @@ def _call(with_grad, hidden, weight, target, bias, grad_output, reduction, ignor
     return tuple(out[:1] + out[2:] if hidden_z else out)
 
 
+_LIBRARY_OP = "linear_cross_entropy.library"
+
+
+def _bundled(dtype: str, with_grad: bool):
+    """The linear_configs of xent.torch.linear_cross_entropy's calls for
+    `dtype` and `with_grad`: results into PyTorch's tensors, run-time
+    scalars, rows as [N, H] and i64 targets (xent.torch flattens [B, T, H]
+    and widens i32), the automatic chunks; reduction x bias x class
+    weights."""
+    return [linear_config(dtype=dtype, reduction=r, bias=b, class_weight=cw, with_grad=with_grad,
+                          destinations=True, runtime_scalars=True)
+            for r in _REDUCTIONS for b in (False, True) for cw in (False, True)]
+
+
+def library_config(config: Dict) -> Optional[Dict]:
+    """The library of the package's bundle that holds `config`'s entry (one
+    per dtype x the joint op or the loss alone, call_configs), or None for
+    a configuration of its own library."""
+    with_grad = config["op"] == "linear_cross_entropy_and_grad"
+    if config.get("op") == _LIBRARY_OP or config not in _bundled(config["dtype"], with_grad):
+        return None
+    return {"op": _LIBRARY_OP, "version": 1, "dtype": config["dtype"], "with_grad": with_grad,
+            "chip": config["chip"], "chunk_rows": 0}
+
+
+def library_entries(lib: Dict):
+    """The linear_configs whose entries the library_config `lib` holds."""
+    return _bundled(lib["dtype"], lib["with_grad"])
+
+
+def entry_name(config: Dict) -> str:
+    """The name of `config`'s entry function in its library:
+    ``linear_cross_entropy[_and_grad]_<reduction>[_bias][_class_weight]``
+    in a library_config's, ENTRY in a library of its own."""
+    if library_config(config) is None:
+        return ENTRY
+    return "_".join([config["op"], config["reduction"]] + ["bias"] * config["bias"]
+                    + ["class_weight"] * config["class_weight"])
+
+
 def call_configs():
     """The libraries of xent.torch.linear_cross_entropy's calls (the
-    package's bundle): results into PyTorch's tensors, run-time scalars,
-    rows as [N, H] and i64 targets (xent.torch flattens [B, T, H] and widens
-    i32), the automatic chunks; over the signature of a call alone: dtype x
-    reduction x bias x class weights x the joint op or the loss alone."""
-    return [linear_config(dtype=d, reduction=r, bias=b, class_weight=cw, with_grad=grad,
-                          destinations=True, runtime_scalars=True)
-            for d in _DTYPES for r in _REDUCTIONS for b in (False, True)
-            for cw in (False, True) for grad in (False, True)]
+    package's bundle): one per dtype x the joint op or the loss alone, with
+    an entry for each reduction x bias x class weights (library_entries)."""
+    return [library_config(_bundled(d, grad)[0]) for d in _DTYPES for grad in (False, True)]
 
 
 def precompile(configs: Iterable[Dict], cache_dir: Optional[str] = None) -> None:

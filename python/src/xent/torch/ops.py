@@ -38,7 +38,8 @@ from ..runtime import bundle, gpu
 from ..runtime import kernels as _kernels
 from . import native as _native_ext
 from ._checks import check_loss_scalars
-from ..runtime.kernels import kernel_config, kernel_module, pipeline_args
+from ..runtime.kernels import (entry_name, kernel_config, kernel_module, library_config,
+                               pipeline_args)
 
 __all__ = ["config_for", "cross_entropy", "cross_entropy_rows", "cross_entropy_with_grad",
            "eager", "in_place_allowed", "native", "scale_grad_"]
@@ -69,6 +70,10 @@ _LIBRARIES: Dict[tuple, gpu.GpuLibrary] = {}
 def _library(config: Dict) -> gpu.GpuLibrary:
     # Memoized per configuration: the cache's lookup (a hash of the JSON
     # configuration) would otherwise be part of every call's host overhead.
+    # A runtime-dispatch configuration is one entry (entry_name) of the
+    # library of its dtype, target kind, rank and gradient.
+    if config.get("runtime_dispatch"):
+        config = library_config(config)
     key = tuple(sorted(config.items()))
     lib = _LIBRARIES.get(key)
     if lib is None:
@@ -244,12 +249,15 @@ def _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
         config = config_for(logits, target, weight, reduction, ignore_index, label_smoothing,
                             z_loss_scale, softcap, with_grad, rows, runtime, in_place, f32_loss)
         lib = _library(config)
-        handles = (tuple(_handle(lib, f) for f in ("xent_entry", "xent_scale_grad",
+        entry = entry_name(config)
+        handles = (tuple(_handle(lib, f) for f in (entry, "xent_scale_grad",
                                                     "xent_scale_grad_dt"))
                    if native() is not None else (-1, -1, -1))
         scalars = _scalar_args(config, ignore_index, label_smoothing, z_loss_scale, softcap)
+        # (library, loss shape, native handles of the entry and the scaling
+        # functions, the two scalar groups, the entry's name)
         plan = _remember(_PLANS, key, (lib, _element_shape(logits, reduction)) + handles
-                         + scalars)
+                         + scalars + (entry,))
     return plan
 
 
@@ -289,10 +297,10 @@ def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_
     if with_grad:
         ones = (_scalar_one(logits.device) if reduction != "none" else
                 torch.ones(shape, device=logits.device, dtype=torch.float32))
-        lib.tensor_call("xent_entry")(*args, ones, loss, z, dlogits, scalars=scalars)
+        lib.tensor_call(plan[7])(*args, ones, loss, z, dlogits, scalars=scalars)
         _SCALE_LIBRARIES[logits.dtype] = lib
     else:
-        lib.tensor_call("xent_entry")(*args, loss, z, scalars=scalars)
+        lib.tensor_call(plan[7])(*args, loss, z, scalars=scalars)
     return loss, z.to(logits.dtype)
 
 
@@ -457,7 +465,7 @@ def cross_entropy_rows(logits: torch.Tensor, target: torch.Tensor,
     if nat is not None:
         nat.call(fn, args, plan[5], plan[6])
     else:
-        lib.tensor_call("xent_entry")(*args, scalars=_ctypes_scalars(plan[5], plan[6]))
+        lib.tensor_call(plan[7])(*args, scalars=_ctypes_scalars(plan[5], plan[6]))
     extras = [e if asked else e.new_empty(0) for e, asked in zip(extras, rows)]
     return loss, z.to(logits.dtype), extras[0], extras[1], extras[2], dlogits
 

@@ -1,0 +1,119 @@
+"""Two kernel bundles side by side in one process: the same calls of
+xent.torch's signatures, on the same buffers and values, through each
+bundle's library. A bundle of one library per call signature (the
+``xent_entry`` of kernel_config's ``runtime_dispatch`` configuration,
+before the libraries held several entries) or of the packed libraries
+(kernels.library_config, the entry named by kernels.entry_name) is read
+as it is. ``triton.testing.do_bench`` wall clock of the entry function
+called directly, the best of two rounds, and % of the copy bandwidth
+measured in the same run (the gradient kernels move at least one read and
+one write of the logits, what a copy moves; the forward kernels half of
+it, so their % is against half the copy's time).
+
+    python3 -m xent.bench.bundles OLD_BUNDLE NEW_BUNDLE [--dtype bf16] [--forward]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import sys
+from typing import Dict, List, Tuple
+
+from ..runtime import gpu, kernels
+
+CASES = {"plain": {}, "smoothing": {"label_smoothing": 0.1}, "softcap": {"softcap": 30.0},
+         "weights": {"weighted": True}, "z-loss": {"z_loss_scale": 1e-4},
+         "probs": {"target": "probs"}, "none": {"reduction": "none"}}
+CLASSES = (32768, 65536, 131072, 262144)
+ROWS = (256, 1024, 4096)
+
+
+def cells(dtype: str, with_grad: bool) -> List[Tuple[str, int, int, Dict]]:
+    out = []
+    for name, change in CASES.items():
+        for classes in CLASSES:
+            for rows in ROWS:
+                attrs = {**dict(dtype=dtype, target="i64", rank=2, weighted=False,
+                                reduction="mean", ignore_index=-100, label_smoothing=0.0,
+                                z_loss_scale=0.0, softcap=None, with_grad=with_grad), **change}
+                out.append((name, classes, rows, attrs))
+    return out
+
+
+def _function(cache: gpu.KernelCache, config: Dict):
+    """The entry of `config` in the bundle `cache`: its packed library's
+    entry where the bundle has that library, else the library of its own."""
+    packed = kernels.library_config(config)
+    if cache.lookup(packed) is not None:
+        return cache.get(packed).function(kernels.entry_name(config))
+    return cache.get(config).function("xent_entry")
+
+
+def run(old_dir: str, new_dir: str, dtype: str, with_grad: bool) -> None:
+    import torch
+    import triton.testing as tt
+    torch_dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dtype]
+    caches = {"old": gpu.KernelCache(old_dir), "new": gpu.KernelCache(new_dir)}
+    dev = "cuda"
+    print(f"{dtype}, {'loss + gradient' if with_grad else 'loss'}; old {old_dir}, new {new_dir}")
+    print(f"{'case':10s} {'V':>7s} {'N':>5s} {'old ms':>8s} {'new ms':>8s} {'new/old':>7s} "
+          f"{'old %copy':>9s} {'new %copy':>9s}")
+    worst = 0.0
+    for name, classes, rows, attrs in cells(dtype, with_grad):
+        config = kernels.kernel_config(**attrs, runtime_scalars=True, runtime_dispatch=True,
+                                       loss_dtype=dtype)
+        torch.manual_seed(0)
+        x = torch.randn(rows, classes, device=dev, dtype=torch_dtype) * 3
+        if attrs["target"] == "probs":
+            t = torch.softmax(torch.randn(rows, classes, device=dev), -1).to(torch_dtype)
+        else:
+            t = torch.randint(0, classes, (rows,), device=dev)
+            t[::7] = -100
+        w = torch.rand(classes, device=dev) + 0.5 if attrs["weighted"] else None
+        shape = () if attrs["reduction"] != "none" else (rows,)
+        loss = torch.empty(shape, device=dev, dtype=torch_dtype)
+        z = torch.empty(shape, device=dev)
+        tensors = [x, t] + ([w] if w is not None else [])
+        if with_grad:
+            dx = torch.empty_like(x)
+            tensors += [torch.ones(shape, device=dev), loss, z, dx]
+        else:
+            tensors += [loss, z]
+        scalars = ([] if attrs["target"] == "probs" else [ctypes.c_int64(-100)]) + [
+            ctypes.c_float(attrs["label_smoothing"]), ctypes.c_float(attrs["z_loss_scale"]),
+            ctypes.c_float(attrs["softcap"] or 0.0)]
+        fns = {label: _function(cache, config) for label, cache in caches.items()}
+        times: Dict[str, float] = {}
+        for label in ("old", "new") * 2:
+            fn = fns[label]
+            fn(*tensors, *scalars)
+            torch.cuda.synchronize()
+            ms = tt.do_bench(lambda: fn(*tensors, *scalars), rep=100)
+            times[label] = min(times.get(label, ms), ms)
+        src, dst = torch.empty_like(x), torch.empty_like(x)
+        copy_ms = tt.do_bench(lambda: dst.copy_(src), rep=100)
+        moved = copy_ms if with_grad else copy_ms / 2
+        o, n = times["old"], times["new"]
+        worst = max(worst, n / o)
+        print(f"{name:10s} {classes:7d} {rows:5d} {o:8.4f} {n:8.4f} {n / o:7.3f} "
+              f"{moved / o * 100:8.1f}% {moved / n * 100:8.1f}%", flush=True)
+        del x, t, tensors, src, dst
+        torch.cuda.empty_cache()
+    print(f"worst new/old: {worst:.3f}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m xent.bench.bundles",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("old")
+    parser.add_argument("new")
+    parser.add_argument("--dtype", default="bf16", choices=("bf16", "f16", "f32"))
+    parser.add_argument("--forward", action="store_true", help="the loss alone (no gradient)")
+    args = parser.parse_args(argv)
+    run(args.old, args.new, args.dtype, not args.forward)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
