@@ -309,8 +309,8 @@ private:
   void dispatchGeometry(const KernelSpec &variant);
   /// The variants dispatchFeatures may launch (for the buffer decisions).
   SmallVector<KernelSpec> getFeatureVariants() const;
-  /// An empty buffer of `type` (a kernel argument the kernel does not
-  /// touch): host memory of no element, cast to `type`.
+  /// A buffer of `type` that a kernel takes but does not touch: a private
+  /// constant global of one element (host memory), cast to `type`.
   Value getUnusedBuffer(MemRefType type);
   /// Emits `scf.if cond {then} else {otherwise}` at the insertion point.
   void emitIfElse(Value cond, function_ref<void()> then,
@@ -615,9 +615,32 @@ static KernelSpec withRuntimeLossType(KernelSpec spec) {
 }
 
 Value HostEmitter::getUnusedBuffer(MemRefType type) {
-  auto empty = MemRefType::get(SmallVector<int64_t>(type.getRank(), 0),
-                               type.getElementType());
-  Value buffer = memref::AllocaOp::create(rewriter, loc, empty);
+  // A constant global of one element: getting it has no side effect, so
+  // gpu-async-region adds no host wait before it (an alloca would).
+  auto one = MemRefType::get(SmallVector<int64_t>(type.getRank(), 1),
+                             type.getElementType());
+  auto module = kernels->getParentOfType<ModuleOp>();
+  std::string base;
+  llvm::raw_string_ostream os(base);
+  os << "xent_unused_" << type.getElementType() << "_" << type.getRank();
+  std::string name = base;
+  for (unsigned n = 0;; name = base + "_" + std::to_string(++n)) {
+    auto existing = module.lookupSymbol<memref::GlobalOp>(name);
+    if (existing && existing.getType() == one && existing.getConstant())
+      break;
+    if (!module.lookupSymbol(name)) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      auto tensorType = RankedTensorType::get(one.getShape(),
+                                              one.getElementType());
+      memref::GlobalOp::create(
+          rewriter, loc, name, rewriter.getStringAttr("private"), one,
+          rewriter.getZeroAttr(tensorType), /*constant=*/true,
+          /*alignment=*/IntegerAttr());
+      break;
+    }
+  }
+  Value buffer = memref::GetGlobalOp::create(rewriter, loc, one, name);
   return memref::CastOp::create(rewriter, loc, type, buffer);
 }
 

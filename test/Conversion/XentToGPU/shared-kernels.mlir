@@ -66,11 +66,14 @@ func.func @none(%x: tensor<?x?xbf16>, %t: tensor<?xi64>) -> tensor<?xf32> {
 // Under runtime-dispatch the loss's type is a run-time choice of the row
 // kernel where it is f32 or the logits' bf16 / f16: a loss in either type
 // takes the same kernel, which writes the buffer the flag names (the op's
-// buffer; the other is an unused empty one). Here the kernels of the two
-// ops are the same two (256 and 512 threads).
+// buffer; the other a private constant global of one element, which the
+// kernel does not touch). Here the kernels of the two ops are the same two
+// (256 and 512 threads).
 
+// DISPATCH-DAG:   memref.global "private" constant @xent_unused_bf16_1 : memref<1xbf16> = dense<0.000000e+00>
+// DISPATCH-DAG:   memref.global "private" constant @xent_unused_f32_1 : memref<1xf32> = dense<0.000000e+00>
 // DISPATCH-LABEL: func.func @f32_loss
-// DISPATCH:       memref.alloca() : memref<0xbf16>
+// DISPATCH:       memref.get_global @xent_unused_bf16_1 : memref<1xbf16>
 // DISPATCH:       %[[F:.*]] = arith.constant false
 // DISPATCH:       gpu.launch_func @xent_kernels::@xent_loss_grad_0 {{.*}} args({{.*}}: memref<?xf32, strided<[?], offset: ?>>, %{{.*}} : memref<?xbf16, strided<[?], offset: ?>>, {{.*}}, %[[F]] : i1)
 // DISPATCH:       gpu.launch_func @xent_kernels::@xent_loss_grad_1
@@ -80,7 +83,7 @@ func.func @f32_loss(%g: tensor<?xf32>, %x: tensor<?x?xbf16>, %t: tensor<?xi64>) 
 }
 
 // DISPATCH-LABEL: func.func @bf16_loss
-// DISPATCH:       memref.alloca() : memref<0xf32>
+// DISPATCH:       memref.get_global @xent_unused_f32_1 : memref<1xf32>
 // DISPATCH:       %[[T:.*]] = arith.constant true
 // DISPATCH:       gpu.launch_func @xent_kernels::@xent_loss_grad_0 {{.*}} args({{.*}}: memref<?xf32, strided<[?], offset: ?>>, %{{.*}} : memref<?xbf16, strided<[?], offset: ?>>, {{.*}}, %[[T]] : i1)
 // DISPATCH:       gpu.launch_func @xent_kernels::@xent_loss_grad_1

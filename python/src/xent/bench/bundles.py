@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import os
 import sys
 from typing import Dict, List, Tuple
 
@@ -29,9 +30,11 @@ CLASSES = (32768, 65536, 131072, 262144)
 ROWS = (256, 1024, 4096)
 
 
-def cells(dtype: str, with_grad: bool) -> List[Tuple[str, int, int, Dict]]:
+def cells(dtype: str, with_grad: bool, cases=None) -> List[Tuple[str, int, int, Dict]]:
     out = []
     for name, change in CASES.items():
+        if cases and name not in cases:
+            continue
         for classes in CLASSES:
             for rows in ROWS:
                 attrs = {**dict(dtype=dtype, target="i64", rank=2, weighted=False,
@@ -41,26 +44,32 @@ def cells(dtype: str, with_grad: bool) -> List[Tuple[str, int, int, Dict]]:
     return out
 
 
-def _function(cache: gpu.KernelCache, config: Dict):
+def _function(cache: gpu.KernelCache, config: Dict, runtime: str):
     """The entry of `config` in the bundle `cache`: its packed library's
-    entry where the bundle has that library, else the library of its own."""
+    entry where the bundle has that library, else the library of its own;
+    loaded with `runtime`. Both bundles' libraries use one runtime (the
+    new bundle's): the libraries bind to the first one loaded, and the
+    caller's stream is set on the one Python holds, which must be that
+    one."""
     packed = kernels.library_config(config)
     if cache.lookup(packed) is not None:
-        return cache.get(packed).function(kernels.entry_name(config))
-    return cache.get(config).function("xent_entry")
+        lib = gpu.GpuLibrary(cache.path(packed), runtime=runtime)
+        return lib.function(kernels.entry_name(config))
+    return gpu.GpuLibrary(cache.path(config), runtime=runtime).function("xent_entry")
 
 
-def run(old_dir: str, new_dir: str, dtype: str, with_grad: bool) -> None:
+def run(old_dir: str, new_dir: str, dtype: str, with_grad: bool, cases=None) -> None:
     import torch
     import triton.testing as tt
     torch_dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dtype]
     caches = {"old": gpu.KernelCache(old_dir), "new": gpu.KernelCache(new_dir)}
+    runtime = os.path.join(new_dir, gpu.RUNTIME_NAME)
     dev = "cuda"
     print(f"{dtype}, {'loss + gradient' if with_grad else 'loss'}; old {old_dir}, new {new_dir}")
     print(f"{'case':10s} {'V':>7s} {'N':>5s} {'old ms':>8s} {'new ms':>8s} {'new/old':>7s} "
           f"{'old %copy':>9s} {'new %copy':>9s}")
     worst = 0.0
-    for name, classes, rows, attrs in cells(dtype, with_grad):
+    for name, classes, rows, attrs in cells(dtype, with_grad, cases):
         config = kernels.kernel_config(**attrs, runtime_scalars=True, runtime_dispatch=True,
                                        loss_dtype=dtype)
         torch.manual_seed(0)
@@ -83,7 +92,7 @@ def run(old_dir: str, new_dir: str, dtype: str, with_grad: bool) -> None:
         scalars = ([] if attrs["target"] == "probs" else [ctypes.c_int64(-100)]) + [
             ctypes.c_float(attrs["label_smoothing"]), ctypes.c_float(attrs["z_loss_scale"]),
             ctypes.c_float(attrs["softcap"] or 0.0)]
-        fns = {label: _function(cache, config) for label, cache in caches.items()}
+        fns = {label: _function(cache, config, runtime) for label, cache in caches.items()}
         times: Dict[str, float] = {}
         for label in ("old", "new") * 2:
             fn = fns[label]
@@ -110,8 +119,10 @@ def main(argv=None) -> int:
     parser.add_argument("new")
     parser.add_argument("--dtype", default="bf16", choices=("bf16", "f16", "f32"))
     parser.add_argument("--forward", action="store_true", help="the loss alone (no gradient)")
+    parser.add_argument("--cases", help=f"comma-separated subset of {', '.join(CASES)}")
     args = parser.parse_args(argv)
-    run(args.old, args.new, args.dtype, not args.forward)
+    run(args.old, args.new, args.dtype, not args.forward,
+        args.cases.split(",") if args.cases else None)
     return 0
 
 

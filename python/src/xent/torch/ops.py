@@ -531,7 +531,7 @@ def eager(logits, target, weight, reduction, ignore_index, label_smoothing, z_lo
 
 def _eager_call(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
                 softcap, with_grad, want_z, f32_loss, in_place):
-    _, _, fn, scale_fn, scale_dt_fn, ii, floats = _call_plan(
+    _, _, fn, scale_fn, scale_dt_fn, ii, floats, _ = _call_plan(
         logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
         softcap, with_grad, in_place=in_place, f32_loss=f32_loss)
     reduced = reduction != "none"
