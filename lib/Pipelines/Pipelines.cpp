@@ -101,6 +101,10 @@ mlir::xent::buildXentGPUPipeline(OpPassManager &pm,
   nvvm.cubinFormat = options.format;
   nvvm.optLevel = 3;
   gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+  // The cubins compressed (a tenth of their size; the driver decompresses
+  // them when it loads the module).
+  if (options.format == "bin" && options.compress)
+    pm.addPass(createXentCompressGPUBinaries());
   return success();
 }
 

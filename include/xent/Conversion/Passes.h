@@ -13,7 +13,10 @@
 
 namespace mlir::xent {
 
-// Each conversion's header declares its pass.
+// Each conversion's header declares its pass; the others are declared here.
+#define GEN_PASS_DECL_XENTCOMPRESSGPUBINARIES
+#include "xent/Conversion/Passes.h.inc"
+
 #define GEN_PASS_REGISTRATION
 #include "xent/Conversion/Passes.h.inc"
 

@@ -75,6 +75,12 @@ struct XentGPUPipelineOptions
       llvm::cl::desc("Kernel binary format: bin (cubin, needs ptxas), isa "
                      "(PTX) or fatbin"),
       llvm::cl::init("bin")};
+  PassOptions::Option<bool> compress{
+      *this, "compress",
+      llvm::cl::desc("With format=bin, each cubin becomes a fatbin holding "
+                     "it compressed (xent-compress-gpu-binaries, the CUDA "
+                     "toolkit's fatbinary)"),
+      llvm::cl::init(true)};
 
   /// The options of the pipeline's convert-xent-to-gpu.
   ConvertXentToGPUOptions getConversionOptions() const;
@@ -85,7 +91,8 @@ struct XentGPUPipelineOptions
 /// an error, for nothing here lowers linalg to the device; on host tensors
 /// it would be host loops over device memory), bufferization of the host code,
 /// then upstream's gpu-lower-to-nvvm-pipeline (kernels to NVVM and a binary,
-/// host to LLVM calling the mgpu* runtime ABI).
+/// host to LLVM calling the mgpu* runtime ABI) and, for cubins with
+/// `compress`, xent-compress-gpu-binaries.
 LogicalResult buildXentGPUPipeline(OpPassManager &pm,
                                    const XentGPUPipelineOptions &options);
 
