@@ -13,7 +13,7 @@
 
 // CHECK-LABEL: func.func @joint
 // CHECK:       xent.launch
-// CHECK-NEXT:  ^bb0(%[[X:[^:]*]]: memref<?x?xbf16{{.*}}>, {{.*}}, %[[II:[^:]*]]: i64, %[[LS:[^:]*]]: f32, %[[ZS:[^:]*]]: f32, %[[SC:[^:]*]]: f32, %{{.*}}: memref<f32, {{.*}}>, %[[D:[^:]*]]: memref<?x?xbf16{{.*}}>):
+// CHECK-NEXT:  ^bb0(%[[X:[^:]*]]: memref<?x?xbf16{{.*}}>, {{.*}}, %[[II:[^:]*]]: i64, %[[LS:[^:]*]]: f32, %[[ZS:[^:]*]]: f32, %[[SC:[^:]*]]: f32, %[[L:[^:]*]]: memref<f32, {{.*}}>, %[[D:[^:]*]]: memref<?x?xbf16{{.*}}>):
 // CHECK:         gpu.launch_func @xent_kernels::@xent_prologue_0
 // CHECK:         %[[LSON:.*]] = arith.cmpf une, %[[LS]], %{{.*}} : f32
 // CHECK-NEXT:    scf.if %[[LSON]] {
@@ -22,29 +22,30 @@
 // CHECK:             %[[V:.*]] = arith.ceildivui %{{.*}}, %c8 : index
 // CHECK:             %[[SHORT:.*]] = arith.cmpi ule, %[[V]], %c8192 : index
 // CHECK-NEXT:        scf.if %[[SHORT]] {
-// The loss's type is the kernel's run-time choice: the op's f32 buffer, an
-// unused bf16 one (a constant global: no side effect, so gpu-async-region
-// adds no host wait for it), and the flag that says which is written.
-// CHECK:               %[[UNUSED:.*]] = memref.get_global @xent_unused_bf16_0 : memref<bf16>
-// CHECK-NEXT:          %[[UNUSEDCAST:.*]] = memref.cast %[[UNUSED]]
-// CHECK-NEXT:          %[[NARROW:.*]] = arith.constant false
 // CHECK:               %[[FITS:.*]] = arith.andi
 // CHECK-NEXT:          %[[XP:.*]] = memref.extract_aligned_pointer_as_index %[[X]]
 // CHECK-NEXT:          %[[DP:.*]] = memref.extract_aligned_pointer_as_index %[[D]]
 // CHECK-NEXT:          %[[APART:.*]] = arith.cmpi ne, %[[XP]], %[[DP]] : index
 // CHECK-NEXT:          %[[OK:.*]] = arith.andi %[[FITS]], %[[APART]] : i1
 // CHECK:               %[[SIZE:.*]] = arith.select %[[OK]]
-// CHECK:               gpu.launch_func @xent_kernels::@[[R256:xent_loss_grad_0]] clusters in {{.*}} threads in (%c256{{.*}}) dynamic_shared_memory_size {{.*}} args({{.*}} : memref<f32, strided<[], offset: ?>>, %[[UNUSEDCAST]] : memref<bf16, strided<[], offset: ?>>, %[[D]] : {{.*}}, %[[II]] : i64, %[[LS]] : f32, %[[ZS]] : f32, %[[SC]] : f32, %[[NARROW]] : i1)
+// With ε the kernel has class sums: its loss buffer is the op's f32 one.
+// CHECK:               gpu.launch_func @xent_kernels::@[[R256:xent_loss_grad_0]] clusters in {{.*}} threads in (%c256{{.*}}) dynamic_shared_memory_size {{.*}} args({{.*}}, %[[L]] : memref<f32, strided<[], offset: ?>>, %[[D]] : {{.*}}, %[[II]] : i64, %[[LS]] : f32, %[[ZS]] : f32, %[[SC]] : f32)
 // CHECK:             } else {
 // CHECK:               gpu.launch_func @xent_kernels::@[[R512:xent_loss_grad_1]] clusters in {{.*}} threads in (%c512{{.*}}) dynamic_shared_memory_size
 // Softcap 0: the same two without the softcap's scalar.
 // CHECK:         } else {
 // CHECK:           scf.if
-// CHECK:             gpu.launch_func @xent_kernels::@xent_loss_grad_2 clusters in {{.*}} args({{.*}}, %[[II]] : i64, %[[LS]] : f32, %[[ZS]] : f32, %{{.*}} : i1)
+// CHECK:             gpu.launch_func @xent_kernels::@xent_loss_grad_2 clusters in {{.*}} args({{.*}}, %[[II]] : i64, %[[LS]] : f32, %[[ZS]] : f32)
 // CHECK:             gpu.launch_func @xent_kernels::@xent_loss_grad_3 clusters in
-// ε 0: the same for softcap on / off, without ε.
+// ε 0: the same for softcap on / off, without ε. Without class sums the
+// loss's type is the kernel's run-time choice: the op's f32 buffer, an
+// unused bf16 one (a constant global: no side effect, so gpu-async-region
+// adds no host wait for it), and the flag that says which is written.
 // CHECK:       } else {
-// CHECK:           gpu.launch_func @xent_kernels::@xent_loss_grad_4 {{.*}} args({{.*}}, %[[II]] : i64, %[[ZS]] : f32, %[[SC]] : f32, %{{.*}} : i1)
+// CHECK:             %[[UNUSED:.*]] = memref.get_global @xent_unused_bf16_0 : memref<bf16>
+// CHECK-NEXT:        %[[UNUSEDCAST:.*]] = memref.cast %[[UNUSED]]
+// CHECK-NEXT:        %[[NARROW:.*]] = arith.constant false
+// CHECK:             gpu.launch_func @xent_kernels::@xent_loss_grad_4 {{.*}} args({{.*}}, %[[L]] : memref<f32, strided<[], offset: ?>>, %[[UNUSEDCAST]] : memref<bf16, strided<[], offset: ?>>, %[[D]] : {{.*}}, %[[II]] : i64, %[[ZS]] : f32, %[[SC]] : f32, %[[NARROW]] : i1)
 // CHECK:           gpu.launch_func @xent_kernels::@xent_loss_grad_6 {{.*}} args({{.*}}, %[[II]] : i64, %[[ZS]] : f32, %{{.*}} : i1)
 // CHECK:           gpu.launch_func @xent_kernels::@xent_loss_grad_7 clusters in
 // CHECK-NOT:       gpu.launch_func

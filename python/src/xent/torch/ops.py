@@ -436,6 +436,8 @@ def cross_entropy_rows(logits: torch.Tensor, target: torch.Tensor,
     tensor for each not asked for) and, with `with_grad`, the gradient for
     grad_output = 1 (else an empty tensor), in one kernel call."""
     rows = (return_lse, return_argmax, return_accuracy)
+    if return_accuracy and target.is_floating_point():
+        raise ValueError("xent: return_token_accuracy needs class-index targets")
     # The libraries of the package compute every per-row output (accuracy
     # with class indices); the ones not asked for are dropped.
     computed = rows
