@@ -85,6 +85,12 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
                                              select(valid, t, cstI64(0)));
   }
 
+  // Probability targets (two-pass kernels, no register cap) read the
+  // divisors before the row, so that the load's latency is not added to
+  // each row's tail; the others where they use them.
+  if (probs && spec.needsDivisors())
+    preloadedDivisors = emitDivisors();
+
   if (!residentPath) {
     emitRowBody();
   } else {
@@ -353,6 +359,8 @@ void KernelEmitter::bindScalars(const RowKernelArgs<Value> &args) {
 }
 
 std::pair<Value, Value> KernelEmitter::emitDivisors() {
+  if (preloadedDivisors)
+    return *preloadedDivisors;
   // f32 values the prologue widened: exact.
   auto load = [&](ScratchSlot slot) -> Value {
     return arith::TruncFOp::create(

@@ -46,6 +46,7 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <cmath>
+#include <optional>
 
 namespace mlir::xent {
 
@@ -293,6 +294,8 @@ private:
   /// scratch; KernelSpec::needsDivisors): for a mean the kept weight and the
   /// kept count, or the number of rows for probability targets; 1 for a sum.
   std::pair<Value, Value> emitDivisors();
+  /// The divisors read once before the row (emitRowKernel), if so.
+  std::optional<std::pair<Value, Value>> preloadedDivisors;
   /// Binds the arguments both kernels take and the block reduction's
   /// scratch of `func`.
   void bindSharedArgs(gpu::GPUFuncOp func, Value targetArg, Value weightArg,
