@@ -5,9 +5,10 @@
 //===----------------------------------------------------------------------===//
 //
 // The pieces of convert-xent-to-gpu that the pattern of each op family
-// uses: the kernel module, the choice between kernel and decomposition and
-// its remark (XentToGPU.cpp), and the lowering of the linear family
-// (LinearLowering.cpp).
+// uses: the kernel module, kernel names and reuse, destinations and the
+// host code of a cross-entropy op (HostLowering.cpp), the choice between
+// kernel and decomposition and its remark (XentToGPU.cpp), and the lowering
+// of the linear family (LinearLowering.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,9 @@
 
 namespace mlir::xent {
 
+/// The symbol of the gpu.module that holds xent's kernels.
+inline constexpr llvm::StringLiteral kKernelModuleName = "xent_kernels";
+
 /// The gpu.module that holds xent's kernels, created on first use.
 gpu::GPUModuleOp getOrCreateKernelModule(RewriterBase &rewriter,
                                          ModuleOp module);
@@ -47,6 +51,16 @@ buildOrReuseKernel(RewriterBase &rewriter, gpu::GPUModuleOp kernels,
 /// Drops the fingerprints buildOrReuseKernel keeps on the kernels under
 /// `root`.
 void stripKernelFingerprints(Operation *root);
+
+/// Emits at the rewriter's insertion point the `xent.launch` of the kernels
+/// of the cross-entropy op `op` (built into `kernels`, or reused where the
+/// module holds identical ones), whose results replace the op's; appends
+/// the names of the kernels it launches to `kernelNames`.
+LaunchOp emitCrossEntropyLaunch(RewriterBase &rewriter,
+                                CrossEntropyOpInterface op,
+                                gpu::GPUModuleOp kernels,
+                                const ConvertXentToGPUOptions &options,
+                                SmallVectorImpl<std::string> &kernelNames);
 
 /// The destination `result` is written into directly: its only use
 /// materializes it into a writable, restrict buffer of its element type
