@@ -6,6 +6,8 @@
 
 #include "xent/Dialect/Xent/IR/XentOps.h"
 
+#include "Verification.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
@@ -16,6 +18,7 @@
 
 using namespace mlir;
 using namespace mlir::xent;
+using namespace mlir::xent::detail;
 
 #include "xent/Dialect/Xent/IR/XentOpsDialect.cpp.inc"
 
@@ -108,7 +111,7 @@ bool CrossEntropyConfig::operator==(const CrossEntropyConfig &other) const {
 // Verification of the family (CrossEntropyOpInterface)
 //===----------------------------------------------------------------------===//
 
-static std::string formatShape(ArrayRef<int64_t> shape) {
+std::string mlir::xent::detail::formatShape(ArrayRef<int64_t> shape) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "[";
@@ -130,9 +133,9 @@ static std::string formatFloat(const APFloat &value) {
 }
 
 /// Checks the attributes that every op of the dialect shares.
-static LogicalResult verifyLossAttributes(OpState op, const APFloat &smoothing,
-                                          const APFloat &zLossScale,
-                                          std::optional<APFloat> softcap) {
+LogicalResult mlir::xent::detail::verifyLossAttributes(
+    OpState op, const APFloat &smoothing, const APFloat &zLossScale,
+    std::optional<APFloat> softcap) {
   float eps = smoothing.convertToFloat();
   if (!(eps >= 0.0f && eps <= 1.0f))
     return op.emitOpError("label_smoothing must be in [0, 1], got ")
@@ -153,7 +156,8 @@ static LogicalResult verifyLossAttributes(OpState op, const APFloat &smoothing,
 /// Checks that no feature is given both by its attribute and by a run-time
 /// scalar. A default-valued attribute at its default (label_smoothing or
 /// z_loss_scale of 0) counts as absent: it is what the printer elides.
-static LogicalResult verifyLossScalars(Operation *op, LossScalars scalars) {
+LogicalResult mlir::xent::detail::verifyLossScalars(Operation *op,
+                                                   LossScalars scalars) {
   auto isSet = [&](StringRef name) {
     Attribute attr = op->getAttr(name);
     if (auto f = dyn_cast_if_present<FloatAttr>(attr))
@@ -175,7 +179,8 @@ static LogicalResult verifyLossScalars(Operation *op, LossScalars scalars) {
 
 /// Two shapes are compatible when they have the same rank and every pair of
 /// static dimensions agrees.
-static bool areShapesCompatible(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+bool mlir::xent::detail::areShapesCompatible(ArrayRef<int64_t> a,
+                                               ArrayRef<int64_t> b) {
   if (a.size() != b.size())
     return false;
   for (auto [x, y] : llvm::zip(a, b))
@@ -498,8 +503,6 @@ LogicalResult mlir::xent::detail::verifyCrossEntropyOp(
   return success();
 }
 
-//===----------------------------------------------------------------------===//
-// Verification of the linear family (LinearCrossEntropyOpInterface)
 //===----------------------------------------------------------------------===//
 
 namespace {
