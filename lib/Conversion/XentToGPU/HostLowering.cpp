@@ -82,7 +82,13 @@ static std::string printAnonymous(gpu::GPUFuncOp kernel) {
 
 gpu::GPUFuncOp mlir::xent::buildOrReuseKernel(
     RewriterBase &rewriter, gpu::GPUModuleOp kernels, StringRef prefix,
-    function_ref<gpu::GPUFuncOp(OpBuilder &, StringRef)> build) {
+    function_ref<gpu::GPUFuncOp(OpBuilder &, StringRef)> build,
+    SmallVectorImpl<std::string> &kernelNames) {
+  auto named = [&](gpu::GPUFuncOp kernel) {
+    if (!llvm::is_contained(kernelNames, kernel.getName()))
+      kernelNames.push_back(kernel.getName().str());
+    return kernel;
+  };
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToEnd(&kernels.getBodyRegion().front());
   // Named once it is kept (an erased op may stay in the module until a
@@ -97,14 +103,14 @@ gpu::GPUFuncOp mlir::xent::buildOrReuseKernel(
         printAnonymous(existing) != text)
       continue;
     rewriter.eraseOp(kernel);
-    return existing;
+    return named(existing);
   }
   std::string name = getUniqueName(kernels, prefix);
   rewriter.modifyOpInPlace(kernel, [&] {
     kernel.setName(name);
     kernel->setAttr(kKernelFingerprintAttrName, fingerprint);
   });
-  return kernel;
+  return named(kernel);
 }
 
 void mlir::xent::stripKernelFingerprints(Operation *root) {
@@ -192,6 +198,19 @@ mlir::xent::getDestination(Value result) {
           cast<RankedTensorType>(result.getType()).getElementType())
     return nullptr;
   return sink;
+}
+
+Value mlir::xent::getDestinationTensor(
+    OpBuilder &b, Location loc, bufferization::MaterializeInDestinationOp sink,
+    RankedTensorType type) {
+  auto destType = cast<MemRefType>(sink.getDest().getType());
+  Value dest = bufferization::ToTensorOp::create(
+      b, loc, RankedTensorType::get(destType.getShape(), type.getElementType()),
+      sink.getDest(), /*restrict=*/b.getUnitAttr(),
+      /*writable=*/b.getUnitAttr());
+  if (dest.getType() != type)
+    dest = tensor::CastOp::create(b, loc, type, dest);
+  return dest;
 }
 
 namespace {
@@ -298,11 +317,7 @@ private:
   gpu::GPUFuncOp
   buildKernel(StringRef prefix,
               function_ref<gpu::GPUFuncOp(OpBuilder &, StringRef)> build) {
-    gpu::GPUFuncOp kernel =
-        buildOrReuseKernel(rewriter, kernels, prefix, build);
-    if (!llvm::is_contained(kernelNames, kernel.getName()))
-      kernelNames.push_back(kernel.getName().str());
-    return kernel;
+    return buildOrReuseKernel(rewriter, kernels, prefix, build, kernelNames);
   }
 
   RewriterBase &rewriter;
@@ -385,16 +400,8 @@ LaunchOp HostEmitter::createLaunch() {
             rewriter, loc, logits,
             result == op.getDlogits() ? k : elementDims[k]));
     if (auto sink = getDestination(result)) {
-      auto destType = cast<MemRefType>(sink.getDest().getType());
-      Value dest = bufferization::ToTensorOp::create(
-          rewriter, loc,
-          RankedTensorType::get(destType.getShape(), type.getElementType()),
-          sink.getDest(), /*restrict=*/rewriter.getUnitAttr(),
-          /*writable=*/rewriter.getUnitAttr());
-      if (dest.getType() != type)
-        dest = tensor::CastOp::create(rewriter, loc, type, dest);
       tied.push_back(inputs.size() + inits.size());
-      inits.push_back(dest);
+      inits.push_back(getDestinationTensor(rewriter, loc, sink, type));
       sinks.push_back(sink);
     } else if (result == op.getDlogits() && type == logits.getType() &&
                !rereadsLogits) {

@@ -43,11 +43,13 @@ std::string getUniqueName(gpu::GPUModuleOp kernels, StringRef prefix);
 /// kernels differ only in what they take as arguments share one kernel, so
 /// a module of several ops compiles each distinct kernel once. The kernels
 /// carry their fingerprint (kKernelFingerprintAttrName) until
-/// stripKernelFingerprints.
+/// stripKernelFingerprints. The kernel's name is added to `kernelNames`
+/// (the names an op launches, for its remark) unless already there.
 gpu::GPUFuncOp
 buildOrReuseKernel(RewriterBase &rewriter, gpu::GPUModuleOp kernels,
                    StringRef prefix,
-                   function_ref<gpu::GPUFuncOp(OpBuilder &, StringRef)> build);
+                   function_ref<gpu::GPUFuncOp(OpBuilder &, StringRef)> build,
+                   SmallVectorImpl<std::string> &kernelNames);
 /// Drops the fingerprints buildOrReuseKernel keeps on the kernels under
 /// `root`.
 void stripKernelFingerprints(Operation *root);
@@ -66,6 +68,13 @@ LaunchOp emitCrossEntropyLaunch(RewriterBase &rewriter,
 /// materializes it into a writable, restrict buffer of its element type
 /// (with any strides, which the kernels write through). Null otherwise.
 bufferization::MaterializeInDestinationOp getDestination(Value result);
+/// The destination buffer of `sink` (getDestination) as a tensor of
+/// `type`, the launch's init for that result: a restrict, writable
+/// bufferization.to_tensor, cast to `type` where the buffer's static shape
+/// differs.
+Value getDestinationTensor(OpBuilder &b, Location loc,
+                           bufferization::MaterializeInDestinationOp sink,
+                           RankedTensorType type);
 
 /// The loss's scalars as the kernels take them (RowKernelArgs): for each
 /// feature the kernels of `config` compute (ignore_index for class indices;

@@ -196,10 +196,7 @@ private:
   gpu::GPUFuncOp
   buildKernel(StringRef prefix,
               function_ref<gpu::GPUFuncOp(OpBuilder &, StringRef)> build) {
-    gpu::GPUFuncOp kernel = buildOrReuseKernel(b, kernels, prefix, build);
-    if (!llvm::is_contained(kernelNames, kernel.getName()))
-      kernelNames.push_back(kernel.getName().str());
-    return kernel;
+    return buildOrReuseKernel(b, kernels, prefix, build, kernelNames);
   }
   /// What the chunks' loss kernel computes; `runtimeScalars` the op's
   /// run-time scalars as the launch body has them.
@@ -375,16 +372,8 @@ SmallVector<Value> LinearEmitter::emit() {
       tied.push_back(-1);
       continue;
     }
-    auto destType = cast<MemRefType>(sink.getDest().getType());
-    Value dest = bufferization::ToTensorOp::create(
-        b, loc,
-        RankedTensorType::get(destType.getShape(), type.getElementType()),
-        sink.getDest(), /*restrict=*/b.getUnitAttr(),
-        /*writable=*/b.getUnitAttr());
-    if (dest.getType() != type)
-      dest = tensor::CastOp::create(b, loc, type, dest);
     tied.push_back(inputs.size() + inits.size());
-    inits.push_back(dest);
+    inits.push_back(getDestinationTensor(b, loc, sink, type));
     sinks.push_back(sink);
   }
   for (auto sink : sinks)

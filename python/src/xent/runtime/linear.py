@@ -14,6 +14,7 @@ tensors on PyTorch's current stream (the results are fresh device memory).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from typing import Dict, Iterable, Optional, Tuple
@@ -296,15 +297,17 @@ def _call(with_grad, hidden, weight, target, bias, grad_output, reduction, ignor
 _LIBRARY_OP = "linear_cross_entropy.library"
 
 
-def _bundled(dtype: str, with_grad: bool):
+@functools.lru_cache(maxsize=None)
+def _bundled(dtype: str, with_grad: bool) -> Tuple[Dict, ...]:
     """The linear_configs of xent.torch.linear_cross_entropy's calls for
     `dtype` and `with_grad`: results into PyTorch's tensors, run-time
     scalars, rows as [N, H] and i64 targets (xent.torch flattens [B, T, H]
     and widens i32), the automatic chunks; reduction x bias x class
-    weights."""
-    return [linear_config(dtype=dtype, reduction=r, bias=b, class_weight=cw, with_grad=with_grad,
-                          destinations=True, runtime_scalars=True)
-            for r in _REDUCTIONS for b in (False, True) for cw in (False, True)]
+    weights. Built once (each configuration hashes its module's text);
+    shared, so not to be modified: library_entries hands out copies."""
+    return tuple(linear_config(dtype=dtype, reduction=r, bias=b, class_weight=cw,
+                               with_grad=with_grad, destinations=True, runtime_scalars=True)
+                 for r in _REDUCTIONS for b in (False, True) for cw in (False, True))
 
 
 def library_config(config: Dict) -> Optional[Dict]:
@@ -320,7 +323,7 @@ def library_config(config: Dict) -> Optional[Dict]:
 
 def library_entries(lib: Dict):
     """The linear_configs whose entries the library_config `lib` holds."""
-    return _bundled(lib["dtype"], lib["with_grad"])
+    return [dict(c) for c in _bundled(lib["dtype"], lib["with_grad"])]
 
 
 def entry_name(config: Dict) -> str:
