@@ -89,14 +89,16 @@ def test_every_linear_call_signature_once():
     both), the values run-time arguments."""
     from xent.runtime import linear
     rng = random.Random(1)
-    for dtype, reduction, bias, cw, grad in itertools.product(
+    for dtype, reduction, bias, cw, grad, frozen in itertools.product(
             ("f32", "bf16", "f16"), ("mean", "sum", "none"), (False, True), (False, True),
-            (False, True)):
+            (False, True), (None, "weight", "hidden")):
+        if frozen and not grad:
+            continue
         keys = set()
         for _ in range(4):
             config = linear.linear_config(
                 dtype=dtype, reduction=reduction, bias=bias, class_weight=cw, with_grad=grad,
-                destinations=True, runtime_scalars=True,
+                destinations=True, runtime_scalars=True, frozen=frozen,
                 ignore_index=rng.randrange(-200, 50000),
                 label_smoothing=rng.choice([0.0, rng.random()]),
                 z_loss_scale=rng.choice([0.0, rng.random() * 1e-3]),
@@ -109,10 +111,17 @@ def test_every_linear_call_signature_once():
     text = linear.linear_module(lib)
     assert f"func.func @{linear.entry_name(config)}(" in text
     assert "ignore_index %ii label_smoothing %ls z_loss_scale %zs softcap %sc" in text
-    # One library per dtype x gradient or not, an entry per signature.
+    # One library per dtype x gradient or not, an entry per signature: 12
+    # for the loss alone, 12 x (nothing, the weight, the hidden frozen) with
+    # a gradient; a frozen input's entry returns no gradient for it.
     linear_libs = [c for c in bundle.package_configs() if c["op"].startswith("linear")]
     assert len(linear_libs) == 6
-    assert sum(len(linear.library_entries(c)) for c in linear_libs) == 72
+    assert sum(len(linear.library_entries(c)) for c in linear_libs) == 3 * (12 + 36)
+    frozen = linear.linear_config(dtype="bf16", reduction="mean", bias=True, with_grad=True,
+                                  destinations=True, runtime_scalars=True, frozen="weight")
+    text = linear.linear_module(linear.library_config(frozen))
+    signature = text.split(f"func.func @{linear.entry_name(frozen)}(")[1].split(")")[0]
+    assert "%dh_out" in signature and "%dw_out" not in signature and "%db_out" not in signature
 
 
 def _fake_entry(directory, config, name, compiler):

@@ -86,6 +86,65 @@ def test_frozen_weight_and_rank3():
     assert rel(loss, ref[0]) <= max(2 * rel(same[0], ref[0]), FLOOR["bf16"])
 
 
+# The cuBLASLt workspace each call takes from PyTorch's allocator
+# (test_memory.py).
+WORKSPACE = 32 << 20
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+@pytest.mark.parametrize("frozen", ["weight", "hidden"])
+def test_frozen_input_computes_no_gradient_for_it(frozen, reduction):
+    """A frozen weight (and bias) or frozen hidden states: the other
+    gradients as accurate as PyTorch's, and the call's extra memory (in
+    PyTorch's allocator) what the computed gradients need: for a frozen
+    weight no d_weight and no f32 accumulator (6 bytes per weight element,
+    more than the whole bound)."""
+    n, h, v = 256, 1024, 8192
+    hidden, weight, b, target = inputs("bf16", n, h, v, True, seed=8)
+    g = (torch.randn(n, device="cuda") if reduction == "none" else
+         torch.tensor(0.5, device="cuda"))
+
+    def leaves():
+        return (hidden.clone().requires_grad_(frozen != "hidden"),
+                weight.clone().requires_grad_(frozen != "weight"),
+                b.clone().requires_grad_(frozen != "weight"))
+
+    def step(hx, wx, bx):
+        loss = xt.linear_cross_entropy(hx, wx, target, bx, reduction=reduction,
+                                       loss_dtype=torch.float32)
+        loss.backward(g)
+        return loss.detach()
+
+    step(*leaves())  # the library loaded, the allocator warm
+    hx, wx, bx = leaves()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    loss = step(hx, wx, bx)
+    torch.cuda.synchronize()
+    extra = torch.cuda.max_memory_allocated() - before
+    config = {"reduction": reduction, "ignore_index": -100}
+    ref = torch_grads(config, hidden, weight, b, target, g, torch.float64)
+    same = torch_grads(config, hidden, weight, b, target, g, torch.bfloat16)
+    assert rel(loss, ref[0]) <= max(2 * rel(same[0], ref[0]), FLOOR["bf16"])
+    # The chunk's f32 logits and bf16 dlogits, the bias in f32, the losses,
+    # the workspace, 1 MiB of rounding.
+    common = n * v * (4 + 2) + v * 4 + 4 * n * 4 + WORKSPACE + (1 << 20)
+    if frozen == "weight":
+        assert wx.grad is None and bx.grad is None
+        pairs = [(hx.grad, ref[1], same[1])]
+        bound = common + hidden.numel() * 2
+    else:
+        assert hx.grad is None
+        pairs = [(wx.grad, ref[2], same[2]), (bx.grad, ref[3], same[3])]
+        # d_weight, its f32 accumulator, d_bias, its accumulator and ones.
+        bound = common + weight.numel() * 6 + v * 6 + n * 2
+    for out, r, s in pairs:
+        assert out is not None and torch.isfinite(out).all()
+        assert rel(out, r) <= max(2 * rel(s, r), FLOOR["bf16"]), (frozen, rel(out, r))
+    assert extra <= bound, (frozen, reduction, extra, bound)
+
+
 def test_errors():
     hidden, weight, _, target = inputs("bf16", 8, 64, 100, False)
     with pytest.raises(ValueError):
@@ -100,8 +159,9 @@ def test_errors():
 
 def test_inference_computes_the_loss_alone():
     # No gradient needed: xent::linear_cross_entropy, whose results are the
-    # loss alone: nothing of the size of the weight is allocated.
-    hidden, weight, b, target = inputs("bf16", 512, 256, 4096, True, seed=6)
+    # loss alone: beyond the chunk's f32 logits and the cuBLASLt workspace,
+    # nothing of the size of the weight is allocated.
+    hidden, weight, b, target = inputs("bf16", 512, 2048, 4096, True, seed=6)
     for reduction in ("mean", "none"):
         with torch.no_grad():
             xt.linear_cross_entropy(hidden, weight, target, b, reduction=reduction)
@@ -112,7 +172,9 @@ def test_inference_computes_the_loss_alone():
                                            loss_dtype=torch.float32)
             torch.cuda.synchronize()
             extra = torch.cuda.max_memory_allocated() - before
-        assert extra < weight.numel() * weight.element_size() // 4, (reduction, extra)
+        logits = 512 * 4096 * 4
+        assert extra - logits - WORKSPACE < weight.numel() * weight.element_size() // 4, \
+            (reduction, extra)
         g = torch.ones(target.shape if reduction == "none" else (), device="cuda")
         config = {"reduction": reduction, "ignore_index": -100}
         ref = torch_grads(config, hidden, weight, b, target, g, torch.float64)[0]

@@ -89,7 +89,9 @@ void KernelEmitter::emitGradientPass() {
   // p_c = exp(x_c - m) / Σ: the 1 / Σ goes into the row's coefficient (no
   // extra work per element).
   gradScale = div(gradScale, rowSumExp);
-  Type outType = spec.logitsType;
+  // The vectors written have the width of those read (16-byte vectors of
+  // the logits), in the gradient's type.
+  Type outType = spec.getDlogitsType();
 
   // Writes fn(c, x_c) (or fn(c) without reading x) over the row, with
   // 16-byte vectors when the row allows it.
@@ -111,7 +113,8 @@ void KernelEmitter::emitGradientPass() {
     if (resident) {
       // The slice from registers / shared memory: no second read.
       Value dRow = rowVectorView(dlogits);
-      auto vecType = VectorType::get({width}, spec.logitsType);
+      auto vecType = VectorType::get({width}, outType);
+      llvm::MaybeAlign align(width * outType.getIntOrFloatBitWidth() / 8);
       for (int64_t k = 0; k < kResidentVectors; ++k) {
         auto ifOp =
             scf::IfOp::create(b, residentValid[k], /*withElseRegion=*/false);
@@ -124,7 +127,7 @@ void KernelEmitter::emitGradientPass() {
           out.push_back(fromF32(fn(c, xc), outType));
         Value packed = vector::FromElementsOp::create(b, vecType, out);
         vector::StoreOp::create(b, packed, dRow, ValueRange{residentStart[k]},
-                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+                                /*nontemporal=*/false, align);
       }
       return;
     }
@@ -146,7 +149,7 @@ void KernelEmitter::emitGradientPass() {
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value x2 = readLogits ? rowVectorView(x) : Value();
     Value d2 = rowVectorView(dlogits);
-    auto vecType = VectorType::get({width}, spec.logitsType);
+    auto vecType = VectorType::get({width}, outType);
     llvm::MaybeAlign align(width * vecType.getElementTypeBitWidth() / 8);
     Value first = arith::MulIOp::create(b, tid, cstIdx(width));
     int64_t chunk = geometry.threads * width;

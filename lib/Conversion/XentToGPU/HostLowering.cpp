@@ -491,8 +491,7 @@ void HostEmitter::launchRowKernel() {
     launchRowVariant(spec, geometry);
 }
 
-/// `spec` without label smoothing (`feature` 0) or without the softcap (1).
-static KernelSpec withoutFeature(KernelSpec spec, unsigned feature) {
+KernelSpec mlir::xent::withoutFeature(KernelSpec spec, unsigned feature) {
   CrossEntropyConfig &config = spec.config;
   if (feature == 0) {
     config.scalars.labelSmoothing = Value();
@@ -504,14 +503,10 @@ static KernelSpec withoutFeature(KernelSpec spec, unsigned feature) {
   return spec;
 }
 
-/// The run-time operand of `feature` (as withoutFeature numbers them) in
-/// `config`, if any.
-static Value getRuntimeFeature(const CrossEntropyConfig &config,
-                               unsigned feature) {
+Value mlir::xent::getRuntimeFeature(const CrossEntropyConfig &config,
+                                   unsigned feature) {
   return feature == 0 ? config.scalars.labelSmoothing : config.scalars.softcap;
 }
-
-static constexpr unsigned kDispatchedFeatures = 2;
 
 SmallVector<KernelSpec> HostEmitter::getFeatureVariants() const {
   SmallVector<KernelSpec> variants = {spec};

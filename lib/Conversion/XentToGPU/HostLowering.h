@@ -15,6 +15,7 @@
 #ifndef XENT_LIB_CONVERSION_XENTTOGPU_HOSTLOWERING_H
 #define XENT_LIB_CONVERSION_XENTTOGPU_HOSTLOWERING_H
 
+#include "KernelBuilder.h"
 #include "xent/Conversion/XentToGPU/XentToGPU.h"
 #include "xent/Dialect/Xent/IR/XentOps.h"
 
@@ -84,6 +85,15 @@ Value getDestinationTensor(OpBuilder &b, Location loc,
 LossScalars getKernelScalars(OpBuilder &b, Location loc,
                              const CrossEntropyConfig &config,
                              const LossScalars &runtime);
+
+/// The features runtime-dispatch launches a kernel without where their
+/// run-time value is 0: label smoothing (0) and the softcap (1).
+constexpr unsigned kDispatchedFeatures = 2;
+/// `spec` without label smoothing (`feature` 0) or without the softcap (1).
+KernelSpec withoutFeature(KernelSpec spec, unsigned feature);
+/// The run-time operand of `feature` (as withoutFeature numbers them) in
+/// `config`, if any.
+Value getRuntimeFeature(const CrossEntropyConfig &config, unsigned feature);
 
 /// The lowering of one op under a mode, and why.
 struct LoweringChoice {

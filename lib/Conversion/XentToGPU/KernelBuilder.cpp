@@ -552,7 +552,7 @@ RowKernelArgs<Type> mlir::xent::getRowKernelArgTypes(MLIRContext *ctx,
   if (spec.accuracyType && results)
     args.accuracy = reducedOrElements(spec.accuracyType);
   if (spec.withGrad)
-    args.dlogits = getBufferType(ctx, spec.rank(), spec.logitsType);
+    args.dlogits = getBufferType(ctx, spec.rank(), spec.getDlogitsType());
   const CrossEntropyConfig &config = spec.config;
   Type f32 = Float32Type::get(ctx);
   if (!config.probabilityTargets)

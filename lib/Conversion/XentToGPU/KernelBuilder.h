@@ -31,6 +31,10 @@ namespace mlir::xent {
 struct KernelSpec {
   CrossEntropyConfig config;
   Type logitsType;     // element type of logits (and dlogits)
+  /// The element type of dlogits where it is not the logits' (the linear
+  /// family's chunks: f32 logits, dlogits in the hidden states' bf16 / f16,
+  /// written to a buffer of their own); null: the logits' type.
+  Type dlogitsType;
   Type targetType;     // i32/i64 indices or the probabilities' float
   Type weightType;     // null when unweighted
   Type gradOutputType; // null when no gradient is computed
@@ -65,6 +69,7 @@ struct KernelSpec {
   /// runs: without runtime-dispatch, which launches the kernel without the
   /// softcap for that value.
   bool softcapMayBeOff = false;
+  Type getDlogitsType() const { return dlogitsType ? dlogitsType : logitsType; }
   int64_t rank() const { return config.logitsType.getRank(); }
   /// Rank of a per-row buffer (class-index target, per-row loss).
   int64_t rowRank() const { return rank() - 1; }

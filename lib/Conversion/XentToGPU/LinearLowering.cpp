@@ -11,13 +11,17 @@
 //                                       reduced losses: f64 accumulators)
 //   scf.for %i = 0 to max(N, 1) step R          (r = min(R, N - i) rows)
 //     logits[r, V] (f32)  = hidden[i:i+r] · weightᵀ (+ bias)   xentGemm[Bias]
-//     row kernel in place: loss into the accumulators / rows, dlogits over
-//                          the logits (two-pass kernel: in place is safe)
-//     dl = dlogits, rounded to the hidden's type unless it is f32
+//     row kernel: loss into the accumulators / rows, dlogits dl rounded to
+//                 the hidden's bf16 / f16 into a buffer of their own (f32:
+//                 over the logits; the two-pass kernel: in place is safe)
 //     d_hidden[i:i+r]     = dl · weight                          beta 0
 //     d_weight (f32)     += dlᵀ · hidden[i:i+r]                  beta 0, 1, …
 //     d_bias (f32)       += ones[r] · dl                         beta 0, 1, …
 //   reduced losses rounded from their accumulators; scratch freed
+//
+// A gradient result nobody uses is not computed (a frozen weight: no d_weight
+// GEMM, no V x H accumulator; frozen hidden states: no d_hidden GEMM); the
+// launch leaves it out.
 //
 // The GEMMs are calls of the runtime's xentGemm* functions (cuBLASLt,
 // lib/Runtime/CUDA/CublasLt.cpp), declared in the module, on row-major
@@ -41,6 +45,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "llvm/ADT/StringExtras.h"
+
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::xent;
@@ -80,6 +86,16 @@ static FunctionType getGemmType(MLIRContext *ctx, Type ab, Type c, bool bias) {
   return b.getFunctionType(inputs, {});
 }
 
+/// Whether `result` of `op` is computed: every result but a gradient
+/// nobody uses (a frozen weight's d_weight, frozen hidden states' d_hidden),
+/// whose GEMM, accumulator and buffer the lowering leaves out. Asked before
+/// the pattern erases any user.
+static bool isComputed(LinearCrossEntropyOpInterface op, Value result) {
+  bool gradient = result == op.getDHidden() || result == op.getDWeight() ||
+                  result == op.getDBias();
+  return !gradient || !result.use_empty();
+}
+
 /// The GEMMs `op` calls: (name, signature).
 static SmallVector<std::pair<std::string, FunctionType>>
 getGemmFunctions(LinearCrossEntropyOpInterface op) {
@@ -95,8 +111,11 @@ getGemmFunctions(LinearCrossEntropyOpInterface op) {
   };
   add(f32, bias); // the logits
   if (op.computesGradient()) {
-    add(t, false);   // d_hidden
-    add(f32, false); // d_weight, d_bias
+    if (isComputed(op, op.getDHidden()))
+      add(t, false); // d_hidden
+    if (isComputed(op, op.getDWeight()) ||
+        (bias && isComputed(op, op.getDBias())))
+      add(f32, false); // d_weight, d_bias
   }
   return functions;
 }
@@ -320,10 +339,12 @@ KernelSpec LinearEmitter::getChunkSpec(const LossScalars &runtimeScalars) {
 
   KernelSpec spec;
   spec.config = config;
-  // No run-time dispatch on this path: a run-time softcap of 0 is none in
-  // the kernel itself.
-  spec.softcapMayBeOff = static_cast<bool>(runtimeScalars.softcap);
   spec.logitsType = f32;
+  // bf16 / f16: the row kernel writes dlogits rounded to the hidden's type,
+  // the backward GEMMs' operand, into a buffer of their own; f32: over the
+  // logits.
+  if (op.computesGradient() && !hiddenType.isF32())
+    spec.dlogitsType = hiddenType;
   spec.targetType = targetElt;
   if (Value w = op.getClassWeight())
     spec.weightType = cast<ShapedType>(w.getType()).getElementType();
@@ -350,22 +371,33 @@ SmallVector<Value> LinearEmitter::emit() {
   // The launch takes the op's operands and results as they are; the body
   // flattens [B, T, ...] to rows (a memref.collapse_shape of each buffer:
   // tensors and destinations have contiguous rows).
-  SmallVector<Value> inputs(op->getOperands());
-  SmallVector<Value> dims, inits;
-  SmallVector<int64_t> tied;
-  SmallVector<bufferization::MaterializeInDestinationOp> sinks;
-  for (Value result : op->getResults()) {
+  // A gradient nobody uses is left out of the launch (isComputed).
+  SmallVector<Value> computed;
+  for (Value result : op->getResults())
+    if (isComputed(op, result))
+      computed.push_back(result);
+  // A result's dynamic sizes: per-row values and d_hidden have the hidden's
+  // rows; the others the weight's sizes.
+  auto getDynamicSizes = [&](Value result) {
     auto type = cast<RankedTensorType>(result.getType());
-    // Per-row values and d_hidden have the hidden's rows; the others the
-    // weight's sizes.
     Value source = result == op.getDHidden() ? op.getHidden()
                    : type.getRank() == 0     ? Value()
                    : result == op.getDWeight() || result == op.getDBias()
                        ? Value(op.getWeight())
                        : Value(op.getTarget());
+    SmallVector<Value> sizes;
     for (int64_t k = 0; k < type.getRank(); ++k)
       if (type.isDynamicDim(k))
-        dims.push_back(tensor::DimOp::create(b, loc, source, k));
+        sizes.push_back(tensor::DimOp::create(b, loc, source, k));
+    return sizes;
+  };
+  SmallVector<Value> inputs(op->getOperands());
+  SmallVector<Value> dims, inits;
+  SmallVector<int64_t> tied;
+  SmallVector<bufferization::MaterializeInDestinationOp> sinks;
+  for (Value result : computed) {
+    auto type = cast<RankedTensorType>(result.getType());
+    llvm::append_range(dims, getDynamicSizes(result));
     // A result materialized into a caller's buffer is written there.
     auto sink = getDestination(result);
     if (!sink) {
@@ -378,11 +410,12 @@ SmallVector<Value> LinearEmitter::emit() {
   }
   for (auto sink : sinks)
     b.eraseOp(sink);
+  TypeRange resultTypes = ValueRange(computed).getTypes();
   auto launchOp =
-      LaunchOp::create(b, loc, op->getResultTypes(), inputs, inits, dims, tied);
+      LaunchOp::create(b, loc, resultTypes, inputs, inits, dims, tied);
   SmallVector<Type> argTypes;
   for (Type type : llvm::concat<Type>(TypeRange(ValueRange(inputs)),
-                                      op->getResultTypes())) {
+                                      resultTypes)) {
     // Run-time scalars are passed to the body as they are.
     auto tensor = dyn_cast<RankedTensorType>(type);
     argTypes.push_back(tensor ? getBufferType(ctx, tensor.getRank(),
@@ -417,8 +450,9 @@ SmallVector<Value> LinearEmitter::emit() {
   LossScalars runtimeScalars =
       op.getLossScalars().remap(args.slice(next, numScalars));
   next += numScalars;
+  // The results' buffers; null for a gradient not computed.
   Value loss, zLoss, dHidden, dWeight, dBias;
-  for (Value result : op->getResults()) {
+  for (Value result : computed) {
     Value arg = args[next++];
     if (result == op.getLoss())
       loss = flatten(arg);
@@ -462,19 +496,24 @@ SmallVector<Value> LinearEmitter::emit() {
       b, loc, arith::MinUIOp::create(b, loc, chunkRows, numRows), one);
   Value logitsBuf = alloc(f32, {allocRows, ldLogits});
   SmallVector<Value> scratch = {logitsBuf};
+  // The gradient GEMMs run when any gradient is computed.
+  bool gemms = grad && (dHidden || dWeight || dBias);
   Value lowBuf, dWeightAcc = dWeight, dBiasAcc = dBias, ones, bias32;
   if (grad && narrow) {
     lowBuf =
         alloc(hiddenType, {allocRows, roundUp(classes, kRowAlignBytes / 2)});
-    dWeightAcc = alloc(f32, {classes, features});
-    scratch.append({lowBuf, dWeightAcc});
-    if (bias) {
+    scratch.push_back(lowBuf);
+    if (dWeight) {
+      dWeightAcc = alloc(f32, {classes, features});
+      scratch.push_back(dWeightAcc);
+    }
+    if (dBias) {
       dBiasAcc = alloc(f32, {classes});
       scratch.push_back(dBiasAcc);
     }
   }
   Value onesStride;
-  if (grad && bias) {
+  if (dBias) {
     onesStride = roundUp(allocRows, kRowAlignBytes / 2);
     ones = alloc(hiddenType, {onesStride});
     scratch.push_back(ones);
@@ -507,8 +546,8 @@ SmallVector<Value> LinearEmitter::emit() {
   }
   // The loss's scalars as the kernels take them: the op's run-time operands
   // or constants of its attributes. A run-time value of 0 is the op without
-  // the feature (the kernels' contract; the softcap is compared per thread,
-  // softcapMayBeOff).
+  // the feature (the kernels' contract): a label smoothing or softcap of 0
+  // launches the row kernel without it (launchRowKernel).
   LossScalars kernelScalars =
       getKernelScalars(b, loc, spec.config, spec.config.scalars);
   Value ignoreIndex = kernelScalars.ignoreIndex;
@@ -525,11 +564,48 @@ SmallVector<Value> LinearEmitter::emit() {
       pro.ignoreIndex = ignoreIndex;
     launch(prologue, one, pro.list(), geometry.threads);
   }
-  gpu::GPUFuncOp rowKernel = buildKernel(
-      grad ? (op.computesLoss() ? "xent_loss_grad" : "xent_grad") : "xent_loss",
-      [&](OpBuilder &kb, StringRef name) {
-        return buildRowKernel(kb, loc, name, spec, geometry);
-      });
+  StringRef rowKernelName =
+      grad ? (op.computesLoss() ? "xent_loss_grad" : "xent_grad") : "xent_loss";
+  // Launches the row kernel of `variant` over `rows`: for each dispatched
+  // feature from `feature` on that the op takes at run time, the kernel with
+  // it where its value is not 0 and the kernel without it where it is (one
+  // comparison on the host per launch, as the cross-entropy ops' runtime
+  // dispatch): a plain loss computes no tanh and no smoothing sums.
+  std::function<void(const KernelSpec &, unsigned, RowKernelArgs<Value>,
+                     Value)>
+      launchRowKernel = [&](const KernelSpec &variant, unsigned feature,
+                            RowKernelArgs<Value> row, Value rows) {
+        for (; feature < kDispatchedFeatures; ++feature) {
+          Value value = feature == 0 ? kernelScalars.labelSmoothing
+                                     : kernelScalars.softcap;
+          if (!getRuntimeFeature(variant.config, feature))
+            continue;
+          Value on = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
+                                           value, f32Constant(0.0));
+          auto ifOp = scf::IfOp::create(b, loc, on, /*withElseRegion=*/true);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(ifOp.thenBlock());
+          launchRowKernel(variant, feature + 1, row, rows);
+          b.setInsertionPointToStart(ifOp.elseBlock());
+          launchRowKernel(withoutFeature(variant, feature), feature + 1, row,
+                          rows);
+          return;
+        }
+        // The softcap, where the kernel has it, is not 0.
+        KernelSpec kernelSpec = variant;
+        kernelSpec.softcapMayBeOff = false;
+        gpu::GPUFuncOp kernel =
+            buildKernel(rowKernelName, [&](OpBuilder &kb, StringRef name) {
+              return buildRowKernel(kb, loc, name, kernelSpec, geometry);
+            });
+        RowKernelArgs<Type> types =
+            getRowKernelArgTypes(b.getContext(), kernelSpec);
+        if (!types.labelSmoothing)
+          row.labelSmoothing = Value();
+        if (!types.softcap)
+          row.softcap = Value();
+        launch(kernel, rows, row.list(), geometry.threads);
+      };
 
   // The chunk loop; one iteration even for N = 0, whose empty products
   // still write the zero gradients of the weight and the bias.
@@ -558,32 +634,32 @@ SmallVector<Value> LinearEmitter::emit() {
         perRow && gradOutput ? slice(gradOutput, {i}, {r}) : gradOutput;
     row.loss = perRow && loss ? slice(loss, {i}, {r}) : Value();
     row.zLoss = perRow && zLoss ? slice(zLoss, {i}, {r}) : Value();
-    row.dlogits = grad ? logits : Value();
+    Value dl = logits;
+    if (grad && narrow)
+      dl = slice(lowBuf, {c0, c0}, {r, classes});
+    row.dlogits = grad ? dl : Value();
     row.ignoreIndex = ignoreIndex;
     row.labelSmoothing = kernelScalars.labelSmoothing;
     row.zLossScale = kernelScalars.zLossScale;
     row.softcap = kernelScalars.softcap;
-    launch(rowKernel, r, row.list(), geometry.threads);
+    launchRowKernel(spec, 0, row, r);
 
-    if (grad) {
+    if (gemms) {
       // The first chunk writes the weight's and the bias's gradients, the
       // others add to them.
       Value first =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, i, zero);
       Value beta = arith::SelectOp::create(b, loc, first, f32Constant(0.0),
                                            f32Constant(1.0));
-      Value dl = logits;
-      if (narrow) {
-        dl = slice(lowBuf, {c0, c0}, {r, classes});
-        convert(logits, dl);
-      }
       // d_hidden rows = dl · weight, d_weight += dlᵀ · h, d_bias += dlᵀ · 1
-      callGemm(dl, weight, Value(), slice(dHidden, {i, c0}, {r, features}),
-               false, false, f32Constant(0.0));
-      callGemm(dl, h, Value(), asArg(dWeightAcc), true, false, beta);
+      if (dHidden)
+        callGemm(dl, weight, Value(), slice(dHidden, {i, c0}, {r, features}),
+                 false, false, f32Constant(0.0));
+      if (dWeight)
+        callGemm(dl, h, Value(), asArg(dWeightAcc), true, false, beta);
       // d_bias (1 x V) += ones (1 x r) · dl: a GEMV, the ones' row stride
       // (cuBLASLt's leading dimension) a multiple of 16 bytes.
-      if (bias) {
+      if (dBias) {
         Value onesRow = asMatrix(asArg(ones), one, r, onesStride, one);
         Value dBiasRow = asMatrix(asArg(dBiasAcc), one, classes, classes, one);
         callGemm(onesRow, dl, Value(), dBiasRow, false, false, beta);
@@ -614,8 +690,22 @@ SmallVector<Value> LinearEmitter::emit() {
   for (Value buffer : scratch)
     gpu::DeallocOp::create(b, loc, Type(), ValueRange{}, buffer);
 
+  // The op's results: the launch's, and an empty tensor (no user; erased by
+  // the next canonicalization) for a gradient not computed.
   b.setInsertionPointAfter(launchOp);
-  return SmallVector<Value>(launchOp.getResults());
+  SmallVector<Value> results;
+  auto launched = launchOp.getResults().begin();
+  for (Value result : op->getResults()) {
+    if (llvm::is_contained(computed, result)) {
+      results.push_back(*launched++);
+      continue;
+    }
+    auto type = cast<RankedTensorType>(result.getType());
+    results.push_back(tensor::EmptyOp::create(b, loc, type.getShape(),
+                                              type.getElementType(),
+                                              getDynamicSizes(result)));
+  }
+  return results;
 }
 
 namespace {
@@ -637,11 +727,12 @@ struct LinearCrossEntropyLowering
     gpu::GPUModuleOp kernels =
         getOrCreateKernelModule(rewriter, op->getParentOfType<ModuleOp>());
     rewriter.setInsertionPoint(op);
-    LinearEmitter emitter(rewriter, op, kernels, options);
-    SmallVector<Value> results = emitter.emit();
+    // Named before the emitter erases the op's sinks (uses of the results).
     SmallVector<std::string> gemms;
     for (auto &function : getGemmFunctions(op))
       gemms.push_back(function.first);
+    LinearEmitter emitter(rewriter, op, kernels, options);
+    SmallVector<Value> results = emitter.emit();
     std::string rows =
         options.linearChunkRows > 0
             ? std::to_string(options.linearChunkRows)

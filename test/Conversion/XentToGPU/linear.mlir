@@ -1,8 +1,9 @@
 // The linear family on the GPU: one xent.launch per op whose body loops over
 // chunks of rows. Each chunk's f32 logits come from the runtime's cuBLASLt
 // GEMM (hidden · weightᵀ + bias: transB = 1, beta 0), the row kernel
-// computes the loss and writes dlogits over those logits (the same buffer
-// is its x and its dlogits), and the gradients are GEMMs again: d_hidden
+// computes the loss and writes dlogits (for bf16/f16 rounded to that type
+// into a buffer of their own; for f32 over the logits: the same buffer is
+// its x and its dlogits), and the gradients are GEMMs again: d_hidden
 // rows (beta 0), d_weight and d_bias accumulated with beta 0 on the first
 // chunk and 1 after it (into f32 scratch, rounded once after the loop, for
 // bf16/f16; into the result itself for f32).
@@ -61,14 +62,14 @@
 // CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // logits = h · weightᵀ + bias
 // CHECK:           func.call @xentGemmBias_bf16_f32(%[[HC]], %[[W]], %[[BIAS]], %[[X]], %[[NOT]], %[[TRANS]], %[[ONE]], %[[ZERO]])
-// Loss and dlogits in place: x and dlogits are the chunk's logits.
-// CHECK:           gpu.launch_func  @xent_kernels::@xent_loss_grad_0 blocks in ({{.*}}) threads in (%c512, {{.*}}) args(%[[X]] : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[TC]] : {{.*}}, %[[STATS]] : memref<6xf64>, %[[G]] : {{.*}}, %[[X]] : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[II:.*]] : i64)
-// CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %[[I]], %c0
-// CHECK:           %[[BETA:.*]] = arith.select %[[FIRST]], %[[ZERO]], %[[ONE]] : f32
-// dlogits rounded to bf16 for the tensor-core GEMMs.
+// The loss from the f32 logits, and dlogits rounded to bf16 (the
+// tensor-core GEMMs' operand) into a buffer of their own.
 // CHECK:           %[[DLV:.*]] = memref.subview %[[LOW]][0, 0] [%[[R]], %[[V]]] [1, 1]
 // CHECK:           %[[DL:.*]] = memref.cast %[[DLV]]
-// CHECK:           gpu.launch_func  @xent_kernels::@xent_linear_convert_1 {{.*}} args(%[[X]] : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[DL]] : memref<?x?xbf16, strided<[?, ?], offset: ?>>)
+// CHECK:           gpu.launch_func  @xent_kernels::@xent_loss_grad_0 blocks in ({{.*}}) threads in (%c512, {{.*}}) args(%[[X]] : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[TC]] : {{.*}}, %[[STATS]] : memref<6xf64>, %[[G]] : {{.*}}, %[[DL]] : memref<?x?xbf16, strided<[?, ?], offset: ?>>, %[[II:.*]] : i64)
+// CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %[[I]], %c0
+// CHECK:           %[[BETA:.*]] = arith.select %[[FIRST]], %[[ZERO]], %[[ONE]] : f32
+// CHECK-NOT:       xent_linear_convert
 // d_hidden rows = dl · weight
 // CHECK:           %[[DHC:.*]] = memref.subview %[[DH]][%[[I]], 0] [%[[R]], %{{.*}}] [1, 1]
 // CHECK:           func.call @xentGemm_bf16_bf16(%[[DL]], %[[W]], %[[DHC]], %[[NOT]], %[[NOT]], %[[ONE]], %[[ZERO]])

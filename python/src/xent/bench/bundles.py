@@ -11,6 +11,9 @@ one write of the logits, what a copy moves; the forward kernels half of
 it, so their % is against half the copy's time).
 
     python3 -m xent.bench.bundles OLD_BUNDLE NEW_BUNDLE [--dtype bf16] [--forward]
+    python3 -m xent.bench.bundles OLD_BUNDLE NEW_BUNDLE --linear [--dtype bf16]
+
+``--linear`` times the linear family's joint entries instead (run_linear).
 """
 
 from __future__ import annotations
@@ -112,6 +115,67 @@ def run(old_dir: str, new_dir: str, dtype: str, with_grad: bool, cases=None) -> 
     print(f"worst new/old: {worst:.3f}")
 
 
+LINEAR_SHAPES = ((8192, 2048, 128256), (8192, 4096, 128256), (8192, 2048, 256000),
+                 (16384, 4096, 128256))
+
+
+def _linear_function(cache: gpu.KernelCache, config: Dict, runtime: str):
+    """The entry of the linear `config` in its packed library of `cache`."""
+    from ..runtime import linear
+    inputs, results, _ = linear._types(config)
+    types = [linear._memref(t) for _, t in inputs] + [linear._memref(t) for _, t in results]
+    lib = gpu.GpuLibrary(cache.path(linear.library_config(config)), runtime=runtime)
+    return lib.function(linear.entry_name(config), types, [])
+
+
+def run_linear(old_dir: str, new_dir: str, dtype: str, shapes=LINEAR_SHAPES) -> None:
+    """xent.linear_cross_entropy_and_grad (mean, no bias, 1 target in 7
+    ignored; nothing, the weight or the hidden states frozen) through each
+    bundle's library on the same buffers: ``do_bench`` wall clock, the best
+    of two rounds."""
+    import torch
+    import triton.testing as tt
+    from ..runtime import linear
+    torch_dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dtype]
+    caches = {"old": gpu.KernelCache(old_dir), "new": gpu.KernelCache(new_dir)}
+    runtime = os.path.join(new_dir, gpu.RUNTIME_NAME)
+    print(f"linear {dtype}, mean, loss + gradients; old {old_dir}, new {new_dir}")
+    print(f"{'N, H, V':>20s} {'frozen':>7s} {'old ms':>8s} {'new ms':>8s} {'new/old':>7s}")
+    worst = 0.0
+    for n, h, v in shapes:
+        torch.manual_seed(0)
+        hidden = torch.randn(n, h, device="cuda", dtype=torch_dtype)
+        weight = torch.randn(v, h, device="cuda", dtype=torch_dtype) * h ** -0.5
+        t = torch.randint(0, v, (n,), device="cuda")
+        t[::7] = -100
+        g = torch.ones((), device="cuda")
+        for frozen in (None, "weight", "hidden"):
+            config = linear.linear_config(dtype=dtype, reduction="mean", bias=False,
+                                          destinations=True, runtime_scalars=True,
+                                          frozen=frozen)
+            outs = [torch.empty((), device="cuda"), torch.empty((), device="cuda")]
+            if frozen != "hidden":
+                outs.append(torch.empty_like(hidden))
+            if frozen != "weight":
+                outs.append(torch.empty_like(weight))
+            args = [g, hidden, weight, t, -100, 0.0, 0.0, 0.0] + outs
+            fns = {label: _linear_function(c, config, runtime) for label, c in caches.items()}
+            times: Dict[str, float] = {}
+            for label in ("old", "new") * 2:
+                fns[label](*args)
+                torch.cuda.synchronize()
+                ms = tt.do_bench(lambda: fns[label](*args), rep=200)
+                times[label] = min(times.get(label, ms), ms)
+            o, nw = times["old"], times["new"]
+            worst = max(worst, nw / o)
+            print(f"{f'{n}, {h}, {v}':>20s} {frozen or '-':>7s} {o:8.3f} {nw:8.3f} "
+                  f"{nw / o:7.3f}", flush=True)
+            del outs, args
+        del hidden, weight
+        torch.cuda.empty_cache()
+    print(f"worst new/old: {worst:.3f}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m xent.bench.bundles",
                                      description=__doc__.split("\n\n")[0])
@@ -120,7 +184,12 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", default="bf16", choices=("bf16", "f16", "f32"))
     parser.add_argument("--forward", action="store_true", help="the loss alone (no gradient)")
     parser.add_argument("--cases", help=f"comma-separated subset of {', '.join(CASES)}")
+    parser.add_argument("--linear", action="store_true",
+                        help="the linear family's joint entries instead (LINEAR_SHAPES)")
     args = parser.parse_args(argv)
+    if args.linear:
+        run_linear(args.old, args.new, args.dtype)
+        return 0
     run(args.old, args.new, args.dtype, not args.forward,
         args.cases.split(",") if args.cases else None)
     return 0

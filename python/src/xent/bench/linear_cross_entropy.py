@@ -162,8 +162,14 @@ def providers(names, chunk_rows, liger=None, cce=None):
         one = torch.ones((), device="cuda")
 
         def xent_step(h, w, b, t):
+            # Results into fresh tensors of PyTorch's allocator: the entries
+            # the package's bundle holds (as xent.torch calls them).
+            out = [torch.empty((), device="cuda"), torch.empty_like(h), torch.empty_like(w)]
+            if b is not None:
+                out.append(torch.empty_like(b))
             return list(linear.linear_cross_entropy_and_grad(
-                h, w, t, b, grad_output=one, reduction="mean", chunk_rows=chunk_rows))
+                h, w, t, b, grad_output=one, reduction="mean", chunk_rows=chunk_rows,
+                out=out))
         out["xent"] = xent_step
     return out
 

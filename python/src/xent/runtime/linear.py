@@ -34,7 +34,8 @@ def linear_config(*, dtype: str, reduction: str, bias: bool, ignore_index: int =
                   chunk_rows: int = 0, target: str = "i64", destinations: bool = False,
                   rank: int = 2, class_weight: bool = False, label_smoothing: float = 0.0,
                   z_loss_scale: float = 0.0, softcap: Optional[float] = None,
-                  with_grad: bool = True, runtime_scalars: bool = False) -> Dict:
+                  with_grad: bool = True, runtime_scalars: bool = False,
+                  frozen: Optional[str] = None) -> Dict:
     """The KernelCache configuration of one entry function: the dtype of
     hidden / weight / bias, the reduction, the op's attributes (a z-loss adds
     the ``z_loss`` result after the loss), hidden ``[N, H]`` (rank 2) or
@@ -47,7 +48,11 @@ def linear_config(*, dtype: str, reduction: str, bias: bool, ignore_index: int =
     (i64, f32, f32, f32 after the tensors; 0 for a feature not used, a
     softcap of 0 is none) and the z-loss is always a result, so one library
     serves every value: their values are then not part of the
-    configuration."""
+    configuration. `frozen` (with a gradient): ``"weight"``, the entry
+    returns no d_weight nor d_bias, ``"hidden"`` no d_hidden; the op's
+    unused gradient is not computed (no GEMM, no accumulator)."""
+    if frozen not in _FROZEN or (frozen and not with_grad):
+        raise ValueError(f"unsupported frozen input {frozen!r}")
     if dtype not in _DTYPES or reduction not in _REDUCTIONS or target not in ("i32", "i64") \
             or rank not in (2, 3):
         raise ValueError(f"unsupported linear configuration {dtype}/{reduction}/{target}/"
@@ -64,6 +69,8 @@ def linear_config(*, dtype: str, reduction: str, bias: bool, ignore_index: int =
               "softcap": None if softcap is None else float(softcap)}
     if runtime_scalars:
         config["runtime_scalars"] = True
+    if frozen:
+        config["frozen"] = frozen
     config["source"] = hashlib.sha256(linear_module(config).encode()).hexdigest()[:16]
     return config
 
@@ -73,6 +80,8 @@ def _tensor(rank: int, dtype: str) -> str:
 
 
 def _types(c: Dict):
+    """The entry's (name, type) inputs and results, and the op's results
+    (a frozen input's gradients are results of the op, not of the entry)."""
     t, rows = c["dtype"], c.get("rank", 2) - 1
     per_row = c["reduction"] == "none"
     loss = _tensor(rows if per_row else 0, "f32")
@@ -92,12 +101,16 @@ def _types(c: Dict):
         results += [("dh", _tensor(rows + 1, t)), ("dw", _tensor(2, t))]
         if c["bias"]:
             results.append(("db", _tensor(1, t)))
-    return inputs, results
+    dropped = {"weight": ("dw", "db"), "hidden": ("dh",)}.get(c.get("frozen"), ())
+    return inputs, [r for r in results if r[0] not in dropped], results
 
 
 def _with_grad(c: Dict) -> bool:
     return c["op"] == "linear_cross_entropy_and_grad"
 
+
+# What a configuration may leave frozen (no gradient computed).
+_FROZEN = (None, "weight", "hidden")
 
 # The run-time scalars' arguments and how the op takes them.
 _SCALARS = [("ii", "i64"), ("ls", "f32"), ("zs", "f32"), ("sc", "f32")]
@@ -127,7 +140,7 @@ def linear_module(c: Dict) -> str:
 
 
 def _entry_function(c: Dict, name: str) -> str:
-    inputs, results = _types(c)
+    inputs, results, op_results = _types(c)
     args = ", ".join(f"%{n}: {ty}" for n, ty in inputs)
     operands = ("%g, " if _with_grad(c) else "") + "%h, %w" + \
         (" bias %b" if c["bias"] else "") + ", %t" + \
@@ -136,9 +149,10 @@ def _entry_function(c: Dict, name: str) -> str:
     in_types = ", ".join(ty for _, ty in inputs)
     out_types = ", ".join(ty for _, ty in results)
     names = ", ".join(f"%{n}" for n, _ in results)
-    op = (f"  {names} = xent.{c['op']} {c['reduction']} {operands}\n"
+    op = (f"  {', '.join(f'%{n}' for n, _ in op_results)} = xent.{c['op']} {c['reduction']} "
+          f"{operands}\n"
           f"      {_attributes(c)}\n"
-          f"      : ({in_types}) -> ({out_types})\n")
+          f"      : ({in_types}) -> ({', '.join(ty for _, ty in op_results)})\n")
     if not c.get("destinations"):
         return (f"func.func @{name}({args}) -> ({out_types}) attributes "
                 f"{{llvm.emit_c_interface}} {{\n{op}  return {names} : {out_types}\n}}\n")
@@ -202,7 +216,7 @@ def linear_library(config: Dict, cache: Optional[gpu.KernelCache] = None) -> gpu
     lib_config = library_config(config) or config
     lib = cache.get(lib_config, lambda: linear_module(lib_config),
                     linear_pipeline_args(lib_config), os.environ.get("XENT_OPT"))
-    inputs, results = _types(config)
+    inputs, results, _ = _types(config)
     types = [_memref(t) for _, t in inputs]
     name = entry_name(config)
     if config.get("destinations"):
@@ -218,20 +232,22 @@ def linear_cross_entropy_and_grad(hidden, weight, target, bias=None, *, grad_out
                                   reduction: str = "mean", ignore_index: int = -100,
                                   class_weight=None, label_smoothing: float = 0.0,
                                   z_loss_scale: float = 0.0, softcap: Optional[float] = None,
-                                  chunk_rows: int = 0, out=None) -> Tuple:
+                                  chunk_rows: int = 0, frozen: Optional[str] = None,
+                                  out=None) -> Tuple:
     """(loss[, z_loss], d_hidden, d_weight[, d_bias]) of ``cross_entropy(
     hidden @ weight.T + bias, target)`` with the op's attributes (z_loss
     when `z_loss_scale` is set) for `grad_output` (0-d f32, or per row for
     ``none``), on the tensors' device and PyTorch's current stream. `hidden`
     is ``[N, H]`` or ``[B, T, H]``, `weight` ``[V, H]``, `target` int64/int32
     shaped like `hidden` without its last dim, `class_weight` f32 ``[V]``.
-    With `out` (the result tensors: f32 losses, then the gradients in the
+    `frozen` ``"weight"`` leaves d_weight and d_bias out (not computed),
+    ``"hidden"`` d_hidden. With `out` (the result tensors: f32 losses, then the gradients in the
     hidden's dtype, contiguous) the results are written there and `out` is
     returned (nothing is allocated but the op's scratch, which is freed in
     the call's stream order: CUDA-graph capturable after a first call on the
     capturing stream)."""
     return _call(True, hidden, weight, target, bias, grad_output, reduction, ignore_index,
-                 class_weight, label_smoothing, z_loss_scale, softcap, chunk_rows, out)
+                 class_weight, label_smoothing, z_loss_scale, softcap, chunk_rows, out, frozen)
 
 
 def linear_cross_entropy(hidden, weight, target, bias=None, *, reduction: str = "mean",
@@ -243,7 +259,7 @@ def linear_cross_entropy(hidden, weight, target, bias=None, *, reduction: str = 
     gradient GEMMs (the chunks' logits GEMM and the forward kernel), with the
     arguments of :func:`linear_cross_entropy_and_grad` but `grad_output`."""
     return _call(False, hidden, weight, target, bias, None, reduction, ignore_index,
-                 class_weight, label_smoothing, z_loss_scale, softcap, chunk_rows, out)
+                 class_weight, label_smoothing, z_loss_scale, softcap, chunk_rows, out, None)
 
 
 # The entry function of each call signature (dtypes, ranks, which optional
@@ -255,10 +271,12 @@ RUNTIME_SCALARS = os.environ.get("XENT_RUNTIME_SCALARS", "1") != "0"
 
 
 def _call(with_grad, hidden, weight, target, bias, grad_output, reduction, ignore_index,
-          class_weight, label_smoothing, z_loss_scale, softcap, chunk_rows, out) -> Tuple:
+          class_weight, label_smoothing, z_loss_scale, softcap, chunk_rows, out,
+          frozen) -> Tuple:
     runtime = RUNTIME_SCALARS
     signature = (with_grad, hidden.dtype, hidden.dim(), target.dtype, bias is not None,
-                 class_weight is not None, out is not None, reduction, chunk_rows, runtime) + \
+                 class_weight is not None, out is not None, reduction, chunk_rows, runtime,
+                 frozen) + \
         (() if runtime else (ignore_index, label_smoothing, z_loss_scale, softcap))
     fn = _CALLS.get(signature)
     if fn is None:
@@ -270,7 +288,8 @@ def _call(with_grad, hidden, weight, target, bias, grad_output, reduction, ignor
                                destinations=out is not None, rank=hidden.dim(),
                                class_weight=class_weight is not None,
                                label_smoothing=label_smoothing, z_loss_scale=z_loss_scale,
-                               softcap=softcap, with_grad=with_grad, runtime_scalars=runtime)
+                               softcap=softcap, with_grad=with_grad, runtime_scalars=runtime,
+                               frozen=frozen)
         fn = linear_library(config)
         if len(_CALLS) >= 256:
             _CALLS.clear()
@@ -302,11 +321,14 @@ def _bundled(dtype: str, with_grad: bool) -> Tuple[Dict, ...]:
     """The linear_configs of xent.torch.linear_cross_entropy's calls for
     `dtype` and `with_grad`: results into PyTorch's tensors, run-time
     scalars, rows as [N, H] and i64 targets (xent.torch flattens [B, T, H]
-    and widens i32), the automatic chunks; reduction x bias x class
-    weights. Built once (each configuration hashes its module's text);
-    shared, so not to be modified: library_entries hands out copies."""
+    and widens i32), the automatic chunks; reduction x bias x class weights
+    (x nothing, the weight or the hidden states frozen, with a gradient).
+    Built once (each configuration hashes its module's text); shared, so
+    not to be modified: library_entries hands out copies."""
     return tuple(linear_config(dtype=dtype, reduction=r, bias=b, class_weight=cw,
-                               with_grad=with_grad, destinations=True, runtime_scalars=True)
+                               with_grad=with_grad, destinations=True, runtime_scalars=True,
+                               frozen=f)
+                 for f in (_FROZEN if with_grad else (None,))
                  for r in _REDUCTIONS for b in (False, True) for cw in (False, True))
 
 
@@ -317,7 +339,7 @@ def library_config(config: Dict) -> Optional[Dict]:
     with_grad = config["op"] == "linear_cross_entropy_and_grad"
     if config.get("op") == _LIBRARY_OP or config not in _bundled(config["dtype"], with_grad):
         return None
-    return {"op": _LIBRARY_OP, "version": 1, "dtype": config["dtype"], "with_grad": with_grad,
+    return {"op": _LIBRARY_OP, "version": 2, "dtype": config["dtype"], "with_grad": with_grad,
             "chip": config["chip"], "chunk_rows": 0}
 
 
@@ -328,12 +350,15 @@ def library_entries(lib: Dict):
 
 def entry_name(config: Dict) -> str:
     """The name of `config`'s entry function in its library:
-    ``linear_cross_entropy[_and_grad]_<reduction>[_bias][_class_weight]``
-    in a library_config's, ENTRY in a library of its own."""
+    ``linear_cross_entropy[_and_grad]_<reduction>[_bias][_class_weight]
+    [_frozen_<input>]`` in a library_config's, ENTRY in a library of its
+    own."""
     if library_config(config) is None:
         return ENTRY
+    frozen = config.get("frozen")
     return "_".join([config["op"], config["reduction"]] + ["bias"] * config["bias"]
-                    + ["class_weight"] * config["class_weight"])
+                    + ["class_weight"] * config["class_weight"]
+                    + (["frozen", frozen] if frozen else []))
 
 
 def call_configs():

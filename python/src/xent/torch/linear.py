@@ -46,10 +46,20 @@ def _new_losses(hidden, target, reduction, z_loss_scale):
             hidden.new_empty(shape if z_loss_scale else (0,), dtype=torch.float32))
 
 
-def _new_grads(hidden, weight, bias):
-    """d_hidden, d_weight and d_bias (empty without a bias)."""
-    return (torch.empty_like(hidden), torch.empty_like(weight),
-            torch.empty_like(bias) if bias is not None else hidden.new_empty((0,)))
+def _new_grads(hidden, weight, bias, frozen):
+    """d_hidden, d_weight and d_bias; empty without a bias, and for a
+    `frozen` input ("weight": d_weight and d_bias, "hidden": d_hidden),
+    whose gradient is not computed."""
+    def grad(like, on):
+        return torch.empty_like(like) if like is not None and on else hidden.new_empty((0,))
+    return (grad(hidden, frozen != "hidden"), grad(weight, frozen != "weight"),
+            grad(bias, frozen != "weight"))
+
+
+def _frozen(hidden_grad: bool, weight_grad: bool) -> str:
+    """What a call with a gradient leaves out: "weight" (d_weight and
+    d_bias), "hidden" (d_hidden) or nothing ("")."""
+    return "" if hidden_grad and weight_grad else "weight" if hidden_grad else "hidden"
 
 
 def _attrs(reduction, ignore_index, class_weight, label_smoothing, z_loss_scale, softcap,
@@ -66,19 +76,22 @@ def linear_cross_entropy_with_grad(
         bias: Optional[torch.Tensor], class_weight: Optional[torch.Tensor],
         grad_output: Optional[torch.Tensor], reduction: str, ignore_index: int,
         label_smoothing: float, z_loss_scale: float, softcap: Optional[float],
-        chunk_rows: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
-                                  torch.Tensor]:
+        chunk_rows: int, frozen: str = "") -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                                    torch.Tensor, torch.Tensor]:
     """Loss (f32), z-loss (f32; empty without a z-loss scale), d_hidden,
     d_weight and d_bias (empty without a bias) for `grad_output` (f32, 0-d
-    or per row for ``none``; None: 1)."""
+    or per row for ``none``; None: 1). `frozen` "weight": d_weight and
+    d_bias are not computed (empty), "hidden": d_hidden is not."""
     loss, z = _new_losses(hidden, target, reduction, z_loss_scale)
-    dh, dw, db = _new_grads(hidden, weight, bias)
+    dh, dw, db = _new_grads(hidden, weight, bias, frozen)
     if grad_output is None:
         grad_output = (_scalar_one(hidden.device) if reduction != "none" else
                        torch.ones_like(loss))
-    out = [loss] + ([z] if z_loss_scale else []) + [dh, dw] + ([db] if bias is not None else [])
+    out = [loss] + ([z] if z_loss_scale else []) + ([dh] if frozen != "hidden" else []) + \
+        ([dw] + ([db] if bias is not None else []) if frozen != "weight" else [])
     _linear.linear_cross_entropy_and_grad(
         hidden, weight, target, bias, grad_output=grad_output.contiguous(), out=out,
+        frozen=frozen or None,
         **_attrs(reduction, ignore_index, class_weight, label_smoothing, z_loss_scale, softcap,
                  chunk_rows))
     return loss, z, dh, dw, db
@@ -86,8 +99,9 @@ def linear_cross_entropy_with_grad(
 
 @linear_cross_entropy_with_grad.register_fake
 def _(hidden, weight, target, bias, class_weight, grad_output, reduction, ignore_index,
-      label_smoothing, z_loss_scale, softcap, chunk_rows):
-    return _new_losses(hidden, target, reduction, z_loss_scale) + _new_grads(hidden, weight, bias)
+      label_smoothing, z_loss_scale, softcap, chunk_rows, frozen=""):
+    return (_new_losses(hidden, target, reduction, z_loss_scale)
+            + _new_grads(hidden, weight, bias, frozen))
 
 
 def _with_grad_setup(ctx, inputs, output):
@@ -117,7 +131,7 @@ def _with_grad_backward(ctx, grad_loss, *_):
                 t.mul_(g if t.dtype == torch.float32 else g.to(t.dtype))
     needs = ctx.needs_input_grad
     return (grads[0] if needs[0] else None, grads[1] if needs[1] else None, None,
-            grads[2] if needs[3] else None) + (None,) * 8
+            grads[2] if needs[3] else None) + (None,) * 9
 
 
 linear_cross_entropy_with_grad.register_autograd(_with_grad_backward,
@@ -160,10 +174,10 @@ def _loss_backward(ctx, grad_loss, _grad_z):
     hidden, weight, target, bias, class_weight = ctx.saved_tensors
     # The joint op with the incoming gradient (per row for `none`): the
     # gradients come out scaled, nothing is kept.
+    needs = ctx.needs_input_grad
     _, _, dh, dw, db = torch.ops.xent.linear_cross_entropy_with_grad(
         hidden, weight, target, bias, class_weight, grad_loss.to(torch.float32).contiguous(),
-        *ctx.attrs)
-    needs = ctx.needs_input_grad
+        *ctx.attrs, _frozen(needs[0], needs[1] or needs[3]))
     return (dh if needs[0] else None, dw if needs[1] else None, None,
             db if ctx.has_bias and needs[3] else None) + (None,) * 7
 
@@ -211,7 +225,9 @@ def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, target: tor
     float32 with ``loss_dtype=torch.float32``; with ``return_z_loss`` also
     the z-loss part (not differentiable). `chunk_rows` 0 lets the pipeline
     size the row chunks. When no input needs a gradient the loss alone is
-    computed (no gradient GEMMs).
+    computed (no gradient GEMMs); a frozen weight (and bias) computes no
+    weight gradient (no GEMM, no ``V x H`` accumulator), frozen hidden
+    states no hidden gradient.
 
     Bad scalars (``label_smoothing`` outside [0, 1], a negative or
     non-finite ``z_loss_scale``, a ``softcap`` not None and not finite > 0)
@@ -235,11 +251,14 @@ def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, target: tor
     cw = class_weight.to(torch.float32).contiguous() if class_weight is not None else None
     attrs = (reduction, int(ignore_index), float(label_smoothing), float(z_loss_scale),
              None if softcap is None else float(softcap), int(chunk_rows))
-    needs_grad = torch.is_grad_enabled() and (
-        hidden.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad))
-    if needs_grad and reduction != "none":
+    grad_on = torch.is_grad_enabled()
+    hidden_grad = grad_on and hidden.requires_grad
+    weight_grad = grad_on and (weight.requires_grad or (bias is not None and bias.requires_grad))
+    if (hidden_grad or weight_grad) and reduction != "none":
+        # A frozen input's gradient is not computed (no GEMM, no buffer).
         loss, z = torch.ops.xent.linear_cross_entropy_with_grad(
-            hidden, weight, target.contiguous(), bias, cw, None, *attrs)[:2]
+            hidden, weight, target.contiguous(), bias, cw, None, *attrs,
+            _frozen(hidden_grad, weight_grad))[:2]
     else:
         loss, z = torch.ops.xent.linear_cross_entropy(hidden, weight, target.contiguous(), bias,
                                                       cw, *attrs)
