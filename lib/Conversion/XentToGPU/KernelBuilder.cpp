@@ -220,7 +220,7 @@ Value KernelEmitter::emitShare(Value part, Value divisor) {
   // The division in f32 (an f64 one would add its slow path's call, and a
   // stack frame, to kernels at their register cap): each share is rounded
   // once, the sum of the shares not at all.
-  return toF64(divisor ? div(part, divisor) : part);
+  return toF64(div(part, divisor));
 }
 
 Value KernelEmitter::emitAccumulate(Value v, ScratchSlot slot) {

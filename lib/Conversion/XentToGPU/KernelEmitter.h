@@ -316,8 +316,8 @@ private:
   /// The per-row outputs of the row: lse, argmax, accuracy (written by
   /// thread 0; accuracy added to its accumulator for mean / sum).
   void emitRowOutputs(Value isWriter);
-  /// The f32 `part`, divided by `divisor` (f32, a mean's) when given, in
-  /// f64.
+  /// The f32 `part` divided by `divisor` (f32: a mean's kept weight or
+  /// count, N for probabilities, 1 for a sum; emitDivisors), in f64.
   Value emitShare(Value part, Value divisor);
   /// Adds the f64 `v` to the accumulator `slot` of the scratch (an atomic);
   /// returns the value before.
