@@ -13,9 +13,9 @@
 // hold whichever of the two they meet first.
 
 // RUN: xent-opt %S/Inputs/jax.mlir --canonicalize --cse \
-// RUN:   | FileCheck %s --check-prefix=JAX --implicit-check-not=xent.
+// RUN:   | FileCheck %s --check-prefixes=JAX,JAX-ORIG --implicit-check-not=xent.
 // RUN: xent-opt %S/Inputs/jax.mlir --xent-recognize --xent-inline-decomposition --canonicalize --cse \
-// RUN:   | FileCheck %s --check-prefix=JAX --implicit-check-not=xent.
+// RUN:   | FileCheck %s --check-prefixes=JAX,JAX-RAISED --implicit-check-not=xent.
 
 // RUN: xent-opt %S/Inputs/linalg_softmax.mlir --canonicalize --cse \
 // RUN:   | FileCheck %s --check-prefix=SOFTMAX --implicit-check-not=xent.
@@ -23,9 +23,9 @@
 // RUN:   | FileCheck %s --check-prefix=SOFTMAX --implicit-check-not=xent.
 
 // RUN: xent-opt %S/Inputs/tosa.mlir --canonicalize --cse \
-// RUN:   | FileCheck %s --check-prefix=TOSA --implicit-check-not=xent.
+// RUN:   | FileCheck %s --check-prefixes=TOSA,TOSA-ORIG --implicit-check-not=xent.
 // RUN: xent-opt %S/Inputs/tosa.mlir --xent-recognize --xent-inline-decomposition --canonicalize --cse \
-// RUN:   | FileCheck %s --check-prefix=TOSA --implicit-check-not=xent.
+// RUN:   | FileCheck %s --check-prefixes=TOSA,TOSA-RAISED --implicit-check-not=xent.
 
 // RUN: xent-opt %S/Inputs/near_misses.mlir --canonicalize --cse \
 // RUN:   | FileCheck %s --check-prefix=NEAR --implicit-check-not=xent.
@@ -52,43 +52,65 @@
 // RUN: xent-opt %S/Inputs/torch_backward.mlir --xent-recognize --xent-inline-decomposition --canonicalize --cse \
 // RUN:   | FileCheck %s --check-prefix=BWD --implicit-check-not=xent.
 
-// JAX (optax through stablehlo -> linalg).
+// JAX (optax through stablehlo -> linalg). A one-hot pick reads nothing
+// for a label outside [0, C); the raised op takes such labels as ignored
+// (-1), so what it gives back first maps them (JAX-RAISED): the chain on the
+// mapped labels for sum and none, and for a mean, whose chain divides by
+// the element count the op's ignored labels are part of, the op's own
+// decomposition of the sum, divided by N.
 
 // JAX-LABEL: func.func @jax_mean_rank1(
 // JAX-SAME: %[[X:[a-z0-9_]+]]: tensor<8x10xf32>, %[[T:[a-z0-9_]+]]: tensor<8xi32>)
+// JAX-RAISED: linalg.generic {{.*}} ins(%[[T]] : tensor<8xi32>)
+// JAX-RAISED: arith.select %{{.*}}, %{{.*}}, %c-1_i32 : i32
 // JAX:      linalg.generic {{.*}} ins(%[[X]] : tensor<8x10xf32>)
 // JAX:      arith.maximumf %{{.*}}, %{{.*}} : f32
 // JAX:      math.exp %{{.*}} : f32
 // JAX:      math.log %{{.*}} : f32
-// JAX:      linalg.generic {{.*}} ins(%[[T]] : tensor<8xi32>)
-// JAX:      %[[LOSS:[a-z0-9_]+]] = linalg.generic {{.*}} iterator_types = []} ins(%{{.*}} : tensor<f32>) outs(%{{.*}} : tensor<f32>)
-// JAX-NEXT: ^bb0(%{{.*}}: f32, %{{.*}}: f32):
-// JAX-NEXT: arith.divf %{{.*}}, %{{.*}} : f32
-// JAX-NEXT: linalg.yield %{{.*}} : f32
-// JAX-NEXT: } -> tensor<f32>
+// JAX-ORIG: linalg.generic {{.*}} ins(%[[T]] : tensor<8xi32>)
+// JAX-ORIG: %[[LOSS:[a-z0-9_]+]] = linalg.generic {{.*}} iterator_types = []} ins(%{{.*}} : tensor<f32>) outs(%{{.*}} : tensor<f32>)
+// JAX-ORIG-NEXT: ^bb0(%{{.*}}: f32, %{{.*}}: f32):
+// JAX-ORIG-NEXT: arith.divf %{{.*}}, %{{.*}} : f32
+// JAX-ORIG-NEXT: linalg.yield %{{.*}} : f32
+// JAX-ORIG-NEXT: } -> tensor<f32>
+// JAX-RAISED: %[[LOSS:[a-z0-9_]+]] = linalg.generic {{.*}} iterator_types = []} ins(%{{.*}} : tensor<f32>) outs(%{{.*}} : tensor<f32>)
+// JAX-RAISED-NEXT: ^bb0(%{{.*}}: f32, %{{.*}}: f32):
+// JAX-RAISED-NEXT: arith.divf %{{.*}}, %{{.*}} : f32
+// JAX-RAISED-NEXT: linalg.yield %{{.*}} : f32
+// JAX-RAISED-NEXT: } -> tensor<f32>
 // JAX-NEXT: return %[[LOSS]] : tensor<f32>
 
 // JAX-LABEL: func.func @jax_mean_rank2_bf16(
 // JAX-SAME: %[[X:[a-z0-9_]+]]: tensor<2x6x16xbf16>, %[[T:[a-z0-9_]+]]: tensor<2x6xi32>)
+// JAX-RAISED: linalg.generic {{.*}} ins(%[[T]] : tensor<2x6xi32>)
+// JAX-RAISED: arith.select %{{.*}}, %{{.*}}, %c-1_i32 : i32
 // JAX:      linalg.generic {{.*}} ins(%[[X]] : tensor<2x6x16xbf16>)
 // JAX:      arith.maximumf %{{.*}}, %{{.*}} : f32
 // JAX:      math.exp %{{.*}} : f32
 // JAX:      math.log %{{.*}} : f32
-// JAX:      linalg.generic {{.*}} ins(%[[T]] : tensor<2x6xi32>)
-// JAX:      %[[LOSS:[a-z0-9_]+]] = linalg.generic {{.*}} iterator_types = []} ins(%{{.*}} : tensor<f32>) outs(%{{.*}} : tensor<f32>)
-// JAX-NEXT: ^bb0(%{{.*}}: f32, %{{.*}}: f32):
-// JAX-NEXT: arith.divf %{{.*}}, %{{.*}} : f32
-// JAX-NEXT: linalg.yield %{{.*}} : f32
-// JAX-NEXT: } -> tensor<f32>
+// JAX-ORIG: linalg.generic {{.*}} ins(%[[T]] : tensor<2x6xi32>)
+// JAX-ORIG: %[[LOSS:[a-z0-9_]+]] = linalg.generic {{.*}} iterator_types = []} ins(%{{.*}} : tensor<f32>) outs(%{{.*}} : tensor<f32>)
+// JAX-ORIG-NEXT: ^bb0(%{{.*}}: f32, %{{.*}}: f32):
+// JAX-ORIG-NEXT: arith.divf %{{.*}}, %{{.*}} : f32
+// JAX-ORIG-NEXT: linalg.yield %{{.*}} : f32
+// JAX-ORIG-NEXT: } -> tensor<f32>
+// JAX-RAISED: %[[LOSS:[a-z0-9_]+]] = linalg.generic {{.*}} iterator_types = []} ins(%{{.*}} : tensor<f32>) outs(%{{.*}} : tensor<f32>)
+// JAX-RAISED-NEXT: ^bb0(%{{.*}}: f32, %{{.*}}: f32):
+// JAX-RAISED-NEXT: arith.divf %{{.*}}, %{{.*}} : f32
+// JAX-RAISED-NEXT: linalg.yield %{{.*}} : f32
+// JAX-RAISED-NEXT: } -> tensor<f32>
 // JAX-NEXT: return %[[LOSS]] : tensor<f32>
 
 // JAX-LABEL: func.func @jax_sum_dynamic(
 // JAX-SAME: %[[X:[a-z0-9_]+]]: tensor<?x12xf32>, %[[T:[a-z0-9_]+]]: tensor<?xi32>)
+// JAX-RAISED: %[[TR:.*]] = linalg.generic {{.*}} ins(%[[T]] : tensor<?xi32>)
+// JAX-RAISED: arith.select %{{.*}}, %{{.*}}, %c-1_i32 : i32
 // JAX:      linalg.generic {{.*}} ins(%[[X]] : tensor<?x12xf32>)
 // JAX:      arith.maximumf %{{.*}}, %{{.*}} : f32
 // JAX:      math.exp %{{.*}} : f32
 // JAX:      math.log %{{.*}} : f32
-// JAX:      linalg.generic {{.*}} ins(%[[T]] : tensor<?xi32>)
+// JAX-ORIG: linalg.generic {{.*}} ins(%[[T]] : tensor<?xi32>)
+// JAX-RAISED: linalg.generic {{.*}} ins(%[[TR]] : tensor<?xi32>)
 // JAX:      %[[LOSS:[a-z0-9_]+]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%{{.*}} : tensor<?xf32>) outs(%{{.*}} : tensor<f32>)
 // JAX-NEXT: ^bb0(%{{.*}}: f32, %{{.*}}: f32):
 // JAX-NEXT: arith.addf %{{.*}}, %{{.*}} : f32
@@ -112,11 +134,14 @@
 
 // JAX-LABEL: func.func @jax_none_rank2_dynamic(
 // JAX-SAME: %[[X:[a-z0-9_]+]]: tensor<?x?x8xf32>, %[[T:[a-z0-9_]+]]: tensor<?x?xi64>)
+// JAX-RAISED: %[[TR:.*]] = linalg.generic {{.*}} ins(%[[T]] : tensor<?x?xi64>)
+// JAX-RAISED: arith.select %{{.*}}, %{{.*}}, %c-1_i64 : i64
 // JAX:      linalg.generic {{.*}} ins(%[[X]] : tensor<?x?x8xf32>)
 // JAX:      arith.maximumf %{{.*}}, %{{.*}} : f32
 // JAX:      math.exp %{{.*}} : f32
 // JAX:      math.log %{{.*}} : f32
-// JAX:      linalg.generic {{.*}} ins(%[[T]] : tensor<?x?xi64>)
+// JAX-ORIG: linalg.generic {{.*}} ins(%[[T]] : tensor<?x?xi64>)
+// JAX-RAISED: linalg.generic {{.*}} ins(%[[TR]] : tensor<?x?xi64>)
 // JAX:      %[[LOSS:[a-z0-9_]+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%{{.*}} : tensor<?x?xf32>) outs(%{{.*}} : tensor<?x?xf32>)
 // JAX-NEXT: ^bb0(%{{.*}}: f32, %{{.*}}: f32):
 // JAX-NEXT: arith.negf %{{.*}} : f32
@@ -208,12 +233,17 @@
 // TOSA:      %[[LOSS:[a-z0-9_]+]] = tosa.mul %{{.*}}, %{{.*}}, %{{.*}} : (tensor<f32>, tensor<f32>, tensor<1xi8>) -> tensor<f32>
 // TOSA-NEXT: return %[[LOSS]] : tensor<f32>
 
+// A one-hot pick (JAX above): the raised op's labels map those outside
+// [0, C) to its ignore index, and what it gives back reads them.
 // TOSA-LABEL: func.func @tosa_onehot_sum(
 // TOSA-SAME: %[[X:[a-z0-9_]+]]: tensor<8x10xf32>, %[[T:[a-z0-9_]+]]: tensor<8xi32>)
+// TOSA-RAISED: %[[TR:.*]] = linalg.generic {{.*}} ins(%[[T]] : tensor<8xi32>)
+// TOSA-RAISED: arith.select %{{.*}}, %{{.*}}, %c-100_i32 : i32
 // TOSA:      tosa.reduce_max %[[X]] {axis = 1 : i32} : (tensor<8x10xf32>) -> tensor<8x1xf32>
 // TOSA:      tosa.exp %{{.*}} : (tensor<8x10xf32>) -> tensor<8x10xf32>
 // TOSA:      tosa.log %{{.*}} : (tensor<8x1xf32>) -> tensor<8x1xf32>
-// TOSA:      tosa.reshape %[[T]], %{{.*}} : (tensor<8xi32>, !tosa.shape<2>) -> tensor<8x1xi32>
+// TOSA-ORIG: tosa.reshape %[[T]], %{{.*}} : (tensor<8xi32>, !tosa.shape<2>) -> tensor<8x1xi32>
+// TOSA-RAISED: tosa.reshape %[[TR]], %{{.*}} : (tensor<8xi32>, !tosa.shape<2>) -> tensor<8x1xi32>
 // TOSA:      %[[LOSS:[a-z0-9_]+]] = tosa.reshape %{{.*}}, %{{.*}} : (tensor<1xf32>, !tosa.shape<0>) -> tensor<f32>
 // TOSA-NEXT: return %[[LOSS]] : tensor<f32>
 
@@ -225,13 +255,25 @@
 // TOSA:      %[[LOSS:[a-z0-9_]+]] = tosa.mul %{{.*}}, %{{.*}}, %{{.*}} : (tensor<f32>, tensor<f32>, tensor<1xi8>) -> tensor<f32>
 // TOSA-NEXT: return %[[LOSS]] : tensor<f32>
 
+// A one-hot mean by the element count: the op's sum (its own
+// decomposition) divided by N.
 // TOSA-LABEL: func.func @tosa_rank3_axis2_mean(
 // TOSA-SAME: %[[X:[a-z0-9_]+]]: tensor<2x4x10xf32>, %[[T:[a-z0-9_]+]]: tensor<2x4xi32>)
-// TOSA:      tosa.reduce_max %[[X]] {axis = 2 : i32} : (tensor<2x4x10xf32>) -> tensor<2x4x1xf32>
-// TOSA:      tosa.exp %{{.*}} : (tensor<2x4x10xf32>) -> tensor<2x4x10xf32>
-// TOSA:      tosa.log %{{.*}} : (tensor<2x4x1xf32>) -> tensor<2x4x1xf32>
-// TOSA:      tosa.reshape %[[T]], %{{.*}} : (tensor<2x4xi32>, !tosa.shape<3>) -> tensor<2x4x1xi32>
-// TOSA:      %[[LOSS:[a-z0-9_]+]] = tosa.mul %{{.*}}, %{{.*}}, %{{.*}} : (tensor<f32>, tensor<f32>, tensor<1xi8>) -> tensor<f32>
+// TOSA-ORIG: tosa.reduce_max %[[X]] {axis = 2 : i32} : (tensor<2x4x10xf32>) -> tensor<2x4x1xf32>
+// TOSA-ORIG: tosa.exp %{{.*}} : (tensor<2x4x10xf32>) -> tensor<2x4x10xf32>
+// TOSA-ORIG: tosa.log %{{.*}} : (tensor<2x4x1xf32>) -> tensor<2x4x1xf32>
+// TOSA-ORIG: tosa.reshape %[[T]], %{{.*}} : (tensor<2x4xi32>, !tosa.shape<3>) -> tensor<2x4x1xi32>
+// TOSA-ORIG: %[[LOSS:[a-z0-9_]+]] = tosa.mul %{{.*}}, %{{.*}}, %{{.*}} : (tensor<f32>, tensor<f32>, tensor<1xi8>) -> tensor<f32>
+// TOSA-RAISED: linalg.generic {{.*}} ins(%[[T]] : tensor<2x4xi32>)
+// TOSA-RAISED: arith.select %{{.*}}, %{{.*}}, %c-1_i32 : i32
+// TOSA-RAISED: linalg.generic {{.*}} ins(%[[X]] : tensor<2x4x10xf32>)
+// TOSA-RAISED: arith.maximumf %{{.*}}, %{{.*}} : f32
+// TOSA-RAISED: math.exp %{{.*}} : f32
+// TOSA-RAISED: math.log %{{.*}} : f32
+// TOSA-RAISED: %[[LOSS:[a-z0-9_]+]] = linalg.generic {{.*}} iterator_types = []} ins(%{{.*}} : tensor<f32>) outs(%{{.*}} : tensor<f32>)
+// TOSA-RAISED: arith.divf %{{.*}}, %{{.*}} : f32
+// TOSA-RAISED-NEXT: linalg.yield
+// TOSA-RAISED-NEXT: } -> tensor<f32>
 // TOSA-NEXT: return %[[LOSS]] : tensor<f32>
 
 // Near misses: nothing is raised, nothing changes.

@@ -76,15 +76,17 @@ func.func @named_ops_mean_f16(%x: tensor<4x10xf16>, %t: tensor<4xi64>) -> tensor
 
 // JAX style with every commutative operand swapped: lse = log(abs(sum)) +
 // max, one-hot as label == iota, logp * one-hot, the mean as a
-// multiplication by 1/N; i32 labels; no ignore mask (the op gets the lowest
-// i64 as ignore_index).
+// multiplication by 1/N; i32 labels; no ignore mask. A one-hot pick: the
+// labels outside [0, 5) become -1, the op's ignore index, and the mean over
+// all 6 elements the op's sum divided by 6.
 
 // CHECK-LABEL: func.func @commuted_jax_mean
 // CHECK-SAME: (%[[X:.*]]: tensor<6x5xf32>, %[[T:.*]]: tensor<6xi32>)
-// CHECK: %[[L:.*]] = xent.cross_entropy mean %[[X]], %[[T]] {ignore_index = -9223372036854775808 : i64} : (tensor<6x5xf32>, tensor<6xi32>) -> tensor<f32> decomposition {
-// CHECK: math.absf
-// CHECK: arith.cmpi eq
-// CHECK: xent.yield
+// CHECK: %[[TR:.*]] = linalg.generic {{.*}} ins(%[[T]] : tensor<6xi32>)
+// CHECK: %[[S:.*]] = xent.cross_entropy sum %[[X]], %[[TR]] {ignore_index = -1 : i64} : (tensor<6x5xf32>, tensor<6xi32>) -> tensor<f32>
+// CHECK: %[[N:.*]] = arith.constant 6.000000e+00 : f32
+// CHECK: %[[L:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<f32>)
+// CHECK: arith.divf %{{.*}}, %[[N]] : f32
 // CHECK: return %[[L]] : tensor<f32>
 #map = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>

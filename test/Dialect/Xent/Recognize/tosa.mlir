@@ -28,7 +28,11 @@
 
 // CHECK-LABEL: func.func @tosa_onehot_sum(
 // CHECK-SAME: %[[A0:[a-z0-9_]+]]: tensor<8x10xf32>, %[[A1:[a-z0-9_]+]]: tensor<8xi32>)
-// CHECK: %[[L:[a-z0-9_]+]] = xent.cross_entropy sum %[[A0]], %[[A1]] {ignore_index = -100 : i64} : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<f32> decomposition {
+// A one-hot pick reads nothing for a label outside [0, 10): the op takes
+// such labels as ignored (-100 here, the chain's ignore mask).
+// CHECK: %[[T:.*]] = linalg.generic {{.*}} ins(%[[A1]] : tensor<8xi32>)
+// CHECK: arith.select %{{.*}}, %{{.*}}, %c-100_i32 : i32
+// CHECK: %[[L:[a-z0-9_]+]] = xent.cross_entropy sum %[[A0]], %[[T]] {ignore_index = -100 : i64} : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<f32> decomposition {
 // CHECK-NEXT: ^bb0(
 // CHECK: tosa.reduce_max
 // CHECK: tosa.exp
@@ -44,14 +48,15 @@
 
 // CHECK-LABEL: func.func @tosa_rank3_axis2_mean(
 // CHECK-SAME: %[[A0:[a-z0-9_]+]]: tensor<2x4x10xf32>, %[[A1:[a-z0-9_]+]]: tensor<2x4xi32>)
-// CHECK: %[[L:[a-z0-9_]+]] = xent.cross_entropy mean %[[A0]], %[[A1]] {axis = 2 : i64, ignore_index = -9223372036854775808 : i64} : (tensor<2x4x10xf32>, tensor<2x4xi32>) -> tensor<f32> decomposition {
-// CHECK-NEXT: ^bb0(
-// CHECK: tosa.reduce_max
-// CHECK: tosa.exp
-// CHECK: tosa.log
-// CHECK: tosa.equal
-// CHECK: tosa.reciprocal
-// CHECK: xent.yield
+// A one-hot mean over the 8 elements: the op's sum over the labels in
+// [0, 10) (the others as -1, ignored), divided by 8.
+// CHECK: %[[T:.*]] = linalg.generic {{.*}} ins(%[[A1]] : tensor<2x4xi32>)
+// CHECK: arith.select %{{.*}}, %{{.*}}, %c-1_i32 : i32
+// CHECK: %[[S:[a-z0-9_]+]] = xent.cross_entropy sum %[[A0]], %[[T]] {axis = 2 : i64, ignore_index = -1 : i64} : (tensor<2x4x10xf32>, tensor<2x4xi32>) -> tensor<f32>
+// CHECK-NOT: decomposition
+// CHECK: %[[N:.*]] = arith.constant 8.000000e+00 : f32
+// CHECK: %[[L:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<f32>)
+// CHECK: arith.divf %{{.*}}, %[[N]] : f32
 // CHECK: return %[[L]] : tensor<f32>
 
 // The target pick per row (values (N, C, 1), indices (N, 1)) and totals that

@@ -327,5 +327,31 @@ Match<RaisedOp> recognize::matchCrossEntropy(ViewAnalysis &va, Value root,
   if (!reduction)
     return M::nearMiss(reduction.getReason());
   raised.reduction = *reduction;
+
+  // A one-hot pick reads nothing for a label outside [0, C): the chain's
+  // loss is 0 there (and counts the element in an unweighted mean), where
+  // the op's is NaN. The op takes those labels as ignored instead
+  // (RaisedOp::oneHotPick); a smoothing term or a z-loss would still count
+  // for them in the chain.
+  if (pieces.oneHot) {
+    if (smoothing || zLoss)
+      return M::nearMiss(
+          std::string("a one-hot pick with ") +
+          (smoothing ? "label smoothing" : "a z-loss") +
+          ": for a label outside [0, C) the chain keeps that term, which "
+          "the op, ignoring the element, would not");
+    raised.oneHotPick = true;
+    if (!raised.ignoreIndex)
+      raised.ignoreIndex = -1;
+    if (raised.reduction == Reduction::mean && !raised.weight) {
+      raised.reduction = Reduction::sum;
+      raised.meanDivisor = ops->ignoreIndex ? RaisedOp::MeanDivisor::Labels
+                                            : RaisedOp::MeanDivisor::Elements;
+      // A mean without an ignore mask divides by the static element count
+      // (decideReduction).
+      if (!ops->ignoreIndex)
+        raised.meanElements = ops->numElements.value_or(0);
+    }
+  }
   return raised;
 }

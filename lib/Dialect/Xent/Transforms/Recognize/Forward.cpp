@@ -164,7 +164,9 @@ Match<TargetPick> recognize::matchTargetPick(ViewAnalysis &va, Node *node) {
       if (!index)
         return M::failure("the sum is not of a log-softmax times a one-hot "
                           "of the class axis");
-      return TargetPick{*ls, index};
+      TargetPick pick{*ls, index};
+      pick.oneHot = true;
+      return pick;
     }
     if (masks.empty() && others.empty()) {
       // Σ_c logp_c: the label smoothing term.
@@ -341,6 +343,7 @@ static Match<Pieces> classifyLossFactors(ViewAnalysis &va, const Monomial &m) {
   p.index = pick->index;
   p.probabilities = pick->probabilities;
   p.coeff = pick->coeff;
+  p.oneHot = pick->oneHot;
   if (pick->probabilities) {
     if (p.weight)
       return M::failure("probability targets with a weight read at a class "

@@ -188,6 +188,8 @@ struct TargetPick {
   double coeff = 1.0;
   /// No pick: Σ_c logp_c (optionally · w_c), the label smoothing term.
   bool everyClass = false;
+  /// The pick is a one-hot sum (0 for a label outside [0, C)).
+  bool oneHot = false;
 };
 
 struct IgnoreMask {
@@ -255,6 +257,19 @@ struct RaisedOp {
   double labelSmoothing = 0;
   /// z of the z-loss `z · lse²` added per kept element.
   double zLossScale = 0;
+  /// The pick is a one-hot sum, which reads nothing for a label outside
+  /// [0, C): that element's loss is 0. The op then takes the labels with
+  /// those mapped to the ignore index (-1 for a chain without an ignore
+  /// mask), which it ignores likewise.
+  bool oneHotPick = false;
+  /// What an unweighted one-hot mean divides by, which counts the labels
+  /// outside [0, C) the op ignores: the op then sums, and its total is
+  /// divided by the element count or by the count of labels other than the
+  /// ignore index, as the chain divides.
+  enum class MeanDivisor { None, Elements, Labels };
+  MeanDivisor meanDivisor = MeanDivisor::None;
+  /// The element count, for MeanDivisor::Elements.
+  int64_t meanElements = 0;
 };
 
 /// What the matchers may assume beyond what the IR proves.
@@ -400,7 +415,8 @@ struct Pieces {
   Node *probabilities = nullptr;    // or the probability targets
   SmallVector<IgnoreMask, 2> masks; // all masks of ignored targets
   std::optional<ClassWeight> weight;
-  double coeff = 1.0; // the pick's own coefficient
+  double coeff = 1.0;  // the pick's own coefficient
+  bool oneHot = false; // the pick is a one-hot sum (TargetPick::oneHot)
 };
 
 /// Resolved operands and the logits' layout.

@@ -128,16 +128,18 @@ collectSlice(Value root, ArrayRef<Value> leaves, std::string &reason) {
 }
 
 /// Fills the decomposition region of `op` with clones of `slice`, its block
-/// arguments standing for `op`'s operands, and yields the clone of `root`
-/// (collapsed to the op's 0-d result when `root` keeps unit dimensions).
+/// arguments standing for `leaves` (the values `op`'s operands stand for in
+/// the chain, in operand order), and yields the clone of `root` (collapsed
+/// to the op's 0-d result when `root` keeps unit dimensions).
 static void buildRegion(RewriterBase &rewriter, Operation *op,
-                        ArrayRef<Operation *> slice, Value root) {
+                        ArrayRef<Operation *> slice, ValueRange leaves,
+                        Value root) {
   OpBuilder::InsertionGuard guard(rewriter);
   SmallVector<Type> types(op->getOperandTypes());
   SmallVector<Location> locs(op->getNumOperands(), op->getLoc());
   Block *block = rewriter.createBlock(&op->getRegion(0), {}, types, locs);
   IRMapping mapping;
-  mapping.map(op->getOperands(), block->getArguments());
+  mapping.map(leaves, block->getArguments());
   for (Operation *inner : slice)
     rewriter.clone(*inner, mapping);
   Value yielded = mapping.lookupOrDefault(root);
@@ -221,6 +223,89 @@ static void eraseDeadTree(RewriterBase &rewriter, Operation *op,
   rewriter.eraseOp(op);
 }
 
+/// The labels `target` with those outside [0, C) (C the size of `logits`'
+/// class axis `axis`) replaced by `ignoreIndex`: what the op takes for a
+/// one-hot pick (RaisedOp::oneHotPick).
+static Value remapOutOfRange(OpBuilder &b, Location loc, Value target,
+                             Value logits, int64_t axis, int64_t ignoreIndex) {
+  auto type = cast<RankedTensorType>(target.getType());
+  Type elt = type.getElementType();
+  int64_t numClasses = cast<RankedTensorType>(logits.getType()).getDimSize(axis);
+  Value classes =
+      ShapedType::isDynamic(numClasses)
+          ? Value(arith::IndexCastOp::create(
+                b, loc, elt, tensor::DimOp::create(b, loc, logits, axis)))
+          : Value(arith::ConstantOp::create(
+                b, loc, b.getIntegerAttr(elt, numClasses)));
+  Value ignored = arith::ConstantOp::create(b, loc, b.getIntegerAttr(elt, ignoreIndex));
+  Value zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(elt, 0));
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, target);
+  Value init = tensor::EmptyOp::create(b, loc, sizes, elt);
+  AffineMap id = b.getMultiDimIdentityMap(type.getRank());
+  SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                             utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{target}, ValueRange{init},
+             ArrayRef<AffineMap>{id, id}, iterators,
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               Value t = args[0];
+               Value nonNegative = arith::CmpIOp::create(
+                   nb, nloc, arith::CmpIPredicate::sge, t, zero);
+               Value below = arith::CmpIOp::create(
+                   nb, nloc, arith::CmpIPredicate::slt, t, classes);
+               Value inRange =
+                   arith::AndIOp::create(nb, nloc, nonNegative, below);
+               linalg::YieldOp::create(
+                   nb, nloc,
+                   ValueRange{arith::SelectOp::create(nb, nloc, inRange, t,
+                                                      ignored)});
+             })
+      .getResult(0);
+}
+
+/// The f32 count (0-d) of the elements of `target` other than
+/// `ignoreIndex`.
+static Value countLabels(OpBuilder &b, Location loc, Value target,
+                         int64_t ignoreIndex) {
+  auto type = cast<RankedTensorType>(target.getType());
+  Type f32 = b.getF32Type();
+  Value ignored = arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(type.getElementType(), ignoreIndex));
+  auto scalar = RankedTensorType::get({}, f32);
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+  Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, f32);
+  Value init =
+      linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
+          .getResult(0);
+  AffineMap id = b.getMultiDimIdentityMap(type.getRank());
+  AffineMap toScalar = AffineMap::get(type.getRank(), 0, b.getContext());
+  SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                             utils::IteratorType::reduction);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{scalar}, ValueRange{target}, ValueRange{init},
+             ArrayRef<AffineMap>{id, toScalar}, iterators,
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               Value kept = arith::CmpIOp::create(
+                   nb, nloc, arith::CmpIPredicate::ne, args[0], ignored);
+               Value one = arith::UIToFPOp::create(nb, nloc, f32, kept);
+               linalg::YieldOp::create(
+                   nb, nloc,
+                   ValueRange{arith::AddFOp::create(nb, nloc, args[1], one)});
+             })
+      .getResult(0);
+}
+
+/// Erases `op` and, recursively, the ops defining its operands that nothing
+/// else uses (what remapOutOfRange built, when the op is refused).
+static void eraseUnusedTree(RewriterBase &rewriter, Operation *op) {
+  SmallVector<Value> operands(op->getOperands());
+  rewriter.eraseOp(op);
+  for (Value v : operands)
+    if (Operation *def = v.getDefiningOp();
+        def && wouldOpBeTriviallyDead(def))
+      eraseUnusedTree(rewriter, def);
+}
+
 /// Rewrites the value `root` into the op described by `raised`; `isGrad`
 /// selects xent.cross_entropy_grad.
 static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
@@ -268,6 +353,17 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
     resultType = RankedTensorType::get({}, rootType.getElementType());
 
   rewriter.setInsertionPoint(rootOp);
+  // A one-hot pick's labels outside [0, C) as ignored; an unweighted mean
+  // of them the op's f32 sum divided as the chain divides (the chain's ops
+  // compute a mean, not the op's sum, so they are no decomposition of it).
+  Value target = raised.target;
+  if (raised.oneHotPick)
+    target = remapOutOfRange(rewriter, loc, target, raised.logits,
+                             raised.axis, *raised.ignoreIndex);
+  bool divides = raised.meanDivisor != RaisedOp::MeanDivisor::None;
+  Type lossType = resultType;
+  if (divides)
+    lossType = RankedTensorType::get({}, rewriter.getF32Type());
   Value gradOutput = raised.gradOutput;
   Operation *seed = nullptr;
   if (isGrad && !gradOutput) {
@@ -282,15 +378,21 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
   Operation *op;
   if (isGrad)
     op = CrossEntropyGradOp::create(rewriter, loc, root.getType(), gradOutput,
-                                    raised.logits, raised.target, raised.weight,
+                                    raised.logits, target, raised.weight,
                                     reduction, ignoreIndex, labelSmoothing,
                                     zLossScale, softcap, axis);
   else
-    op = CrossEntropyOp::create(rewriter, loc, resultType, Type(),
-                                raised.logits, raised.target, raised.weight,
+    op = CrossEntropyOp::create(rewriter, loc, lossType, Type(),
+                                raised.logits, target, raised.weight,
                                 reduction, ignoreIndex, labelSmoothing,
                                 zLossScale, softcap, axis);
-  buildRegion(rewriter, op, *slice, root);
+  // The chain on the remapped labels computes what it does on the labels
+  // (a label outside [0, C) and the ignore index both give 0).
+  if (!divides) {
+    SmallVector<Value> leaves(op->getOperands());
+    llvm::replace(leaves, target, raised.target);
+    buildRegion(rewriter, op, *slice, leaves, root);
+  }
 
   // Never leave an op that does not verify: the matchers check every type,
   // this is the last line of defense.
@@ -299,11 +401,44 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
     rewriter.eraseOp(op);
     if (seed)
       rewriter.eraseOp(seed);
+    if (target != raised.target)
+      eraseUnusedTree(rewriter, target.getDefiningOp());
     return rewriter.notifyMatchFailure(
         rootOp, "the raised op would not verify: " + message);
   }
 
   Value result = op->getResult(0);
+  if (divides) {
+    // result / divisor (0-d f32), rounded to the chain's type: a 0-d
+    // linalg.generic, which bufferizes (elementwise arith on tensors does
+    // not).
+    Value divisor, elements;
+    if (raised.meanDivisor == RaisedOp::MeanDivisor::Labels)
+      divisor = countLabels(rewriter, loc, raised.target, *raised.ignoreIndex);
+    else
+      elements = arith::ConstantOp::create(
+          rewriter, loc,
+          rewriter.getF32FloatAttr(static_cast<float>(raised.meanElements)));
+    auto type = cast<RankedTensorType>(resultType);
+    Type elt = type.getElementType();
+    Value init = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{}, elt);
+    AffineMap scalar = AffineMap::get(0, 0, rewriter.getContext());
+    SmallVector<Value> inputs = {result};
+    if (divisor)
+      inputs.push_back(divisor);
+    SmallVector<AffineMap> maps(inputs.size() + 1, scalar);
+    result = linalg::GenericOp::create(
+                 rewriter, loc, TypeRange{type}, inputs, ValueRange{init},
+                 maps, ArrayRef<utils::IteratorType>{},
+                 [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                   Value by = divisor ? args[1] : elements;
+                   Value mean = arith::DivFOp::create(nb, nloc, args[0], by);
+                   if (elt != mean.getType())
+                     mean = arith::TruncFOp::create(nb, nloc, elt, mean);
+                   linalg::YieldOp::create(nb, nloc, ValueRange{mean});
+                 })
+                 .getResult(0);
+  }
   if (result.getType() != root.getType())
     result =
         tensor::ExpandShapeOp::create(rewriter, loc, root.getType(), result,
