@@ -295,16 +295,12 @@ private:
   /// for `variantGeometry`.
   void launchRowVariant(const KernelSpec &variant,
                         const LaunchGeometry &variantGeometry);
-  /// runtime-dispatch: for each feature from `first` on whose value is a
-  /// run-time operand with a plain kernel (label smoothing, softcap), an
-  /// `scf.if` on value != 0 between `variant` with and without it; then
-  /// dispatchGeometry.
-  void dispatchFeatures(const KernelSpec &variant, unsigned first);
   /// runtime-dispatch: a gradient kernel on the resident path runs with
   /// 256 threads where two blocks of 256 hold the row, else with `geometry`
   /// (each takes its two-pass walk where dlogits is the logits' memory).
   void dispatchGeometry(const KernelSpec &variant);
-  /// The variants dispatchFeatures may launch (for the buffer decisions).
+  /// The variants dispatchRuntimeFeatures may launch (for the buffer
+  /// decisions).
   SmallVector<KernelSpec> getFeatureVariants() const;
   /// A buffer of `type` that a kernel takes but does not touch: a private
   /// constant global of one element (host memory), cast to `type`.
@@ -486,7 +482,9 @@ void HostEmitter::launchPrologue() {
 
 void HostEmitter::launchRowKernel() {
   if (runtimeDispatch)
-    dispatchFeatures(spec, 0);
+    dispatchRuntimeFeatures(
+        rewriter, loc, spec, labelSmoothing, softcap,
+        [&](const KernelSpec &variant) { dispatchGeometry(variant); });
   else
     launchRowVariant(spec, geometry);
 }
@@ -531,25 +529,28 @@ void HostEmitter::emitIfElse(Value cond, function_ref<void()> then,
   otherwise();
 }
 
-void HostEmitter::dispatchFeatures(const KernelSpec &variant,
-                                   unsigned first) {
+void mlir::xent::dispatchRuntimeFeatures(
+    OpBuilder &b, Location loc, const KernelSpec &variant, Value labelSmoothing,
+    Value softcap, function_ref<void(const KernelSpec &)> launch,
+    unsigned first) {
   for (unsigned feature = first; feature < kDispatchedFeatures; ++feature) {
     if (!getRuntimeFeature(variant.config, feature))
       continue;
-    // The kernel argument (the body's scalar); NaN takes the feature's
-    // kernel, which computes NaN as the formula does.
     Value value = feature == 0 ? labelSmoothing : softcap;
-    Value zero = arith::ConstantOp::create(rewriter, loc,
-                                           rewriter.getF32FloatAttr(0.0f));
-    Value on = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::UNE,
-                                     value, zero);
-    KernelSpec without = withoutFeature(variant, feature);
-    emitIfElse(
-        on, [&] { dispatchFeatures(variant, feature + 1); },
-        [&] { dispatchFeatures(without, feature + 1); });
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    Value on =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, value, zero);
+    auto ifOp = scf::IfOp::create(b, loc, on, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    dispatchRuntimeFeatures(b, loc, variant, labelSmoothing, softcap, launch,
+                            feature + 1);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    dispatchRuntimeFeatures(b, loc, withoutFeature(variant, feature),
+                            labelSmoothing, softcap, launch, feature + 1);
     return;
   }
-  dispatchGeometry(variant);
+  launch(variant);
 }
 
 /// Threads per block of the resident kernel for rows that two of its blocks

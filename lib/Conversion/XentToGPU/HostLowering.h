@@ -94,6 +94,17 @@ KernelSpec withoutFeature(KernelSpec spec, unsigned feature);
 /// The run-time operand of `feature` (as withoutFeature numbers them) in
 /// `config`, if any.
 Value getRuntimeFeature(const CrossEntropyConfig &config, unsigned feature);
+/// Emits at `b`'s insertion point, for each dispatched feature from
+/// `first` on that `variant` takes at run time, an `scf.if` on its value
+/// (`labelSmoothing` or `softcap`, as the kernels take them) != 0 between
+/// `variant` with and without it (NaN takes the feature's kernel, which
+/// computes NaN as the formula does), and calls `launch` with the variant of
+/// each innermost branch.
+void dispatchRuntimeFeatures(OpBuilder &b, Location loc,
+                             const KernelSpec &variant, Value labelSmoothing,
+                             Value softcap,
+                             function_ref<void(const KernelSpec &)> launch,
+                             unsigned first = 0);
 
 /// The lowering of one op under a mode, and why.
 struct LoweringChoice {

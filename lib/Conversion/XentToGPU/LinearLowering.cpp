@@ -46,8 +46,6 @@
 
 #include "llvm/ADT/StringExtras.h"
 
-#include <functional>
-
 using namespace mlir;
 using namespace mlir::xent;
 
@@ -566,46 +564,6 @@ SmallVector<Value> LinearEmitter::emit() {
   }
   StringRef rowKernelName =
       grad ? (op.computesLoss() ? "xent_loss_grad" : "xent_grad") : "xent_loss";
-  // Launches the row kernel of `variant` over `rows`: for each dispatched
-  // feature from `feature` on that the op takes at run time, the kernel with
-  // it where its value is not 0 and the kernel without it where it is (one
-  // comparison on the host per launch, as the cross-entropy ops' runtime
-  // dispatch): a plain loss computes no tanh and no smoothing sums.
-  std::function<void(const KernelSpec &, unsigned, RowKernelArgs<Value>,
-                     Value)>
-      launchRowKernel = [&](const KernelSpec &variant, unsigned feature,
-                            RowKernelArgs<Value> row, Value rows) {
-        for (; feature < kDispatchedFeatures; ++feature) {
-          Value value = feature == 0 ? kernelScalars.labelSmoothing
-                                     : kernelScalars.softcap;
-          if (!getRuntimeFeature(variant.config, feature))
-            continue;
-          Value on = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
-                                           value, f32Constant(0.0));
-          auto ifOp = scf::IfOp::create(b, loc, on, /*withElseRegion=*/true);
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(ifOp.thenBlock());
-          launchRowKernel(variant, feature + 1, row, rows);
-          b.setInsertionPointToStart(ifOp.elseBlock());
-          launchRowKernel(withoutFeature(variant, feature), feature + 1, row,
-                          rows);
-          return;
-        }
-        // The softcap, where the kernel has it, is not 0.
-        KernelSpec kernelSpec = variant;
-        kernelSpec.softcapMayBeOff = false;
-        gpu::GPUFuncOp kernel =
-            buildKernel(rowKernelName, [&](OpBuilder &kb, StringRef name) {
-              return buildRowKernel(kb, loc, name, kernelSpec, geometry);
-            });
-        RowKernelArgs<Type> types =
-            getRowKernelArgTypes(b.getContext(), kernelSpec);
-        if (!types.labelSmoothing)
-          row.labelSmoothing = Value();
-        if (!types.softcap)
-          row.softcap = Value();
-        launch(kernel, rows, row.list(), geometry.threads);
-      };
 
   // The chunk loop; one iteration even for N = 0, whose empty products
   // still write the zero gradients of the weight and the bias.
@@ -642,7 +600,25 @@ SmallVector<Value> LinearEmitter::emit() {
     row.labelSmoothing = kernelScalars.labelSmoothing;
     row.zLossScale = kernelScalars.zLossScale;
     row.softcap = kernelScalars.softcap;
-    launchRowKernel(spec, 0, row, r);
+    // A label smoothing or softcap of 0 launches the kernel without it (one
+    // comparison on the host per launch, as the cross-entropy ops' runtime
+    // dispatch): a plain loss computes no tanh and no smoothing sums.
+    dispatchRuntimeFeatures(
+        b, loc, spec, kernelScalars.labelSmoothing, kernelScalars.softcap,
+        [&](const KernelSpec &variant) {
+          gpu::GPUFuncOp kernel =
+              buildKernel(rowKernelName, [&](OpBuilder &kb, StringRef name) {
+                return buildRowKernel(kb, loc, name, variant, geometry);
+              });
+          RowKernelArgs<Type> types =
+              getRowKernelArgTypes(b.getContext(), variant);
+          RowKernelArgs<Value> args = row;
+          if (!types.labelSmoothing)
+            args.labelSmoothing = Value();
+          if (!types.softcap)
+            args.softcap = Value();
+          launch(kernel, r, args.list(), geometry.threads);
+        });
 
     if (gemms) {
       // The first chunk writes the weight's and the bias's gradients, the

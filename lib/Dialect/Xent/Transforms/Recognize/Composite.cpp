@@ -347,10 +347,6 @@ Match<RaisedOp> recognize::matchCrossEntropy(ViewAnalysis &va, Value root,
       raised.reduction = Reduction::sum;
       raised.meanDivisor = ops->ignoreIndex ? RaisedOp::MeanDivisor::Labels
                                             : RaisedOp::MeanDivisor::Elements;
-      // A mean without an ignore mask divides by the static element count
-      // (decideReduction).
-      if (!ops->ignoreIndex)
-        raised.meanElements = ops->numElements.value_or(0);
     }
   }
   return raised;

@@ -268,8 +268,6 @@ struct RaisedOp {
   /// ignore index, as the chain divides.
   enum class MeanDivisor { None, Elements, Labels };
   MeanDivisor meanDivisor = MeanDivisor::None;
-  /// The element count, for MeanDivisor::Elements.
-  int64_t meanElements = 0;
 };
 
 /// What the matchers may assume beyond what the IR proves.

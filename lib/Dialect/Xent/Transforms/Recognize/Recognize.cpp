@@ -295,6 +295,29 @@ static Value countLabels(OpBuilder &b, Location loc, Value target,
       .getResult(0);
 }
 
+/// The f32 number of elements of `target` (a constant for static sizes).
+static Value countElements(OpBuilder &b, Location loc, Value target) {
+  auto type = cast<RankedTensorType>(target.getType());
+  int64_t known = 1;
+  Value n;
+  for (int64_t k = 0; k < type.getRank(); ++k) {
+    if (!type.isDynamicDim(k)) {
+      known *= type.getDimSize(k);
+      continue;
+    }
+    Value size = tensor::DimOp::create(b, loc, target, k);
+    n = n ? arith::MulIOp::create(b, loc, n, size) : size;
+  }
+  if (!n)
+    return arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(static_cast<float>(known)));
+  if (known != 1)
+    n = arith::MulIOp::create(b, loc, n,
+                              arith::ConstantIndexOp::create(b, loc, known));
+  n = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), n);
+  return arith::UIToFPOp::create(b, loc, b.getF32Type(), n);
+}
+
 /// Erases `op` and, recursively, the ops defining its operands that nothing
 /// else uses (what remapOutOfRange built, when the op is refused).
 static void eraseUnusedTree(RewriterBase &rewriter, Operation *op) {
@@ -416,9 +439,7 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
     if (raised.meanDivisor == RaisedOp::MeanDivisor::Labels)
       divisor = countLabels(rewriter, loc, raised.target, *raised.ignoreIndex);
     else
-      elements = arith::ConstantOp::create(
-          rewriter, loc,
-          rewriter.getF32FloatAttr(static_cast<float>(raised.meanElements)));
+      elements = countElements(rewriter, loc, raised.target);
     auto type = cast<RankedTensorType>(resultType);
     Type elt = type.getElementType();
     Value init = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{}, elt);
