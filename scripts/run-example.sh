@@ -27,7 +27,7 @@ section "after xent-inline-decomposition, canonicalize, cse (the CPU fallback)"
 section "loss computed on the CPU (xent-cpu-pipeline + mlir-runner)"
 "$XENT_OPT" "$EXAMPLE" --xent-cpu-pipeline \
   | "$LLVM_BIN/mlir-runner" -e main -entry-point-result=void \
-      -shared-libs="$LLVM_LIB/libmlir_runner_utils.so,$LLVM_LIB/libmlir_c_runner_utils.so"
+      -shared-libs="$LLVM_LIB/libmlir_runner_utils.so,$LLVM_LIB/libmlir_c_runner_utils.so,$LLVM_LIB/libomp.so"
 
 if [[ "$EXAMPLE" == "$ROOT/examples/cross_entropy.mlir" ]]; then
   section "float64 reference (python/src/xent/testing/reference.py)"

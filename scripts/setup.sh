@@ -21,6 +21,7 @@ PACKAGES=(
   python3-venv python3-pip python3-setuptools python3-wheel
   llvm-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libopenmpi-dev openmpi-bin
+  libomp-22-dev
 )
 HARDENING="${XENT_HARDENING:-0}"
 if [[ "$HARDENING" == 1 ]]; then

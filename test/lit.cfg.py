@@ -27,6 +27,10 @@ config.substitutions.append(
 config.substitutions.append(
     ("%mlir_c_runner_utils",
      os.path.join(config.mlir_lib_dir, "libmlir_c_runner_utils" + config.shlib_ext)))
+# The OpenMP runtime that xent-cpu-pipeline's parallel rows call (Debian's
+# libomp-22-dev).
+config.substitutions.append(
+    ("%libomp", os.path.join(config.mlir_lib_dir, "libomp" + config.shlib_ext)))
 # The stock mlir-opt of the LLVM installation, for the plugin tests. In a
 # sanitizer build XentPlugin.so is instrumented and needs the ASan runtime,
 # which the uninstrumented mlir-opt does not link: it is preloaded.

@@ -12,51 +12,88 @@
 
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 
 /// The CPU fallback, as a textual pipeline so that it reads the same here,
-/// in docs/ and on a command line. Every pass after the first two is
-/// upstream MLIR.
+/// in docs/ and on a command line. `{0}` is the vector width; `{1}` how the
+/// row loops run: in parallel through OpenMP, or one after another. Every
+/// pass but the xent-* ones is upstream MLIR.
 static constexpr llvm::StringLiteral kCPUPipeline =
     "xent-inline-decomposition,"
     "canonicalize,cse,"
+    // Rows over threads (scf.forall), classes over vector lanes.
+    "func.func(xent-cpu-vectorize-rows{{vector-width={0}}),"
+    "canonicalize,cse,"
+    // A result materialized in a caller's buffer is computed there.
+    "eliminate-empty-tensors,"
     // Identity-layout memrefs at function boundaries: every argument and
     // result is a plain contiguous descriptor (C interface, mlir-runner).
-    "one-shot-bufferize{bufferize-function-boundaries "
+    "one-shot-bufferize{{bufferize-function-boundaries "
     "allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map},"
+    // A row's slices are the same subviews: the copies between them vanish.
+    "canonicalize,cse,"
     // Temporaries are freed; returned buffers are owned by the caller.
     "buffer-deallocation-pipeline,"
     "convert-bufferization-to-memref,"
     "func.func(convert-linalg-to-loops),"
+    "{1},"
     // LLVM 22's expand-strided-metadata crashes on an expand_shape group of
     // several dynamic sizes (the per-row loss of [B, T, H] hidden states).
     "xent-lower-multi-dynamic-expand-shape,"
     "expand-strided-metadata,"
     "lower-affine,"
-    "convert-scf-to-cf,"
+    // Vectors: transfers to loads and stores, reductions across lanes to
+    // shuffles.
+    "func.func(convert-vector-to-scf{{full-unroll=true}),"
+    "func.func(lower-vector-multi-reduction),"
     // bf16 arithmetic is emulated in f32 and its conversions expanded to
     // integer ops: Debian 12's libgcc has no __truncsfbf2.
-    "math-extend-to-supported-types{extra-types=f16 target-type=f32},"
-    "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
-    "arith-expand{include-bf16=true},"
+    "math-extend-to-supported-types{{extra-types=f16 target-type=f32},"
+    // exp, log, tanh... of f32 as polynomials (vectors too), not libm calls.
+    "xent-cpu-approximate-math,"
+    "arith-emulate-unsupported-floats{{source-types=bf16 target-type=f32},"
+    "arith-expand{{include-bf16=true},"
     "memref-expand,"
+    "convert-vector-to-llvm,"
     "convert-math-to-llvm,"
     "convert-math-to-libm,"
     "convert-arith-to-llvm,"
     "convert-index-to-llvm,"
+    // Before scf-to-cf: the alloca scope of an OpenMP region's body holds one
+    // block.
     "finalize-memref-to-llvm,"
+    "convert-scf-to-cf,"
     "convert-cf-to-llvm,"
     "convert-ub-to-llvm,"
     "convert-func-to-llvm,"
-    // MPI calls of a partitioned module (convert-shard-to-mpi); the
-    // module's dlti.map "MPI:Implementation" picks the ABI.
+    // OpenMP regions; MPI calls of a partitioned module
+    // (convert-shard-to-mpi), whose dlti.map "MPI:Implementation" picks the
+    // ABI.
     "convert-to-llvm,"
     "reconcile-unrealized-casts";
 
+std::string mlir::xent::XentCPUPipelineOptions::getPipelineText() const {
+  std::string rows =
+      threads == 1
+          ? std::string("scf-forall-to-for")
+          : llvm::formatv("scf-forall-to-parallel,convert-scf-to-openmp{{"
+                          "num-threads={0}}",
+                          int64_t(threads))
+                .str();
+  return llvm::formatv(kCPUPipeline.data(), int64_t(vectorWidth), rows).str();
+}
+
+LogicalResult
+mlir::xent::buildXentCPUPipeline(OpPassManager &pm,
+                                 const XentCPUPipelineOptions &options) {
+  return parsePassPipeline(options.getPipelineText(), pm);
+}
+
 LogicalResult mlir::xent::buildXentCPUPipeline(OpPassManager &pm) {
-  return parsePassPipeline(kCPUPipeline, pm);
+  return buildXentCPUPipeline(pm, XentCPUPipelineOptions());
 }
 
 xent::ConvertXentToGPUOptions
@@ -116,13 +153,14 @@ void mlir::xent::registerXentPipelines() {
       [](OpPassManager &pm, const XentGPUPipelineOptions &options) {
         (void)buildXentGPUPipeline(pm, options);
       });
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<XentCPUPipelineOptions>(
       "xent-cpu-pipeline",
       "Lower a module with xent ops through their decomposition to the LLVM "
-      "dialect (CPU fallback)",
-      [](OpPassManager &pm) {
+      "dialect (CPU fallback): rows in parallel through OpenMP, classes in "
+      "vectors",
+      [](OpPassManager &pm, const XentCPUPipelineOptions &options) {
         // The registry has no way to report a failure here; the pipeline
-        // text is constant and covered by tests.
-        (void)buildXentCPUPipeline(pm);
+        // text is fixed but for two integers, and covered by tests.
+        (void)buildXentCPUPipeline(pm, options);
       });
 }

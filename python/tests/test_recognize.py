@@ -118,7 +118,10 @@ def library(name, variant, cache_dir):
     if key not in _LIBS:
         low = lowering(name)
         if variant == "plain":
-            text, args = read(name), pipeline(low, CPU_LOWERING_PASSES)
+            # The chain through the same CPU schedule (row tiling and
+            # vectorization pick the same loops for the same ops), so that
+            # a recognized op's region gives back the chain bit for bit.
+            text, args = read(name), pipeline(low, "xent-cpu-pipeline")
         elif variant == "recognized":
             text = read(name)
             args = pipeline(forms.recognize_pass(name), "xent-inline-decomposition", low,

@@ -12,7 +12,7 @@
 // RUN:   --load-pass-plugin=%xent_libs/XentPlugin%shlibext \
 // RUN:   --pass-pipeline="builtin.module(xent-cpu-pipeline)" \
 // RUN:   | mlir-runner -e main -entry-point-result=void \
-// RUN:       -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils \
+// RUN:       -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils,%libomp \
 // RUN:   | FileCheck %s --check-prefix=EXEC
 
 // ROUNDTRIP: xent.cross_entropy mean %{{.*}}, %{{.*}} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>

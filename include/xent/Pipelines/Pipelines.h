@@ -15,11 +15,36 @@
 
 namespace mlir::xent {
 
+/// Options of `xent-cpu-pipeline`.
+struct XentCPUPipelineOptions
+    : public PassPipelineOptions<XentCPUPipelineOptions> {
+  PassOptions::Option<int64_t> vectorWidth{
+      *this, "vector-width",
+      llvm::cl::desc("Lanes of the class loops' vectors (0: as many f32 as "
+                     "the host's widest vector register holds; 1: none)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> threads{
+      *this, "threads",
+      llvm::cl::desc("Threads the rows are spread over, through OpenMP (0: "
+                     "the OpenMP runtime's choice, OMP_NUM_THREADS or the "
+                     "host's cores; 1: no OpenMP, rows one after another)"),
+      llvm::cl::init(0)};
+
+  /// The pipeline as text (docs/user-guide.md shows it).
+  std::string getPipelineText() const;
+};
+
 /// Appends the CPU fallback pipeline to `pm` (a module pass manager): the
-/// xent ops are replaced by their decomposition, then everything is
-/// bufferized and lowered to the LLVM dialect. Functions keep their
-/// signatures (tensors become identity-layout memrefs), so entry points with
-/// `llvm.emit_c_interface` can be called from C or `mlir-runner`.
+/// xent ops are replaced by their decomposition, its rows tiled over
+/// threads and its class loops vectorized (xent-cpu-vectorize-rows), then
+/// everything is bufferized and lowered to the LLVM dialect. Functions keep
+/// their signatures (tensors become identity-layout memrefs), so entry
+/// points with `llvm.emit_c_interface` can be called from C or
+/// `mlir-runner`. Unless `threads` is 1, the code calls the OpenMP runtime
+/// (libomp).
+LogicalResult buildXentCPUPipeline(OpPassManager &pm,
+                                   const XentCPUPipelineOptions &options);
+/// The same with the default options.
 LogicalResult buildXentCPUPipeline(OpPassManager &pm);
 
 /// Options of `xent-gpu-pipeline`: those of convert-xent-to-gpu, under the

@@ -18,9 +18,12 @@ Environment variables:
 
 ``XENT_LLVM_BIN``      directory of ``mlir-translate``, ``llc``, ``llvm-nm``
                        (default ``/usr/lib/llvm-22/bin``)
-``XENT_MLIR_TRANSLATE``, ``XENT_LLC``  override single tools
+``XENT_MLIR_TRANSLATE``, ``XENT_LLC``, ``XENT_LLVM_OPT``  override single tools
 ``XENT_CC``            C compiler used to link (default ``$CC`` or ``cc``)
 ``XENT_RUNNER_UTILS``  path of ``libmlir_c_runner_utils.so``
+``XENT_OPENMP_LIB``    path of the OpenMP runtime the CPU pipeline's parallel
+                       rows call (default ``/usr/lib/llvm-22/lib/libomp.so``,
+                       Debian's ``libomp-22-dev``)
 ``XENT_CACHE_DIR``     cache directory (default ``~/.cache/xent``)
 """
 
@@ -50,6 +53,7 @@ __all__ = [
 
 DEFAULT_LLVM_BIN = "/usr/lib/llvm-22/bin"
 DEFAULT_RUNNER_UTILS = "/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so"
+DEFAULT_OPENMP_LIB = "/usr/lib/llvm-22/lib/libomp.so"
 
 # Bumped whenever the compilation recipe changes, to invalidate cached objects.
 _RECIPE_VERSION = "3"
@@ -97,6 +101,8 @@ class Toolchain:
     cc: str
     llvm_nm: str
     runner_utils: str
+    openmp: str = DEFAULT_OPENMP_LIB
+    opt: str = os.path.join(DEFAULT_LLVM_BIN, "opt")
 
     @classmethod
     def from_env(cls) -> "Toolchain":
@@ -108,6 +114,8 @@ class Toolchain:
             cc=os.environ.get("XENT_CC", os.environ.get("CC", "cc")),
             llvm_nm=os.path.join(bin_dir, "llvm-nm"),
             runner_utils=os.environ.get("XENT_RUNNER_UTILS", DEFAULT_RUNNER_UTILS),
+            openmp=os.environ.get("XENT_OPENMP_LIB", DEFAULT_OPENMP_LIB),
+            opt=os.environ.get("XENT_LLVM_OPT", os.path.join(bin_dir, "opt")),
         )
 
 
@@ -164,28 +172,57 @@ def _runner_utils_symbols(llvm_nm: str, library: str) -> Optional[frozenset]:
 _DECLARE_RE = re.compile(r'^declare\b[^@\n]*@"?([^"(\s]+)"?\(', re.MULTILINE)
 
 
-def _link_args(llvm_ir: str, tc: Toolchain) -> List[str]:
-    """Extra linker arguments: the MLIR runner utils if the module needs them."""
-    if not os.path.exists(tc.runner_utils):
+@functools.lru_cache(maxsize=None)
+def _host_cpu(llc: str) -> str:
+    """The CPU that ``llc -mcpu=native`` compiles for (LLVM's host detection)."""
+    try:
+        out = subprocess.run([llc, "--version"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, check=True).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    match = re.search(r"Host CPU:\s*(\S+)", out)
+    return match.group(1) if match else "unknown"
+
+
+def _openmp_args(llvm_ir: str, tc: Toolchain) -> List[str]:
+    """The OpenMP runtime, if the module calls it (xent-cpu-pipeline's rows)."""
+    if "@__kmpc_" not in llvm_ir:
         return []
+    if not os.path.exists(tc.openmp):
+        raise DriverError(
+            f"the module runs its rows through OpenMP but {tc.openmp} does not exist: "
+            "install libomp-22-dev, set XENT_OPENMP_LIB, or lower with "
+            "xent-cpu-pipeline{threads=1}")
+    lib = os.path.realpath(tc.openmp)
+    return [lib, f"-Wl,-rpath,{os.path.dirname(lib)}"]
+
+
+def _link_args(llvm_ir: str, tc: Toolchain) -> List[str]:
+    """Extra linker arguments: the MLIR runner utils and the OpenMP runtime
+    if the module needs them."""
+    omp = _openmp_args(llvm_ir, tc)
+    if not os.path.exists(tc.runner_utils):
+        return omp
     lib = os.path.realpath(tc.runner_utils)
     rpath = [f"-Wl,-rpath,{os.path.dirname(lib)}"]
     provided = _runner_utils_symbols(tc.llvm_nm, tc.runner_utils)
     if provided is None:  # cannot tell: let the linker drop it if unused
-        return ["-Wl,--as-needed", lib, "-Wl,--no-as-needed"] + rpath
+        return ["-Wl,--as-needed", lib, "-Wl,--no-as-needed"] + rpath + omp
     declared = set(_DECLARE_RE.findall(llvm_ir))
-    return [lib] + rpath if declared & provided else []
+    return ([lib] + rpath if declared & provided else []) + omp
 
 
 def compile_module(mlir_text: str, pipeline_args: Sequence[str], opt_tool: str,
                    out_dir: Optional[str] = None, *,
                    toolchain: Optional[Toolchain] = None,
                    link_libraries: Sequence[str] = (),
-                   rpath: Sequence[str] = ()) -> str:
+                   rpath: Sequence[str] = (),
+                   target_cpu: Optional[str] = "native") -> str:
     """Lower ``mlir_text`` to a shared library and return its path.
 
     Runs ``<opt_tool> <pipeline_args>`` on the text, then
-    ``mlir-translate --mlir-to-llvmir``, ``llc -O2`` and ``cc -shared``.  The
+    ``mlir-translate --mlir-to-llvmir``, LLVM's ``opt -O3`` (but for a
+    ``target_cpu`` of None), ``llc -O2`` and ``cc -shared``.  The
     result is cached under a hash of the text, the pipeline and the tools'
     identities (path, mtime, size) in ``out_dir``, ``$XENT_CACHE_DIR`` or
     ``~/.cache/xent``.  Raises :class:`ToolError` (with the tool's stderr)
@@ -195,6 +232,12 @@ def compile_module(mlir_text: str, pipeline_args: Sequence[str], opt_tool: str,
     the CUDA runtime for GPU host code, see :mod:`xent.runtime.gpu`); ``rpath``:
     run-time search paths recorded in the library (``$ORIGIN`` is the
     library's own directory).  Both are part of the cache key.
+
+    ``target_cpu``: ``llc -mcpu``; ``"native"`` (the default) is this host,
+    whose vector registers xent-cpu-pipeline's vector width defaults to, and
+    its name is part of the cache key; ``None`` is the generic CPU of the
+    target (libraries built to run elsewhere, such as the GPU bundle's host
+    code).
     """
     tc = toolchain or Toolchain.from_env()
     opt = _resolve_tool(opt_tool)
@@ -209,6 +252,9 @@ def compile_module(mlir_text: str, pipeline_args: Sequence[str], opt_tool: str,
         "tools": [_tool_fingerprint(p) for p in
                   (tc.mlir_translate, tc.llc, tc.runner_utils)] + [tc.cc],
     }
+    if target_cpu is not None:
+        key_fields["cpu"] = [_host_cpu(tc.llc) if target_cpu == "native" else target_cpu,
+                             _tool_fingerprint(tc.opt)]
     if link_libraries or rpath:
         key_fields["link"] = [_tool_fingerprint(p) for p in link_libraries] + rpath
     key_material = json.dumps(key_fields, sort_keys=True)
@@ -226,7 +272,15 @@ def compile_module(mlir_text: str, pipeline_args: Sequence[str], opt_tool: str,
         _run(os.path.basename(opt), [opt, *pipeline_args, "-", "-o", lowered],
              stdin=mlir_text.encode())
         _run("mlir-translate", [tc.mlir_translate, "--mlir-to-llvmir", lowered, "-o", ll])
-        _run("llc", [tc.llc, "-O2", "--relocation-model=pic", "-filetype=obj", ll, "-o", obj])
+        cpu = [f"-mcpu={target_cpu}"] if target_cpu is not None else []
+        if target_cpu is not None:
+            # LLVM's own mid-level optimizations (LICM, instcombine...) on
+            # the lowered loops; llc alone runs none of them.
+            optimized = os.path.join(work, "module.opt.ll")
+            _run("opt", [tc.opt, "-O3", *cpu, ll, "-S", "-o", optimized])
+            ll = optimized
+        _run("llc", [tc.llc, "-O2", *cpu, "--relocation-model=pic", "-filetype=obj", ll,
+                     "-o", obj])
         with open(ll, encoding="utf-8", errors="replace") as f:
             extra = _link_args(f.read(), tc)
         # --no-undefined: a missing runtime symbol (e.g. libgcc < 13 has no

@@ -390,7 +390,7 @@ def compile_gpu_module(mlir_text: str, pipeline_args: Optional[Sequence[str]] = 
     return driver.compile_module(
         mlir_text, list(pipeline_args) if pipeline_args is not None else gpu_pipeline_args(),
         opt_tool or _default_opt_tool(), out_dir=cache, toolchain=tc,
-        link_libraries=[rt], rpath=["$ORIGIN"])
+        link_libraries=[rt], rpath=["$ORIGIN"], target_cpu=None)
 
 
 # xentSetDeviceAllocator's functions.

@@ -95,6 +95,68 @@ def XentLowerMultiDynamicExpandShape
   ];
 }
 
+def XentCPUVectorizeRows : Pass<"xent-cpu-vectorize-rows", "::mlir::func::FuncOp"> {
+  let summary = "Tile the rows of a loss's linalg over threads and its "
+                "class axis over vector lanes (CPU)";
+  let description = [{
+    The CPU half of `xent-cpu-pipeline`, on the tensor-level linalg that
+    `xent-inline-decomposition` leaves. Only upstream transformations are
+    applied; what they refuse is left as it was, so the result is never
+    wrong, only slower.
+
+    1. **Rows over threads.** A *row op* is a linalg op on tensors whose
+       loops are all parallel but the last (the class axis, parallel or a
+       reduction), and that is not a contraction. Each row op that feeds no
+       other row op of two or more loops is tiled by one row with
+       `scf.forall`, and the row ops it reads are fused into that loop
+       (`tileConsumerAndFuseProducersUsingSCF`). A fused op that something
+       outside reads (the per-row max and sum of exponentials that the loss
+       over rows reads) is computed once: the loop yields it.
+    2. **Classes over vector lanes.** Inside each row, the class loop of
+       every op is tiled by `vector-width` with `scf.for`: elementwise ops
+       as they are, reductions into `vector-width` partial results merged
+       after the loop (`tileReductionUsingScf`). The loop is peeled so that
+       its body has full tiles, and each op is vectorized (the last,
+       partial tile with masks). The partial results are carried in vector
+       registers (`hoistLoopInvariantSubsets`), and a division by a value
+       the loop does not change becomes a multiplication by its reciprocal.
+
+    A class axis that is not the innermost loop of the ops (rank ≥ 3
+    logits with `axis` before the last) is left to scalar loops.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
+           "Lanes of a vector (0: as many f32 as the host's widest vector "
+           "register holds: 16 with AVX-512, 8 with AVX, else 4; 1: no "
+           "vectorization)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
+def XentCPUApproximateMath : Pass<"xent-cpu-approximate-math"> {
+  let summary = "f32 exp, log and tanh as upstream's polynomial "
+                "approximations (CPU)";
+  let description = [{
+    Rewrites `math.exp`, `math.log` and `math.tanh` on f32 scalars and
+    vectors with upstream's `populateMathPolynomialApproximationPatterns`:
+    range reduction and a polynomial in `arith` ops, which vectorize, where
+    the libm calls they would otherwise become do not. `xent-cpu-pipeline`
+    runs it after narrower floats are extended to f32. docs/user-guide.md
+    states their error, measured against float64.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 def XentFuseForwardBackward : Pass<"xent-fuse-forward-backward"> {
   let summary = "Merge a loss and its gradient into one xent.cross_entropy_and_grad";
   let description = [{

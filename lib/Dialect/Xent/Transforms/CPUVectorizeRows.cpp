@@ -1,0 +1,484 @@
+//===- CPUVectorizeRows.cpp - Rows over threads, classes over lanes -------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The tensor-level schedule of xent-cpu-pipeline (Passes.td): the row ops of
+// a decomposition tiled by one row in an scf.forall with their producers
+// fused, then the class loop of each op in a row tiled, peeled and
+// vectorized. Everything here drives upstream transformations; where one
+// refuses, the op is left as it was.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xent/Dialect/Xent/Transforms/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Interfaces/TilingInterface.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/TargetParser/Host.h"
+
+namespace mlir::xent {
+#define GEN_PASS_DEF_XENTCPUVECTORIZEROWS
+#include "xent/Dialect/Xent/Transforms/Passes.h.inc"
+} // namespace mlir::xent
+
+using namespace mlir;
+
+namespace {
+
+/// A linalg op on tensors that upstream tiling takes: no empty loop (it
+/// divides by a loop's size) and every operand read through a projected
+/// permutation (not `(d0, 0)`); not a contraction (a GEMM fused into a row
+/// loop would read the whole weight once per row).
+bool isTileable(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  return linalgOp && linalgOp.hasPureTensorSemantics() &&
+         isa<TilingInterface>(op) &&
+         !linalg::isaContractionOpInterface(linalgOp) &&
+         !llvm::is_contained(linalgOp.getStaticLoopRanges(), 0) &&
+         llvm::all_of(linalgOp.getIndexingMapsArray(), [](AffineMap map) {
+           return map.isProjectedPermutation();
+         });
+}
+
+/// A tileable op whose loops are all parallel but the last, which is the
+/// class axis (parallel or a reduction).
+bool isRowOp(Operation *op) {
+  if (!isTileable(op))
+    return false;
+  SmallVector<utils::IteratorType> iterators =
+      cast<linalg::LinalgOp>(op).getIteratorTypesArray();
+  if (iterators.empty())
+    return false;
+  if (iterators.size() == 1)
+    return iterators.front() == utils::IteratorType::parallel;
+  return llvm::all_of(ArrayRef(iterators).drop_back(), [](auto it) {
+    return it == utils::IteratorType::parallel;
+  });
+}
+
+/// A row op of two or more loops: one whose rows are worth a thread.
+bool isWideRowOp(Operation *op) {
+  return isRowOp(op) && cast<linalg::LinalgOp>(op).getNumLoops() >= 2;
+}
+
+/// The row ops that `root` reads, transitively through row ops.
+llvm::SetVector<Operation *> rowProducers(Operation *root) {
+  llvm::SetVector<Operation *> chain;
+  SmallVector<Operation *> worklist{root};
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    for (Value operand : op->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      if (producer && producer->getBlock() == root->getBlock() &&
+          isRowOp(producer) && chain.insert(producer))
+        worklist.push_back(producer);
+    }
+  }
+  return chain;
+}
+
+/// The ops of `op`'s block that `op` depends on, values its regions
+/// capture included; definitions before uses.
+llvm::SetVector<Operation *> dependencies(Operation *op) {
+  BackwardSliceOptions options;
+  options.omitUsesFromAbove = false;
+  Block *block = op->getBlock();
+  options.filter = [&](Operation *candidate) {
+    return candidate->getBlock() == block;
+  };
+  llvm::SetVector<Operation *> slice;
+  (void)getBackwardSlice(op, &slice, options);
+  return slice;
+}
+
+/// Moves `op` before `point` (in the same block, earlier), with what it
+/// depends on (values its regions capture included); fails, moving nothing,
+/// if it depends on `point` or on an op with memory effects after it.
+LogicalResult moveBefore(RewriterBase &rewriter, Operation *op,
+                         Operation *point) {
+  Block *block = op->getBlock();
+  BackwardSliceOptions options;
+  options.omitUsesFromAbove = false;
+  options.filter = [&](Operation *candidate) {
+    return candidate->getBlock() == block && !candidate->isBeforeInBlock(point);
+  };
+  llvm::SetVector<Operation *> slice;
+  if (failed(getBackwardSlice(op, &slice, options)))
+    return failure();
+  if (slice.contains(point) ||
+      !llvm::all_of(slice, [](Operation *dep) { return isMemoryEffectFree(dep); }))
+    return failure();
+  // getBackwardSlice lists definitions before their uses.
+  for (Operation *dep : slice)
+    rewriter.moveOpBefore(dep, point);
+  rewriter.moveOpBefore(op, point);
+  return success();
+}
+
+/// Step 1: each row op that feeds no wide row op, tiled by one row in an
+/// scf.forall with the row ops it reads fused in.
+void tileRows(RewriterBase &rewriter, func::FuncOp func) {
+  // The last root first: fusing into it never moves an op another root
+  // still needs (that one is yielded). Roots are found afresh each time, for
+  // tiling one erases the ops it fused, which may include another root.
+  DenseSet<Operation *> done;
+  while (true) {
+    Operation *root = nullptr;
+    func.walk([&](Operation *op) {
+      if (!isWideRowOp(op) || done.contains(op) ||
+          op->getParentOfType<scf::ForallOp>())
+        return;
+      bool feedsWide = llvm::any_of(op->getUsers(), [&](Operation *user) {
+        return isWideRowOp(user) && user->getBlock() == op->getBlock();
+      });
+      if (!feedsWide)
+        root = op;
+    });
+    if (!root)
+      return;
+    // An op in `done` is alive: an erased one leaves the set.
+    done.insert(root);
+    llvm::SetVector<Operation *> chain = rowProducers(root);
+    // A producer result read outside the chain is yielded by the loop, so
+    // that it is computed once.
+    DenseMap<Value, bool> readOutside;
+    for (Operation *op : chain)
+      for (Value result : op->getResults())
+        readOutside[result] = llvm::any_of(result.getUsers(), [&](auto *u) {
+          return u != root && !chain.contains(u);
+        });
+
+    // The loop must come before the first outside reader of what it yields:
+    // the root moves up, with what it depends on. Where that cannot be done,
+    // nothing is yielded (the readers keep the untiled producers).
+    // A reader the root depends on keeps the untiled producer.
+    llvm::SetVector<Operation *> rootSlice = dependencies(root);
+    Operation *firstReader = nullptr;
+    for (auto [value, outside] : readOutside) {
+      if (!outside)
+        continue;
+      for (Operation *user : value.getUsers()) {
+        if (user == root || chain.contains(user))
+          continue;
+        Operation *inBlock = root->getBlock()->findAncestorOpInBlock(*user);
+        if (inBlock && !rootSlice.contains(inBlock) &&
+            (!firstReader || inBlock->isBeforeInBlock(firstReader)))
+          firstReader = inBlock;
+      }
+    }
+    if (firstReader && firstReader->isBeforeInBlock(root) &&
+        failed(moveBefore(rewriter, root, firstReader)))
+      readOutside.clear();
+
+    auto linalgOp = cast<linalg::LinalgOp>(root);
+    SmallVector<OpFoldResult> tileSizes(linalgOp.getNumLoops(),
+                                        rewriter.getIndexAttr(1));
+    tileSizes.back() = rewriter.getIndexAttr(0);
+
+    scf::SCFTilingOptions tiling;
+    tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+    tiling.setTileSizes(tileSizes);
+    scf::SCFTileAndFuseOptions options;
+    options.setTilingOptions(tiling);
+    options.setFusionControlFn(
+        [&](tensor::ExtractSliceOp, OpResult producer, bool isDestination)
+            -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+          if (!chain.contains(producer.getOwner()))
+            return std::nullopt;
+          scf::SCFTileAndFuseOptions::ControlFnResult result;
+          result.yieldProducerReplacement =
+              !isDestination && readOutside.lookup(producer);
+          return result;
+        });
+
+    rewriter.setInsertionPoint(root);
+    FailureOr<scf::SCFTileAndFuseResult> fused =
+        scf::tileConsumerAndFuseProducersUsingSCF(
+            rewriter, cast<TilingInterface>(root), options);
+    if (failed(fused) || fused->loops.empty())
+      continue;
+    Operation *loop = fused->loops.front().getOperation();
+    for (auto [original, replacement] : fused->replacements)
+      rewriter.replaceUsesWithIf(original, replacement, [&](OpOperand &use) {
+        Operation *inBlock =
+            loop->getBlock()->findAncestorOpInBlock(*use.getOwner());
+        return inBlock && loop->isBeforeInBlock(inBlock);
+      });
+    // The untiled ops that nothing reads any more go now: the next root
+    // must not count them as readers.
+    llvm::SetVector<Operation *> untiled = chain;
+    untiled.insert(root);
+    for (bool erased = true; erased;) {
+      erased = false;
+      for (Operation *op : untiled) {
+        if (!op->use_empty())
+          continue;
+        untiled.remove(op);
+        done.erase(op);
+        rewriter.eraseOp(op);
+        erased = true;
+        break;
+      }
+    }
+  }
+}
+
+/// The single row of a tiled op is a unit dimension: fold it away, so that
+/// the class loop is a 1-D op (and vectors are 1-D).
+LogicalResult foldRowDims(func::FuncOp func) {
+  RewritePatternSet patterns(func.getContext());
+  linalg::ControlDropUnitDims control;
+  control.rankReductionStrategy = linalg::ControlDropUnitDims::
+      RankReductionStrategy::ExtractInsertSlice;
+  control.controlFn = [](Operation *op) -> SmallVector<unsigned> {
+    if (!op->getParentOfType<scf::ForallOp>())
+      return {};
+    auto linalgOp = cast<linalg::LinalgOp>(op);
+    SmallVector<unsigned> dims;
+    SmallVector<int64_t> ranges = linalgOp.getStaticLoopRanges();
+    for (auto [i, size] : llvm::enumerate(ranges))
+      if (size == 1)
+        dims.push_back(i);
+    return dims;
+  };
+  linalg::populateFoldUnitExtentDimsPatterns(patterns, control);
+  linalg::populateMoveInitOperandsToInputPattern(patterns);
+  tensor::populateFoldTensorEmptyPatterns(patterns);
+  scf::ForallOp::getCanonicalizationPatterns(patterns, func.getContext());
+  tensor::ExtractSliceOp::getCanonicalizationPatterns(patterns,
+                                                      func.getContext());
+  return applyPatternsGreedily(func, std::move(patterns));
+}
+
+/// Whether every value `op`'s body yields reads one of its inputs (or an
+/// index). LLVM 22's vectorizer adds a reduction's term once instead of once
+/// per element when it reads neither (the `Σ 1` that counts classes).
+bool yieldsReadInputs(linalg::LinalgOp op) {
+  Block *body = op.getBlock();
+  unsigned inputs = op.getNumDpsInputs();
+  for (Value yielded : body->getTerminator()->getOperands()) {
+    bool reads = false;
+    SmallVector<Value> worklist{yielded};
+    DenseSet<Value> seen;
+    while (!worklist.empty() && !reads) {
+      Value value = worklist.pop_back_val();
+      if (!seen.insert(value).second)
+        continue;
+      if (auto arg = dyn_cast<BlockArgument>(value)) {
+        reads = arg.getOwner() == body && arg.getArgNumber() < inputs;
+        continue;
+      }
+      Operation *def = value.getDefiningOp();
+      if (!def || def->getBlock() != body)
+        continue;
+      if (isa<linalg::IndexOp>(def)) {
+        reads = true;
+        continue;
+      }
+      llvm::append_range(worklist, def->getOperands());
+    }
+    if (!reads)
+      return false;
+  }
+  return true;
+}
+
+/// Vectorizes `op` if its shape is static and 2 to `width` elements (the
+/// full tiles of a peeled loop, a merge of partial results, a short row).
+/// The last, partial tile of a loop stays scalar: LLVM 22's masked
+/// vectorization of it fails to verify, and it is less than one vector's
+/// worth of each row.
+void vectorize(RewriterBase &rewriter, linalg::LinalgOp op, int64_t width) {
+  if (op.hasDynamicShape())
+    return;
+  int64_t elements = 1;
+  for (int64_t size : op.getStaticLoopRanges())
+    elements *= size;
+  // A single element is no vector (and LLVM 22 vectorizes a gather in a
+  // 0-d op into an invalid vector.gather).
+  // A vector of i1 loaded from memory reads packed bits, where a memref of
+  // i1 holds one byte per element.
+  auto subByte = [](Type type) {
+    return getElementTypeOrSelf(type).getIntOrFloatBitWidth() % 8 != 0;
+  };
+  if (llvm::any_of(op->getOperandTypes(), [&](Type type) {
+        return isa<ShapedType>(type) && getElementTypeOrSelf(type).isIntOrFloat() &&
+               subByte(type);
+      }))
+    return;
+  if (elements < 2 || elements > width ||
+      (op.getNumReductionLoops() > 0 && !yieldsReadInputs(op)) ||
+      failed(linalg::vectorizeOpPrecondition(op)))
+    return;
+  rewriter.setInsertionPoint(op);
+  FailureOr<linalg::VectorizationResult> result =
+      linalg::vectorize(rewriter, op);
+  if (failed(result))
+    return;
+  if (op->getNumResults() == 0)
+    rewriter.eraseOp(op);
+  else
+    rewriter.replaceOp(op, result->replacements);
+}
+
+/// Step 2 for one op inside a row: its class loop tiled by `width` with
+/// scf.for (partial results for a reduction) and peeled, so that the body
+/// of the first loop has full tiles (vectorized once canonicalization has
+/// made their shapes static).
+void tileClassLoop(RewriterBase &rewriter, linalg::LinalgOp op,
+                   int64_t width) {
+  unsigned numLoops = op.getNumLoops();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (numLoops == 0 || !isTileable(op) ||
+      (!ShapedType::isDynamic(ranges.back()) && ranges.back() <= width))
+    return;
+  SmallVector<OpFoldResult> tileSizes(numLoops, rewriter.getIndexAttr(0));
+  tileSizes.back() = rewriter.getIndexAttr(width);
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+
+  rewriter.setInsertionPoint(op);
+  FailureOr<scf::SCFTilingResult> tiled = failure();
+  if (iterators.back() == utils::IteratorType::parallel) {
+    scf::SCFTilingOptions options;
+    options.setTileSizes(tileSizes);
+    tiled = scf::tileUsingSCF(rewriter, cast<TilingInterface>(*op), options);
+  } else if (llvm::count(iterators, utils::IteratorType::reduction) == 1 &&
+             isa<PartialReductionOpInterface>(*op)) {
+    tiled = scf::tileReductionUsingScf(
+        rewriter, cast<PartialReductionOpInterface>(*op), tileSizes);
+  }
+  if (failed(tiled) || tiled->loops.size() != 1)
+    return;
+  rewriter.replaceOp(op, tiled->replacements);
+
+  auto loop = cast<scf::ForOp>(tiled->loops.front().getOperation());
+  scf::ForOp partial;
+  (void)scf::peelForLoopAndSimplifyBounds(rewriter, loop, partial);
+}
+
+/// `x / d` in a loop, `d` defined outside: `x * (1 / d)`, the reciprocal
+/// computed once before the loop. Within one rounding of the division.
+struct ReciprocalOfInvariantDivisor : public OpRewritePattern<arith::DivFOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(arith::DivFOp op,
+                                PatternRewriter &rewriter) const override {
+    auto loop = op->getParentOfType<scf::ForOp>();
+    if (!loop || !loop.isDefinedOutsideOfLoop(op.getRhs()))
+      return failure();
+    if (matchPattern(op.getLhs(), m_OneFloat()))
+      return failure(); // Already a reciprocal.
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(loop);
+    Type type = op.getType();
+    Value one = arith::ConstantOp::create(
+        rewriter, op.getLoc(), type, rewriter.getOneAttr(type));
+    Value reciprocal =
+        arith::DivFOp::create(rewriter, op.getLoc(), one, op.getRhs(),
+                              op.getFastmathAttr());
+    rewriter.setInsertionPoint(op);
+    rewriter.replaceOpWithNewOp<arith::MulFOp>(op, op.getLhs(), reciprocal,
+                                               op.getFastmathAttr());
+    return success();
+  }
+};
+
+/// Vectors per step of a class loop (Passes.td).
+constexpr int64_t kIndependentVectors = 4;
+
+/// f32 lanes of the host's widest vector register.
+int64_t hostVectorWidth() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  if (features.lookup("avx512f"))
+    return 16;
+  if (features.lookup("avx"))
+    return 8;
+  return 4;
+}
+
+struct XentCPUVectorizeRowsPass
+    : public xent::impl::XentCPUVectorizeRowsBase<XentCPUVectorizeRowsPass> {
+  using Base::Base;
+
+  FrozenRewritePatternSet canonicalizationPatterns() {
+    RewritePatternSet patterns(&getContext());
+    for (Dialect *dialect : getContext().getLoadedDialects())
+      dialect->getCanonicalizationPatterns(patterns);
+    for (RegisteredOperationName op : getContext().getRegisteredOperations())
+      op.getCanonicalizationPatterns(patterns, &getContext());
+    return FrozenRewritePatternSet(std::move(patterns));
+  }
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    int64_t width = vectorWidth > 0 ? int64_t(vectorWidth) : hostVectorWidth();
+    IRRewriter rewriter(func.getContext());
+
+    tileRows(rewriter, func);
+    if (failed(foldRowDims(func)))
+      return signalPassFailure();
+    if (width == 1)
+      return;
+
+    SmallVector<linalg::LinalgOp> rowOps;
+    func.walk([&](linalg::LinalgOp op) {
+      if (op.hasPureTensorSemantics() && op.getNumLoops() >= 1 &&
+          op->getParentOfType<scf::ForallOp>())
+        rowOps.push_back(op);
+    });
+    // Each class loop step covers kIndependentVectors vectors: a reduction
+    // then carries that many independent partial results, so that the
+    // latency of one (a NaN-propagating max, an add) does not bound the
+    // loop.
+    int64_t step = width * kIndependentVectors;
+    for (linalg::LinalgOp op : rowOps)
+      tileClassLoop(rewriter, op, step);
+
+    // Canonicalized, the full tiles have static shapes; vectorized, and
+    // canonicalized again, the reads and writes of the partial results are
+    // at a fixed place of the loops' iter_args: carried in registers, with
+    // what the loops do not change hoisted.
+    FrozenRewritePatternSet canonical = canonicalizationPatterns();
+    if (failed(applyPatternsGreedily(func, canonical)))
+      return signalPassFailure();
+    SmallVector<linalg::LinalgOp> tiles;
+    func.walk([&](linalg::LinalgOp op) {
+      if (op.hasPureTensorSemantics() && op->getParentOfType<scf::ForallOp>())
+        tiles.push_back(op);
+    });
+    for (linalg::LinalgOp op : tiles)
+      vectorize(rewriter, op, step);
+    if (failed(applyPatternsGreedily(func, canonical)))
+      return signalPassFailure();
+    SmallVector<scf::ForOp> loops;
+    func.walk([&](scf::ForOp loop) {
+      if (loop->getParentOfType<scf::ForallOp>())
+        loops.push_back(loop);
+    });
+    SmallVector<Operation *> divisions;
+    for (scf::ForOp loop : loops) {
+      moveLoopInvariantCode(loop);
+      LoopLikeOpInterface hoisted = hoistLoopInvariantSubsets(rewriter, loop);
+      // Only in the class loops: the user's own divisions keep their
+      // rounding.
+      hoisted->walk([&](arith::DivFOp op) { divisions.push_back(op); });
+    }
+    RewritePatternSet patterns(&getContext());
+    patterns.add<ReciprocalOfInvariantDivisor>(&getContext());
+    (void)applyOpPatternsGreedily(divisions, std::move(patterns));
+  }
+};
+
+} // namespace
