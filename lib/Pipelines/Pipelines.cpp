@@ -81,9 +81,9 @@ std::string mlir::xent::XentCPUPipelineOptions::getPipelineText() const {
           ? std::string("scf-forall-to-for")
           : llvm::formatv("scf-forall-to-parallel,convert-scf-to-openmp{{"
                           "num-threads={0}}",
-                          int64_t(threads))
+                          unsigned(threads))
                 .str();
-  return llvm::formatv(kCPUPipeline.data(), int64_t(vectorWidth), rows).str();
+  return llvm::formatv(kCPUPipeline.data(), unsigned(vectorWidth), rows).str();
 }
 
 LogicalResult

@@ -28,7 +28,7 @@
 // BAD-VALUE: 'maybe' is invalid value for boolean argument
 // BAD-VALUE: failed to add `xent-recognize` with options `report-failures=maybe`
 
-// An option given to the CPU pipeline, which has none.
+// An option the CPU pipeline does not have.
 // RUN: not xent-opt %s --pass-pipeline="builtin.module(xent-cpu-pipeline{chip=sm_90})" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PIPELINE-OPTION
 // PIPELINE-OPTION: failed to add `xent-cpu-pipeline` with options `chip=sm_90`

@@ -18,12 +18,12 @@ namespace mlir::xent {
 /// Options of `xent-cpu-pipeline`.
 struct XentCPUPipelineOptions
     : public PassPipelineOptions<XentCPUPipelineOptions> {
-  PassOptions::Option<int64_t> vectorWidth{
+  PassOptions::Option<unsigned> vectorWidth{
       *this, "vector-width",
       llvm::cl::desc("Lanes of the class loops' vectors (0: as many f32 as "
                      "the host's widest vector register holds; 1: none)"),
       llvm::cl::init(0)};
-  PassOptions::Option<int64_t> threads{
+  PassOptions::Option<unsigned> threads{
       *this, "threads",
       llvm::cl::desc("Threads the rows are spread over, through OpenMP (0: "
                      "the OpenMP runtime's choice, OMP_NUM_THREADS or the "
@@ -57,10 +57,10 @@ struct XentGPUPipelineOptions
   PassOptions::Option<std::string> chip{
       *this, "chip", llvm::cl::desc("NVIDIA chip (sm_80 or newer)"),
       llvm::cl::init(ConvertXentToGPUOptions().chip)};
-  PassOptions::Option<int64_t> threads{
+  PassOptions::Option<unsigned> threads{
       *this, "threads", llvm::cl::desc("Threads per block"),
       llvm::cl::init(ConvertXentToGPUOptions().threads)};
-  PassOptions::Option<int64_t> vectorWidth{
+  PassOptions::Option<unsigned> vectorWidth{
       *this, "vector-width",
       llvm::cl::desc("Elements per load (0: 16 bytes' worth)"),
       llvm::cl::init(ConvertXentToGPUOptions().vectorWidth)};

@@ -125,7 +125,7 @@ def XentCPUVectorizeRows : Pass<"xent-cpu-vectorize-rows", "::mlir::func::FuncOp
     logits with `axis` before the last) is left to scalar loops.
   }];
   let options = [
-    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
+    Option<"vectorWidth", "vector-width", "unsigned", /*default=*/"0",
            "Lanes of a vector (0: as many f32 as the host's widest vector "
            "register holds: 16 with AVX-512, 8 with AVX, else 4; 1: no "
            "vectorization)">,

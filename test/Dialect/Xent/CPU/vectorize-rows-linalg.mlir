@@ -1,0 +1,65 @@
+// xent-cpu-vectorize-rows on linalg that is not a decomposition: what it
+// leaves alone.
+// RUN: xent-opt %s --split-input-file \
+// RUN:   --pass-pipeline="builtin.module(func.func(xent-cpu-vectorize-rows{vector-width=8}),canonicalize,cse)" \
+// RUN:   | FileCheck %s
+
+// A contraction is not fused into the row loop (it would read the whole
+// weight once per row): the GEMM stays whole, the max over its rows is
+// tiled.
+// CHECK-LABEL: func.func @gemm_then_max
+// CHECK: linalg.matmul
+// CHECK: scf.forall
+// CHECK-NOT: linalg.matmul
+// CHECK: vector.multi_reduction <maximumf>
+// CHECK: scf.forall.in_parallel
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @gemm_then_max(%h: tensor<?x?xf32>, %w: tensor<?x?xf32>, %z: tensor<?x?xf32>, %m: tensor<?xf32>) -> tensor<?xf32> {
+  %logits = linalg.matmul ins(%h, %w : tensor<?x?xf32>, tensor<?x?xf32>) outs(%z : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %max = linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%logits : tensor<?x?xf32>) outs(%m : tensor<?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %in, %out : f32
+    linalg.yield %0 : f32
+  } -> tensor<?xf32>
+  return %max : tensor<?xf32>
+}
+
+// -----
+
+// i1 in memory is a byte per element, a vector of i1 packed bits: an op on
+// i1 tensors is tiled but not vectorized.
+// CHECK-LABEL: func.func @bytes_of_i1
+// CHECK: scf.forall
+// CHECK-NOT: vector<{{.*}}xi1>
+// CHECK: linalg.generic
+// CHECK-NOT: vector<{{.*}}xi1>
+// CHECK: return
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @bytes_of_i1(%a: tensor<4x64xi1>, %b: tensor<4x64xf32>) -> tensor<4x64xf32> {
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x64xi1>) outs(%b : tensor<4x64xf32>) {
+  ^bb0(%in: i1, %out: f32):
+    %1 = arith.uitofp %in : i1 to f32
+    linalg.yield %1 : f32
+  } -> tensor<4x64xf32>
+  return %0 : tensor<4x64xf32>
+}
+
+// -----
+
+// An operand read through a constant index (`(d0, 0)`) is not tiled by
+// upstream: the op is left as it is.
+// CHECK-LABEL: func.func @broadcast_map
+// CHECK-NOT: scf.forall
+// CHECK: linalg.generic
+func.func @broadcast_map(%a: tensor<8x10xf32>, %b: tensor<8x1xf32>) -> tensor<8x1xf32> {
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<8x10xf32>) outs(%b : tensor<8x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %1 = arith.addf %in, %out : f32
+    linalg.yield %1 : f32
+  } -> tensor<8x1xf32>
+  return %0 : tensor<8x1xf32>
+}
