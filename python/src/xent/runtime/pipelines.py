@@ -1,11 +1,14 @@
 """Pass pipelines that lower tensor-level MLIR to the LLVM dialect on CPU.
 
-``CPU_LOWERING_PASSES`` is what ``xent-opt --xent-cpu-pipeline`` runs after
-the xent-specific passes (which turn ``xent.cross_entropy`` and
-``xent.cross_entropy_grad`` into linalg/tensor/arith/math/scf IR).  It works
-with the stock ``mlir-opt`` of LLVM 22 and accepts ``func.func`` on ranked
-tensors, static or dynamic, carrying ``llvm.emit_c_interface`` and returning
-tensors.  Stage by stage:
+``CPU_LOWERING_PASSES`` is the plain, scalar lowering of tensor-level linalg
+that the tests use as an independent reference for the IR frontends emit
+(the chains ``xent-recognize`` raises): every pass is upstream, so it runs
+with the stock ``mlir-opt`` of LLVM 22.  ``xent-opt --xent-cpu-pipeline`` is
+the performance pipeline (rows over OpenMP threads, classes in vectors,
+polynomial ``exp``/``log``; docs/user-guide.md): it inlines the xent ops'
+decomposition and schedules it, then lowers with the same stages as here.
+This list accepts ``func.func`` on ranked tensors, static or dynamic,
+carrying ``llvm.emit_c_interface`` and returning tensors.  Stage by stage:
 
 1. ``canonicalize, cse``: tidy the tensor IR.
 2. ``one-shot-bufferize`` across function boundaries with identity-layout
