@@ -63,3 +63,29 @@ func.func @broadcast_map(%a: tensor<8x10xf32>, %b: tensor<8x1xf32>) -> tensor<8x
   } -> tensor<8x1xf32>
   return %0 : tensor<8x1xf32>
 }
+
+// -----
+
+// A reduction reading linalg.index is not split into partial results (LLVM
+// 22's partial-reduction tiling leaves the index relative to the tile): its
+// rows are tiled, its class loop stays whole.
+// CHECK-LABEL: func.func @reads_the_index
+// CHECK: scf.forall
+// CHECK-NOT: scf.for
+// CHECK: linalg.index
+// CHECK: scf.forall.in_parallel
+#x = affine_map<(d0, d1) -> (d0, d1)>
+#r = affine_map<(d0, d1) -> (d0)>
+func.func @reads_the_index(%a: tensor<?x?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
+  %0 = linalg.generic {indexing_maps = [#x, #r], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<?x?xf32>) outs(%b : tensor<?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %i = linalg.index 1 : index
+    %c = arith.index_cast %i : index to i32
+    %f = arith.sitofp %c : i32 to f32
+    %m = arith.mulf %in, %f : f32
+    %s = arith.addf %m, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
