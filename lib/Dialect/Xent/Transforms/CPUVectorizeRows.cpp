@@ -162,8 +162,8 @@ void tileRows(RewriterBase &rewriter, func::FuncOp func) {
 
     // The loop must come before the first outside reader of what it yields:
     // the root moves up, with what it depends on. Where that cannot be done,
-    // nothing is yielded (the readers keep the untiled producers).
-    // A reader the root depends on keeps the untiled producer.
+    // nothing is yielded (the readers keep the untiled producers). A reader
+    // the root itself depends on always keeps them.
     llvm::SetVector<Operation *> rootSlice = dependencies(root);
     Operation *firstReader = nullptr;
     for (auto [value, outside] : readOutside) {

@@ -174,14 +174,22 @@ _DECLARE_RE = re.compile(r'^declare\b[^@\n]*@"?([^"(\s]+)"?\(', re.MULTILINE)
 
 @functools.lru_cache(maxsize=None)
 def _host_cpu(llc: str) -> str:
-    """The CPU that ``llc -mcpu=native`` compiles for (LLVM's host detection)."""
+    """The CPU that ``llc -mcpu=native`` compiles for (LLVM's host detection),
+    with a digest of the features the kernel reports (a virtual machine may
+    hide some of a CPU's, such as AVX-512, under the same name)."""
     try:
         out = subprocess.run([llc, "--version"], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, check=True).stdout.decode()
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        out = ""
     match = re.search(r"Host CPU:\s*(\S+)", out)
-    return match.group(1) if match else "unknown"
+    name = match.group(1) if match else "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        flags = ""
+    return f"{name}:{hashlib.sha256(flags.encode()).hexdigest()[:12]}"
 
 
 def _openmp_args(llvm_ir: str, tc: Toolchain) -> List[str]:
