@@ -14,17 +14,16 @@
 
 #include "xent/Dialect/Xent/Transforms/Passes.h"
 
-#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/TilingInterface.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
-#include "mlir/Analysis/SliceAnalysis.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -91,7 +90,7 @@ llvm::SetVector<Operation *> rowProducers(Operation *root) {
 
 /// The ops of `op`'s block that `op` depends on, values its regions
 /// capture included; definitions before uses.
-llvm::SetVector<Operation *> dependencies(Operation *op) {
+FailureOr<llvm::SetVector<Operation *>> dependencies(Operation *op) {
   BackwardSliceOptions options;
   options.omitUsesFromAbove = false;
   Block *block = op->getBlock();
@@ -99,29 +98,28 @@ llvm::SetVector<Operation *> dependencies(Operation *op) {
     return candidate->getBlock() == block;
   };
   llvm::SetVector<Operation *> slice;
-  (void)getBackwardSlice(op, &slice, options);
+  if (failed(getBackwardSlice(op, &slice, options)))
+    return failure();
   return slice;
 }
 
-/// Moves `op` before `point` (in the same block, earlier), with what it
-/// depends on (values its regions capture included); fails, moving nothing,
-/// if it depends on `point` or on an op with memory effects after it.
+/// Moves `op` before `point` (in the same block, earlier), with the ops of
+/// `slice` (its dependencies) that come after `point`; fails, moving
+/// nothing, if it depends on `point` or on an op with memory effects after
+/// it.
 LogicalResult moveBefore(RewriterBase &rewriter, Operation *op,
-                         Operation *point) {
-  Block *block = op->getBlock();
-  BackwardSliceOptions options;
-  options.omitUsesFromAbove = false;
-  options.filter = [&](Operation *candidate) {
-    return candidate->getBlock() == block && !candidate->isBeforeInBlock(point);
-  };
-  llvm::SetVector<Operation *> slice;
-  if (failed(getBackwardSlice(op, &slice, options)))
-    return failure();
-  if (slice.contains(point) ||
-      !llvm::all_of(slice, [](Operation *dep) { return isMemoryEffectFree(dep); }))
-    return failure();
-  // getBackwardSlice lists definitions before their uses.
-  for (Operation *dep : slice)
+                         Operation *point,
+                         const llvm::SetVector<Operation *> &slice) {
+  SmallVector<Operation *> after;
+  for (Operation *dep : slice) {
+    if (dep->isBeforeInBlock(point))
+      continue;
+    if (dep == point || !isMemoryEffectFree(dep))
+      return failure();
+    after.push_back(dep);
+  }
+  // The slice lists definitions before their uses.
+  for (Operation *dep : after)
     rewriter.moveOpBefore(dep, point);
   rewriter.moveOpBefore(op, point);
   return success();
@@ -164,7 +162,7 @@ void tileRows(RewriterBase &rewriter, func::FuncOp func) {
     // the root moves up, with what it depends on. Where that cannot be done,
     // nothing is yielded (the readers keep the untiled producers). A reader
     // the root itself depends on always keeps them.
-    llvm::SetVector<Operation *> rootSlice = dependencies(root);
+    FailureOr<llvm::SetVector<Operation *>> rootSlice = dependencies(root);
     Operation *firstReader = nullptr;
     for (auto [value, outside] : readOutside) {
       if (!outside)
@@ -173,13 +171,15 @@ void tileRows(RewriterBase &rewriter, func::FuncOp func) {
         if (user == root || chain.contains(user))
           continue;
         Operation *inBlock = root->getBlock()->findAncestorOpInBlock(*user);
-        if (inBlock && !rootSlice.contains(inBlock) &&
+        if (inBlock &&
+            !(succeeded(rootSlice) && rootSlice->contains(inBlock)) &&
             (!firstReader || inBlock->isBeforeInBlock(firstReader)))
           firstReader = inBlock;
       }
     }
     if (firstReader && firstReader->isBeforeInBlock(root) &&
-        failed(moveBefore(rewriter, root, firstReader)))
+        (failed(rootSlice) ||
+         failed(moveBefore(rewriter, root, firstReader, *rootSlice))))
       readOutside.clear();
 
     auto linalgOp = cast<linalg::LinalgOp>(root);
@@ -240,8 +240,8 @@ void tileRows(RewriterBase &rewriter, func::FuncOp func) {
 LogicalResult foldRowDims(func::FuncOp func) {
   RewritePatternSet patterns(func.getContext());
   linalg::ControlDropUnitDims control;
-  control.rankReductionStrategy = linalg::ControlDropUnitDims::
-      RankReductionStrategy::ExtractInsertSlice;
+  control.rankReductionStrategy =
+      linalg::ControlDropUnitDims::RankReductionStrategy::ExtractInsertSlice;
   control.controlFn = [](Operation *op) -> SmallVector<unsigned> {
     if (!op->getParentOfType<scf::ForallOp>())
       return {};
@@ -314,8 +314,8 @@ void vectorize(RewriterBase &rewriter, linalg::LinalgOp op, int64_t width) {
     return getElementTypeOrSelf(type).getIntOrFloatBitWidth() % 8 != 0;
   };
   if (llvm::any_of(op->getOperandTypes(), [&](Type type) {
-        return isa<ShapedType>(type) && getElementTypeOrSelf(type).isIntOrFloat() &&
-               subByte(type);
+        return isa<ShapedType>(type) &&
+               getElementTypeOrSelf(type).isIntOrFloat() && subByte(type);
       }))
     return;
   if (elements < 2 || elements > width ||
@@ -337,8 +337,7 @@ void vectorize(RewriterBase &rewriter, linalg::LinalgOp op, int64_t width) {
 /// scf.for (partial results for a reduction) and peeled, so that the body
 /// of the first loop has full tiles (vectorized once canonicalization has
 /// made their shapes static).
-void tileClassLoop(RewriterBase &rewriter, linalg::LinalgOp op,
-                   int64_t width) {
+void tileClassLoop(RewriterBase &rewriter, linalg::LinalgOp op, int64_t width) {
   unsigned numLoops = op.getNumLoops();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (numLoops == 0 || !isTileable(op) ||
@@ -386,11 +385,10 @@ struct ReciprocalOfInvariantDivisor : public OpRewritePattern<arith::DivFOp> {
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPoint(loop);
     Type type = op.getType();
-    Value one = arith::ConstantOp::create(
-        rewriter, op.getLoc(), type, rewriter.getOneAttr(type));
-    Value reciprocal =
-        arith::DivFOp::create(rewriter, op.getLoc(), one, op.getRhs(),
-                              op.getFastmathAttr());
+    Value one = arith::ConstantOp::create(rewriter, op.getLoc(), type,
+                                          rewriter.getOneAttr(type));
+    Value reciprocal = arith::DivFOp::create(rewriter, op.getLoc(), one,
+                                             op.getRhs(), op.getFastmathAttr());
     rewriter.setInsertionPoint(op);
     rewriter.replaceOpWithNewOp<arith::MulFOp>(op, op.getLhs(), reciprocal,
                                                op.getFastmathAttr());
@@ -415,18 +413,21 @@ struct XentCPUVectorizeRowsPass
     : public xent::impl::XentCPUVectorizeRowsBase<XentCPUVectorizeRowsPass> {
   using Base::Base;
 
-  FrozenRewritePatternSet canonicalizationPatterns() {
-    RewritePatternSet patterns(&getContext());
-    for (Dialect *dialect : getContext().getLoadedDialects())
+  /// The canonicalization patterns and the vector width, once per run of
+  /// the pass (not once per function).
+  LogicalResult initialize(MLIRContext *context) override {
+    RewritePatternSet patterns(context);
+    for (Dialect *dialect : context->getLoadedDialects())
       dialect->getCanonicalizationPatterns(patterns);
-    for (RegisteredOperationName op : getContext().getRegisteredOperations())
-      op.getCanonicalizationPatterns(patterns, &getContext());
-    return FrozenRewritePatternSet(std::move(patterns));
+    for (RegisteredOperationName op : context->getRegisteredOperations())
+      op.getCanonicalizationPatterns(patterns, context);
+    canonical = FrozenRewritePatternSet(std::move(patterns));
+    width = vectorWidth > 0 ? int64_t(vectorWidth) : hostVectorWidth();
+    return success();
   }
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    int64_t width = vectorWidth > 0 ? int64_t(vectorWidth) : hostVectorWidth();
     IRRewriter rewriter(func.getContext());
 
     tileRows(rewriter, func);
@@ -454,7 +455,6 @@ struct XentCPUVectorizeRowsPass
     // canonicalized again, the reads and writes of the partial results are
     // at a fixed place of the loops' iter_args: carried in registers, with
     // what the loops do not change hoisted.
-    FrozenRewritePatternSet canonical = canonicalizationPatterns();
     if (failed(applyPatternsGreedily(func, canonical)))
       return signalPassFailure();
     SmallVector<linalg::LinalgOp> tiles;
@@ -483,6 +483,9 @@ struct XentCPUVectorizeRowsPass
     patterns.add<ReciprocalOfInvariantDivisor>(&getContext());
     (void)applyOpPatternsGreedily(divisions, std::move(patterns));
   }
+
+  FrozenRewritePatternSet canonical;
+  int64_t width = 0;
 };
 
 } // namespace
