@@ -28,13 +28,14 @@ PACKAGE = _keys(bundle.package_configs())
 
 
 def test_every_call_signature_once():
-    """Every call xent.torch.ops.config_for can make (rank 2 and 3: rank 1 is
+    """Every call xent.torch.cross_entropy makes (int32 class indices widened
+    to int64; rank 2 and 3: rank 1 is
     one row of rank 2, rank > 3 flattens to 3) names a library of the
     bundle whatever its values, in place or not, with or without per-row
     outputs (a library with all of them serves each)."""
     rng = random.Random(0)
     for dtype, target, rank, weighted, reduction, with_grad in itertools.product(
-            ("f32", "bf16", "f16"), ("i64", "i32", "probs"), (2, 3), (False, True),
+            ("f32", "bf16", "f16"), kernels.CALL_TARGETS, (2, 3), (False, True),
             ("mean", "sum", "none"), (False, True)):
         seen = set()
         for _ in range(6):
@@ -64,8 +65,10 @@ def test_libraries_dispatch_at_run_time():
     kernel variants."""
     configs = [c for c in bundle.package_configs() if c["op"] == "xent.torch.library"]
     assert len(bundle.package_configs()) == len(PACKAGE)
-    # One library per logits dtype x target kind x rank 2 / 3 x gradient.
-    assert len(configs) == 3 * 3 * 2 * 2
+    # One library per logits dtype x target kind x rank 2 / 3 x gradient;
+    # int32 class indices are widened to int64 by xent.torch, not compiled.
+    assert len(configs) == 3 * 2 * 2 * 2
+    assert {c["target"] for c in configs} == {"i64", "probs"}
     for c in configs:
         assert c["runtime_dispatch"] and "threads" not in c and "resident_rows" not in c
         assert kernels.pipeline_args(c) == [

@@ -317,6 +317,10 @@ def kernel_module(c: Dict) -> str:
 
 _DTYPES = ("f32", "bf16", "f16")
 _TARGETS = ("i64", "i32", "probs")
+# The target kinds of xent.torch's calls: it widens int32 class indices to
+# int64 (one cast of N indices beside N x C logits; PyTorch's own loss takes
+# int64 alone), so the bundle holds no int32 library.
+CALL_TARGETS = ("i64", "probs")
 
 
 def with_loss_dtype(config: Dict, f32_loss: bool = False) -> Dict:
@@ -383,8 +387,8 @@ def library_entries(lib: Dict) -> List[Dict]:
 
 def call_configs(*, ranks: Iterable[int] = (2,)) -> List[Dict]:
     """The libraries of xent.torch's calls (library_config) over the
-    signature of a call alone: logits dtype × target kind × rank × gradient
-    or not; each holds the entries of its class weights × reduction × loss
+    signature of a call alone: logits dtype × target kind (CALL_TARGETS) ×
+    rank × gradient or not; each holds the entries of its class weights × reduction × loss
     dtype × per-row outputs. The kernel variants within each library are
     the compiler's choice."""
     return [library_config(kernel_config(
@@ -392,7 +396,7 @@ def call_configs(*, ranks: Iterable[int] = (2,)) -> List[Dict]:
                 ignore_index=-100, label_smoothing=0.0, z_loss_scale=0.0, softcap=None,
                 with_grad=with_grad, runtime_dispatch=True))
             for dtype, target, rank, with_grad in itertools.product(
-                _DTYPES, _TARGETS, ranks, (False, True))]
+                _DTYPES, CALL_TARGETS, ranks, (False, True))]
 
 
 def _row_sets(target: str):

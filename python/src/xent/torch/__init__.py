@@ -149,6 +149,10 @@ def _cross_entropy(logits, target, weight, ignore_index, reduction, label_smooth
         if isinstance(out, CrossEntropyOutput):
             return CrossEntropyOutput(*map(element, out))
         return tuple(map(element, out)) if isinstance(out, tuple) else element(out)
+    if target.dtype == torch.int32:
+        # int64 class indices, as the package's libraries take them
+        # (kernels.CALL_TARGETS): one cast of N indices beside N x C logits.
+        target = target.long()
     args = (logits, target, weight, reduction, int(ignore_index), float(label_smoothing),
             float(z_loss_scale), None if softcap is None else float(softcap))
     with_grad = torch.is_grad_enabled() and logits.requires_grad
