@@ -48,8 +48,6 @@
 #include <dlfcn.h>
 #endif
 
-#define XENT_EXPORT extern "C" __attribute__((visibility("default")))
-
 using namespace xent::runtime;
 
 namespace {
