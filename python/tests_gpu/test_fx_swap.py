@@ -238,6 +238,78 @@ def test_upcast_kept_where_the_targets_need_it():
     torch.testing.assert_close(got, expected, rtol=2e-5, atol=1e-5)
 
 
+# The causal-LM shift as older Transformers and many training scripts write
+# it: the logits sliced (and copied) to drop the last position, the labels
+# sliced to drop the first. B x T = N rows.
+B, T = 4, N // 4
+
+
+def _shift_loss(upcast=False, **kwargs):
+    def loss(m, x, t):
+        x = x.view(B, T, V)
+        if upcast:
+            x = x.float()
+        shift_logits = x[..., :-1, :].contiguous()
+        shift_labels = t.view(B, T)[..., 1:].contiguous()
+        return F.cross_entropy(shift_logits.view(-1, V), shift_labels.view(-1), **kwargs)
+    return loss
+
+
+SHIFTS = {  # name: (dtype, ignore_index, loss)
+    "mean": (torch.float32, -100, _shift_loss()),
+    "sum-smoothing": (torch.float32, -100, _shift_loss(reduction="sum", label_smoothing=0.1)),
+    "weighted-ignore7": (torch.float32, 7, lambda m, x, t: _shift_loss(
+        weight=torch.linspace(0.5, 2.0, V, device=x.device), ignore_index=7)(m, x, t)),
+    "bf16-upcast": (torch.bfloat16, -100, _shift_loss(upcast=True)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHIFTS))
+def test_absorbs_the_causal_lm_shift(name):
+    """logits[..., :-1, :] + labels[..., 1:]: the loss reads the whole
+    logits with the targets padded by ignore_index (no sliced copy of the
+    logits); loss and gradients as eager's, the last position's gradient 0."""
+    xt.patch()
+    dtype, ignore_index, loss = SHIFTS[name]
+    h, t = _inputs(dtype)
+    t[t == ignore_index] = ignore_index + 1
+    t[::7] = ignore_index
+    eager, compiled = Model(loss, dtype), Model(loss, dtype)
+    fn = torch.compile(compiled, backend="xent", fullgraph=True)
+    expected, expected_grads = _run(eager, h, t)
+    got, grads = _run(fn, h, t)
+    report = xt.last_report()
+    assert any(what == "swapped" for _, what in report), report
+    assert any(what.startswith("absorbed") and "shift :-1" in what for _, what in report), report
+    # The same float32 math on the same values (the bf16 logits upcast).
+    torch.testing.assert_close(got, expected, rtol=2e-5, atol=1e-5)
+    for a, b in zip(grads, expected_grads):
+        torch.testing.assert_close(a.float(), b.float(), rtol=2e-2, atol=1e-4)
+    x = torch.randn(N, V, device="cuda", dtype=dtype)
+    code = _captured_rewrite(lambda x, t: loss(None, x, t), x, t)
+    assert "slice(None, -1, None)" not in code, code   # the logits are not sliced
+    assert "pad" in code and "functional.cross_entropy" not in code, code
+
+
+def test_shift_kept_for_per_row_losses():
+    # reduction="none" returns one loss per kept position: the slice stays
+    # (padding would add rows to the result), the loss is still swapped.
+    xt.patch()
+    loss = _shift_loss(reduction="none")
+    h, t = _inputs()
+    eager, compiled = Model(lambda m, x, t: loss(m, x, t).sum(), torch.float32), \
+        Model(lambda m, x, t: loss(m, x, t).sum(), torch.float32)
+    fn = torch.compile(compiled, backend="xent", fullgraph=True)
+    expected, expected_grads = _run(eager, h, t)
+    got, grads = _run(fn, h, t)
+    report = xt.last_report()
+    assert any(what == "swapped" for _, what in report), report
+    assert not any("shift" in what for _, what in report), report
+    torch.testing.assert_close(got, expected, rtol=2e-5, atol=1e-5)
+    for a, b in zip(grads, expected_grads):
+        torch.testing.assert_close(a, b, rtol=2e-2, atol=1e-4)
+
+
 def test_hf_llama_swapped_and_absorbed():
     """An unmodified transformers LlamaForCausalLM (small random config):
     its ForCausalLMLoss (upcast, view, cross_entropy) is swapped with the

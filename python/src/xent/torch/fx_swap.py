@@ -35,9 +35,17 @@ where the loss can take the tensor before it exactly (``_absorb``):
   number c: the ``softcap`` attribute (the capped logits are still computed
   where something else reads them).
 
-Label shifting (slices or padding of the labels) and a ``sum`` divided by a
-token count need nothing: the targets may be any tensor, and the division
-stays a graph op.
+- the causal-LM shift ``logits[..., :-k, :]`` (a slice dropping the last
+  k positions of the axis before the classes, then flattened to
+  ``[rows, C]``) with class-index targets and a ``mean`` or ``sum``: the
+  loss reads the whole logits (no sliced copy) and the targets are padded
+  with ``ignore_index`` at the dropped positions, which then add nothing to
+  the loss, the count of a mean or the gradient (0 there, as the slice's
+  backward gives).
+
+Label shifting on the labels alone (their slice, or Transformers' padding
+of the labels) and a ``sum`` divided by a token count need nothing: the
+targets may be any tensor, and the division stays a graph op.
 
 Because the swap happens before aot_autograd, the backward is xent's too
 (the gradient its forward kernel wrote). Anything else — a log-softmax
@@ -212,20 +220,106 @@ def _softcap_source(node):
     return source, float(c)
 
 
-def _absorb(gm: torch.fx.GraphModule, logits, before):
+def _full_slice(index) -> bool:
+    return isinstance(index, slice) and index == slice(None, None, None)
+
+
+def _row_shift(node):
+    """(source, k) where `node` is ``source[..., :-k, :]`` (or ``source[...,
+    0:T-k, :]``; any index form with the other axes whole) on a tensor of
+    rank >= 2: the causal-LM shift of the logits. Else None."""
+    if not (isinstance(node, torch.fx.Node) and node.op == "call_function"
+            and node.target is operator.getitem and len(node.args) == 2 and not node.kwargs):
+        return None
+    src, index = node.args
+    x, out = _value(src), _value(node)
+    if not isinstance(x, torch.Tensor) or not isinstance(out, torch.Tensor) or x.dim() < 2:
+        return None
+    index = list(index) if isinstance(index, tuple) else [index]
+    if index.count(Ellipsis) > 1 or any(i is None for i in index):
+        return None
+    if Ellipsis in index:
+        at = index.index(Ellipsis)
+        index[at:at + 1] = [slice(None)] * (x.dim() - len(index) + 1)
+    index += [slice(None)] * (x.dim() - len(index))
+    if len(index) != x.dim() or not all(_full_slice(i) for j, i in enumerate(index)
+                                        if j != x.dim() - 2):
+        return None
+    cut = index[x.dim() - 2]
+    if not isinstance(cut, slice) or cut.start not in (None, 0) or cut.step not in (None, 1):
+        return None
+    stop, length = cut.stop, x.shape[-2]
+    if not isinstance(stop, int) or isinstance(stop, bool) or not isinstance(length, int):
+        return None
+    k = -stop if stop < 0 else length - stop
+    if not 0 < k < length or tuple(out.shape) != tuple(x.shape[:-2]) + (length - k,
+                                                                         x.shape[-1]):
+        return None
+    return src, k
+
+
+def _shift_targets(gm, before, target, shape, k, ignore_index):
+    """Nodes before `before` giving `target` (the flat targets of the sliced
+    rows, `shape` their un-flattened shape) padded with `ignore_index` at
+    the k dropped positions and flattened: the targets of the whole logits.
+    None where the shapes do not work out."""
+    t = _value(target)
+    if not isinstance(t, torch.Tensor) or t.is_floating_point() or t.numel() != \
+            _numel(shape):
+        return None
+    graph = gm.graph
+    with graph.inserting_before(before):
+        rows = graph.call_method("reshape", (target, tuple(shape)))
+        padded = graph.call_function(F.pad, (rows, (0, k)), {"value": ignore_index})
+        flat = graph.call_method("reshape", (padded, (-1,)))
+    try:
+        rows.meta["example_value"] = t.reshape(tuple(shape))
+        padded.meta["example_value"] = F.pad(rows.meta["example_value"], (0, k),
+                                             value=ignore_index)
+        flat.meta["example_value"] = padded.meta["example_value"].reshape(-1)
+    except Exception:  # noqa: BLE001 - no meta: the swap keeps the slice
+        for node in (flat, padded, rows):
+            graph.erase_node(node)
+        return None
+    return flat
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _absorb(gm: torch.fx.GraphModule, logits, before, shift_ok: bool = False):
     """What real models put between the projection and the loss, where the
     loss may take the tensor before it: shape ops (moved onto the source),
     one upcast of bf16 / f16 logits to float32 (the loss then reads the
     narrow logits and computes in float32 as PyTorch's does on the upcast;
-    the gradient is rounded once, into the narrow dtype) and one softcap
-    ``tanh(x / c) * c``. Returns (the logits for xent, upcast, softcap,
-    what was absorbed)."""
-    views, cur, upcast, cap, absorbed = [], logits, False, None, []
+    the gradient is rounded once, into the narrow dtype), one softcap
+    ``tanh(x / c) * c`` and, with `shift_ok`, one causal-LM shift
+    ``x[..., :-k, :]`` followed by a flattening to ``[rows, C]``
+    (:func:`_row_shift`). Returns (the logits for xent, upcast, softcap,
+    what was absorbed, (k, the sliced rows' shape) or None)."""
+    views, cur, upcast, cap, absorbed, shift = [], logits, False, None, [], None
     while True:
         if _is_shape_op(cur):
             views.append(cur)
             cur = cur.args[0]
             continue
+        sliced = None if shift is not None or not shift_ok else _row_shift(cur)
+        if sliced is not None:
+            x_in, x_out = _value(logits), _value(cur)
+            rows = tuple(x_out.shape[:-1])
+            if isinstance(x_in, torch.Tensor) and x_in.dim() == 2 and all(
+                    type(d) is int for d in rows) and \
+                    tuple(x_in.shape) == (_numel(rows), x_out.shape[-1]):
+                # The ops above the slice only flatten it: they are
+                # replaced by one flattening of the whole logits.
+                shift, views = (sliced[1], rows), []
+                absorbed.append(f"shift :-{sliced[1]} (targets padded with ignore_index)")
+                cur = sliced[0]
+                continue
         src = None if upcast else _upcast_source(cur)
         if src is not None:
             upcast = True
@@ -239,7 +333,7 @@ def _absorb(gm: torch.fx.GraphModule, logits, before):
             continue
         break
     if not absorbed:
-        return logits, False, None, []
+        return logits, False, None, [], None
     x = _value(cur)
     # The shape ops again, now on the absorbed source (same shapes).
     for view in reversed(views):
@@ -254,7 +348,15 @@ def _absorb(gm: torch.fx.GraphModule, logits, before):
                 pass
         absorbed.append(f"{view.target}")
         cur, x = node, _value(node)
-    return cur, upcast, cap, absorbed
+    if shift is not None:
+        with gm.graph.inserting_before(before):
+            node = gm.graph.call_method("reshape", (cur, (-1, x.shape[-1])))
+        try:
+            node.meta["example_value"] = x.reshape(-1, x.shape[-1])
+        except Exception:  # noqa: BLE001 - no meta: the checks then refuse it
+            pass
+        cur = node
+    return cur, upcast, cap, absorbed, shift
 
 
 def _erase_dead(gm: torch.fx.GraphModule, node) -> None:
@@ -262,7 +364,8 @@ def _erase_dead(gm: torch.fx.GraphModule, node) -> None:
     while isinstance(node, torch.fx.Node) and not node.users and node.op in (
             "call_method", "call_function") and (
             _is_shape_op(node) or _upcast_source(node) is not None or _is_mul(node)
-            or _is_tanh(node) or _is_div(node)):
+            or _is_tanh(node) or _is_div(node) or _row_shift(node) is not None
+            or (node.op == "call_function" and node.target is F.pad)):
         inputs = [a for a in node.args if isinstance(a, torch.fx.Node)]
         gm.graph.erase_node(node)
         for a in inputs:
@@ -308,14 +411,27 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
             if not isinstance(x, torch.Tensor) or not _class_axis_matches(x, ls_args.get("dim")):
                 _REPORT.append((node.name, "log_softmax over another axis"))
                 continue
-        absorbed_from = logits
-        logits, upcast, cap, absorbed = _absorb(gm, logits, node)
-        t = _value(bound["target"])
-        if absorbed and _check_operands(_value(logits), t, bound.get("weight")) is not None:
+        absorbed_from, target = logits, bound["target"]
+        t = _value(target)
+        ignore_index = bound.get("ignore_index", -100)
+        # The shift is absorbed where padded targets give the same loss:
+        # class indices, a reduced loss and an ignore_index to pad with.
+        shift_ok = (isinstance(t, torch.Tensor) and not t.is_floating_point()
+                    and bound.get("reduction", "mean") in ("mean", "sum")
+                    and isinstance(ignore_index, int) and not isinstance(ignore_index, bool))
+        logits, upcast, cap, absorbed, shift = _absorb(gm, logits, node, shift_ok)
+        if shift is not None:
+            target = _shift_targets(gm, node, bound["target"], shift[1], shift[0], ignore_index)
+            t = _value(target) if target is not None else None
+        if absorbed and (t is None or _check_operands(_value(logits), t,
+                                                      bound.get("weight")) is not None):
             # Not with the absorbed source (probability targets in float32
             # and narrow logits, say): the loss as it was written.
             _erase_dead(gm, logits)
+            if target is not None and target is not bound["target"]:
+                _erase_dead(gm, target)
             logits, upcast, cap, absorbed = absorbed_from, False, None, []
+            target, t = bound["target"], _value(bound["target"])
         x = _value(logits)
         why = _check_operands(x, t, bound.get("weight"))
         if why is None and not isinstance(bound.get("ignore_index", -100), int):
@@ -326,6 +442,8 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
             why = f"reduction {bound.get('reduction')!r}"
         if why is not None and absorbed:
             _erase_dead(gm, logits)  # the moved shape ops go again
+            if target is not bound["target"]:
+                _erase_dead(gm, target)
         if why is not None:
             _REPORT.append((node.name, why))
             continue
@@ -341,7 +459,7 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
             # float32 and returns it so; xent too, given loss_dtype.
             kwargs["loss_dtype"] = torch.float32
         with gm.graph.inserting_before(node):
-            new = gm.graph.call_function(xent_cross_entropy, (logits, bound["target"]), kwargs)
+            new = gm.graph.call_function(xent_cross_entropy, (logits, target), kwargs)
         new.meta = dict(node.meta)
         old_input = node.args[0] if node.args else None
         node.replace_all_uses_with(new)
