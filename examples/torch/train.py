@@ -5,7 +5,7 @@ tokens, with xent's loss under torch.compile beside plain PyTorch.
 
 Needs a CUDA GPU, PyTorch and the xent package (``pip install ./python``);
 xent.torch finds its kernels in ``$XENT_CACHE_DIR`` (a bundle built by
-python/tests_gpu/make_xent_bundle.py, or compiled on first use where
+python/tools/make_xent_bundle.py, or compiled on first use where
 xent-opt is on PATH). Three runs from the same initial weights, each under
 ``torch.compile`` and bf16 autocast:
 

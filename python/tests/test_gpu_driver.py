@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from xent.runtime import driver, gpu
+from xent.runtime import driver, gpu, library
 from xent.runtime.driver import DriverError
 
 LLVM_BIN = os.environ.get("XENT_LLVM_BIN", driver.DEFAULT_LLVM_BIN)
@@ -152,7 +152,8 @@ def test_stream_resolution():
 
 def test_results_without_torch(monkeypatch):
     """Result descriptors become owning DeviceArrays; aliases of arguments own nothing."""
-    monkeypatch.setattr(gpu, "_torch", lambda: None)
+    # GpuFunction lives in xent.runtime.library, which looks torch up there.
+    monkeypatch.setattr(library, "_torch", lambda: None)
     freed = []
 
     class FakeRuntime:

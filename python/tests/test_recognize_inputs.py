@@ -6,7 +6,7 @@ decompositions, the backward), upstream linalg (linalg.softmax and its
 decompositions), TOSA and JAX (stablehlo -> linalg) emit, plus near misses.
 forms.json next to them describes every function (form, kind, reduction,
 ignore_index, weights, axis, dtypes, argument roles and shapes, expected to be
-recognized or not); recognizer_forms.py (next to this file) generates both
+recognized or not); utils/recognizer_forms.py generates both
 and holds the helpers used here.  This file proves that
 
 * the table and the files agree (every function described, signatures equal);
@@ -161,8 +161,8 @@ def test_parses_with_xent_opt(name):
 
 def test_inputs_up_to_date():
     assert forms.main(["--check"]) == 0, \
-        "inputs differ from python/tests/recognizer_forms.py: run " \
-        "/usr/bin/python3 python/tests/recognizer_forms.py --write"
+        "inputs differ from utils/recognizer_forms.py: run " \
+        "/usr/bin/python3 utils/recognizer_forms.py --write"
 
 
 # --------------------------------------------------------------------------- execution

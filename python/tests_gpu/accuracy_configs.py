@@ -1,5 +1,5 @@
 """The random configurations of test_accuracy.py, fixed by a seed
-so that make_xent_bundle.py compiles exactly the kernels the test calls.
+so that python/tools/make_xent_bundle.py compiles exactly the kernels the test calls.
 
 Each case is a drop-in configuration (as xent.torch names it: the block size
 from threads_for, as the drop-in picks it) plus the shape and the logits'

@@ -2,7 +2,7 @@
 device, and run on the GPU machine (docs/gpu-runtime.md), never in CI, which
 collects only python/tests.
 
-The kernels come from a cache directory filled by ``make_bundle.py`` on a
+The kernels come from a cache directory filled by ``python/tools/make_bundle.py`` on a
 machine with LLVM (``XENT_CACHE_DIR``); where LLVM and the CUDA toolkit are
 at hand they are compiled on first use instead.
 

@@ -1,6 +1,6 @@
 """The compiled kernels the GPU tests use, by KernelCache configuration.
 
-``make_bundle.py`` compiles them into a cache directory on a machine with
+``python/tools/make_bundle.py`` compiles them into a cache directory on a machine with
 LLVM; the tests look them up there by the same configurations (which carry
 a hash of the source, so an edited source is never matched by a stale
 library).

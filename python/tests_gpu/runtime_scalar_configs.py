@@ -1,6 +1,6 @@
 """The runtime-scalar libraries of test_runtime_scalars_gpu.py: one drop-in
 configuration (``kernel_config(..., runtime_scalars=True)``) per feature set,
-each with the values the test calls it with, so that make_xent_bundle.py
+each with the values the test calls it with, so that python/tools/make_xent_bundle.py
 compiles exactly the libraries the test loads (one per feature set, whatever
 the values).
 

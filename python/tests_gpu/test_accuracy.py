@@ -34,7 +34,7 @@ A quarter of the rows are made confident (the target's logit above the
 row's maximum by 2..14): losses from ~1e-6 to ~0.1 at |m| in the hundreds,
 which the old (m + log Σ) - x_t rounded to the spacing of m.
 
-Runs on the GPU machine with the kernels precompiled by make_xent_bundle.py
+Runs on the GPU machine with the kernels precompiled by python/tools/make_xent_bundle.py
 (XENT_CACHE_DIR); never in CI.
 """
 

@@ -16,8 +16,8 @@ vocab_parallel_cross_entropy) and their modules:
 - without validation an out-of-range target still gives a NaN loss and no
   exception (no host synchronization in the hot path).
 
-The kernel calls use configurations the bundle of make_bundle.py /
-make_xent_bundle.py holds (xent_torch_configs, kernel_configs.linear_dropin_configs);
+The kernel calls use configurations the bundle of python/tools/make_bundle.py /
+python/tools/make_xent_bundle.py holds (xent_torch_configs, kernel_configs.linear_dropin_configs);
 the calls that raise stop before any kernel is looked up. Runs on the GPU
 machine; never in CI.
 """

@@ -5,7 +5,7 @@ gradient unchanged by asking for them; the operator passes opcheck and
 traces under torch.compile(fullgraph=True).
 
 Runs on the GPU machine with the kernels of xent_torch_configs.rows()
-precompiled (make_xent_bundle.py, XENT_CACHE_DIR); never in CI.
+precompiled (python/tools/make_xent_bundle.py, XENT_CACHE_DIR); never in CI.
 """
 
 import pytest

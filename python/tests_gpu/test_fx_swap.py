@@ -5,7 +5,7 @@ their loss swapped for xent's, and their loss and parameter gradients are
 PyTorch's; near misses keep PyTorch's loss.
 
 Runs on the GPU machine with the kernels of xent_torch_configs.swapped()
-precompiled (make_xent_bundle.py, XENT_CACHE_DIR); never in CI.
+precompiled (python/tools/make_xent_bundle.py, XENT_CACHE_DIR); never in CI.
 """
 
 import pytest

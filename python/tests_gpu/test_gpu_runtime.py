@@ -1,7 +1,7 @@
 """xent.runtime.gpu and libxent_cuda_runtime.so on a CUDA device, with PyTorch tensors.
 
 Runs where PyTorch sees a GPU (skipped elsewhere); the kernels come from
-``$XENT_CACHE_DIR`` (filled by make_bundle.py) or are compiled on first use.
+``$XENT_CACHE_DIR`` (filled by python/tools/make_bundle.py) or are compiled on first use.
 Prints a timing table at the end (``-s`` shows it).
 """
 

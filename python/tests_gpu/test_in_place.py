@@ -9,7 +9,7 @@ overwritten, and the values against PyTorch in float64 — so a wrong reuse
 shows up as a wrong number, not only as a wrong pointer.
 
 Runs where PyTorch sees a GPU; the libraries come from ``$XENT_CACHE_DIR``
-(make_bundle.py) or are compiled on first use.
+(python/tools/make_bundle.py) or are compiled on first use.
 """
 
 import pytest

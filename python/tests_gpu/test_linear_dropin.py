@@ -11,7 +11,7 @@ needs a gradient (no gradient GEMMs, no gradient buffers), every attribute on
 operators, CUDA-graph capture, the module, and a refused second backward.
 
 Runs where PyTorch sees a GPU, the libraries from ``$XENT_CACHE_DIR``
-(make_bundle.py: kernel_configs.linear_configs, the automatic chunks).
+(python/tools/make_bundle.py: kernel_configs.linear_configs, the automatic chunks).
 """
 
 import pytest

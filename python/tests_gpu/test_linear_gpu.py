@@ -1,6 +1,6 @@
 """xent.linear_cross_entropy_and_grad on the GPU (docs/linear-cross-entropy.md).
 
-The modules of kernel_configs.linear_configs() — compiled by make_bundle.py
+The modules of kernel_configs.linear_configs() — compiled by python/tools/make_bundle.py
 through ``xent-gpu-pipeline`` (row chunks, cuBLASLt GEMMs of the runtime, the
 loss kernel in place over each chunk's logits) — run through
 xent.runtime.gpu with CUDA tensors. Loss, d_hidden, d_weight and d_bias are

@@ -5,7 +5,7 @@ gradient by any grad_output, it never synchronizes, a CUDA graph captures
 it, and without it xent.torch says so and still works.
 
 Runs on the GPU machine with the drop-in's kernels precompiled
-(make_xent_bundle.py, XENT_CACHE_DIR); never in CI.
+(python/tools/make_xent_bundle.py, XENT_CACHE_DIR); never in CI.
 """
 
 import os

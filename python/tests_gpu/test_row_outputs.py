@@ -12,7 +12,7 @@ rows longer than a cluster holds, rows not a multiple of 8 classes, and
 everything with resident-rows off).
 
 Runs where PyTorch sees a GPU; the libraries come from ``$XENT_CACHE_DIR``
-(make_bundle.py) or are compiled on first use.
+(python/tools/make_bundle.py) or are compiled on first use.
 """
 
 import math

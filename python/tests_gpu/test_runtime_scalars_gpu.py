@@ -13,7 +13,7 @@ same loaded library, and the drop-in's configuration of every value is that
 library's.
 
 Runs where PyTorch sees a GPU; the libraries come from ``$XENT_CACHE_DIR``
-(make_xent_bundle.py), the package's bundle, or are compiled on first use.
+(python/tools/make_xent_bundle.py), the package's bundle, or are compiled on first use.
 """
 
 import numpy as np

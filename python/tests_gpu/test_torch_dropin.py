@@ -5,7 +5,7 @@ xent_torch_configs.py on fresh random inputs, plus the edge cases: all
 targets ignored, huge logits, inf/NaN in ignored rows, large vocabularies,
 no host synchronization, CUDA-graph capture.
 
-Runs on the GPU machine with the kernels precompiled by make_xent_bundle.py
+Runs on the GPU machine with the kernels precompiled by python/tools/make_xent_bundle.py
 (XENT_CACHE_DIR); never in CI.
 """
 

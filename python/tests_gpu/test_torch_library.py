@@ -4,7 +4,7 @@ graph break), torch.export, and CUDA-graph capture of forward + backward,
 each against PyTorch's own cross-entropy.
 
 Runs on the GPU machine with the kernels of xent_torch_configs.specials()
-precompiled by make_xent_bundle.py (XENT_CACHE_DIR); never in CI.
+precompiled by python/tools/make_xent_bundle.py (XENT_CACHE_DIR); never in CI.
 """
 
 import pytest

@@ -1,6 +1,6 @@
 """The xent.torch kernel configurations the GPU drop-in tests use.
 
-``make_xent_bundle.py`` compiles them on a machine with LLVM; the tests call
+``python/tools/make_xent_bundle.py`` compiles them on a machine with LLVM; the tests call
 xent.torch, which finds the same configurations in the cache. The set covers
 every combination of reduction × weights × label smoothing × z-loss × softcap
 × target kind, each paired in turn with a logits dtype and rank, with and

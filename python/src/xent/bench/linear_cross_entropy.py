@@ -34,7 +34,7 @@ pool, which xent's runtime allocates from (its high-water mark,
 stream, allocated once). It also prints each provider's loss and its
 gradients' relative L2 distance to PyTorch eager's.
 
-make_bundle.py compiles xent's bf16 and f32 mean configurations (with and
+python/tools/make_bundle.py compiles xent's bf16 and f32 mean configurations (with and
 without ``--bias``) at the automatic chunk size, and bf16 mean without a
 bias at ``--chunk-rows 1024`` and ``4096`` (other sizes need ``XENT_OPT``).
 """

@@ -8,7 +8,11 @@
 * :mod:`xent.runtime.bf16`: bfloat16 arrays for NumPy;
 * :mod:`xent.runtime.gpu`: GPU modules linked against
   ``libxent_cuda_runtime.so``, called with PyTorch CUDA tensors on PyTorch's
-  stream, and the kernel cache a GPU machine without LLVM reads;
+  stream, and the kernel cache a GPU machine without LLVM reads; it
+  re-exports its parts :mod:`xent.runtime.memref` (element types, memref
+  descriptors), :mod:`xent.runtime.cuda_runtime` (the runtime's ctypes
+  view, streams) and :mod:`xent.runtime.library` (calling a library's host
+  functions);
 * :mod:`xent.runtime.kernels`: the MLIR of the kernels behind
   :mod:`xent.torch`, one entry function per configuration, and
   :func:`~xent.runtime.kernels.precompile` (free of torch);

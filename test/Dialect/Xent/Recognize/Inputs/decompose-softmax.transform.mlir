@@ -1,6 +1,6 @@
 // Transform library: decompose every linalg.softmax with the stock
 // AggregatedOpInterface (transform.structured.decompose_interface).  Used by
-// python/tests/recognizer_forms.py to generate the decomposed forms and, through
+// utils/recognizer_forms.py to generate the decomposed forms and, through
 // transform-preload-library + transform-interpreter, to lower
 // linalg_softmax.mlir before the CPU pipeline (convert-linalg-to-loops cannot
 // lower linalg.softmax).

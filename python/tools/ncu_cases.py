@@ -1,11 +1,11 @@
 """The row kernels of the cases that miss the performance targets (docs/performance.md), one case per
 process, for Nsight Compute (docs/performance.md, "What limits each case").
 
-    python3 python/tests_gpu/ncu_cases.py --list
+    python3 python/tools/ncu_cases.py --list
     ncu --kernel-name regex:xent_loss --launch-skip 2 --launch-count 1 \\
         --section SpeedOfLight --section Occupancy --section LaunchStats \\
         --section MemoryWorkloadAnalysis \\
-        python3 python/tests_gpu/ncu_cases.py CASE
+        python3 python/tools/ncu_cases.py CASE
 
 Each case runs three forward + backward calls of xent.torch.cross_entropy
 (bf16 logits ``randn * 3``, 1 target in 7 ignored); the launch-skip above

@@ -3,7 +3,7 @@ accuracy_configs.py for test_accuracy.py, runtime_scalar_configs.py for
 test_runtime_scalars_gpu.py) into a cache directory (no GPU needed):
 
     XENT_OPT=build/bin/xent-opt build/venv/bin/python \\
-        python/tests_gpu/make_xent_bundle.py OUT_DIR
+        python/tools/make_xent_bundle.py OUT_DIR
 
 On the GPU machine, point ``XENT_CACHE_DIR`` at OUT_DIR (make_bundle.py's
 bundle directory may be the same one).
@@ -15,9 +15,12 @@ import time
 
 from xent.runtime.kernels import precompile, with_loss_dtype
 
-import accuracy_configs
-import runtime_scalar_configs
-import xent_torch_configs
+# The suite's configurations stay beside the GPU tests (python/tools/README.md).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tests_gpu"))
+import accuracy_configs  # noqa: E402
+import runtime_scalar_configs  # noqa: E402
+import xent_torch_configs  # noqa: E402
 
 
 def main(argv):

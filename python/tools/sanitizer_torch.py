@@ -5,13 +5,17 @@ row sum (100 KiB variant, strided input) and an allocated result; exits 1
 on a wrong value.
 """
 
+import os
 import sys
 
 import torch
 
 from xent.runtime import gpu
 
-import kernel_configs
+# The suite's configurations stay beside the GPU tests (python/tools/README.md).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tests_gpu"))
+import kernel_configs  # noqa: E402
 
 
 def main():

@@ -3,7 +3,7 @@
 # and compute-sanitizer but no LLVM, from a bundle that make_bundle.py built
 # elsewhere (docs/gpu-runtime.md):
 #
-#   python/tests_gpu/run_on_device.sh BUNDLE_DIR [LOG_DIR]
+#   python/tools/run_on_device.sh BUNDLE_DIR [LOG_DIR]
 #
 # 0. pip install -e python into python3's environment unless xent already
 #    imports from this checkout;
@@ -69,15 +69,15 @@ elif [[ -n "$SANITIZER" ]]; then
   step racecheck-rowsum "$SANITIZER" --tool racecheck --error-exitcode 9 \
     "$BUNDLE/runner" "$BUNDLE/shared-memory.so" rowsum
   step memcheck-torch "$SANITIZER" --tool memcheck --error-exitcode 9 \
-    python3 "$ROOT/python/tests_gpu/sanitizer_torch.py"
+    python3 "$ROOT/python/tools/sanitizer_torch.py"
   step memcheck-dropin "$SANITIZER" --tool memcheck --error-exitcode 9 \
-    python3 "$ROOT/python/tests_gpu/sanitizer_dropin.py"
+    python3 "$ROOT/python/tools/sanitizer_dropin.py"
   step racecheck-dropin "$SANITIZER" --tool racecheck --error-exitcode 9 \
-    python3 "$ROOT/python/tests_gpu/sanitizer_dropin.py"
+    python3 "$ROOT/python/tools/sanitizer_dropin.py"
   step memcheck-linear "$SANITIZER" --tool memcheck --error-exitcode 9 \
-    python3 "$ROOT/python/tests_gpu/sanitizer_linear.py"
+    python3 "$ROOT/python/tools/sanitizer_linear.py"
   step racecheck-linear "$SANITIZER" --tool racecheck --error-exitcode 9 \
-    python3 "$ROOT/python/tests_gpu/sanitizer_linear.py"
+    python3 "$ROOT/python/tools/sanitizer_linear.py"
 else
   SUMMARY+=("compute-sanitizer          not found")
 fi

@@ -3,11 +3,11 @@
 (xent-python-kernels), on a GPU machine without LLVM or a checkout. Every
 kernel comes from the package's xent/kernels: these tests fail if one would
 be compiled. Run on the H200 with an empty XENT_CACHE_DIR, from outside the
-checkout; not collected with the rest of python/tests_gpu (which runs from
-the checkout):
+checkout; kept out of python/tests_gpu (which runs from the checkout) and
+run by check_package_on_device.sh:
 
     cd /tmp && PYTHONPATH=SITE XENT_CACHE_DIR=$(mktemp -d) python3 -m pytest \
-        -o python_files=check_installed_package.py CHECKOUT/python/tests_gpu/check_installed_package.py
+        -o python_files=check_installed_package.py CHECKOUT/python/tools/check_installed_package.py
 """
 
 import json

@@ -3,11 +3,11 @@
 # `pip install --target` of python/ with a kernel bundle compiled elsewhere
 # (python -m xent.runtime.bundle DIR), XENT_OPT unset and an empty
 # XENT_CACHE_DIR; then, from outside the checkout, check_installed_package.py
-# (fails if any kernel would be compiled) and the given GPU tests of this
-# directory against the installed package (docs/gpu.md, "Kernels shipped
+# (fails if any kernel would be compiled) and the given GPU tests of
+# python/tests_gpu against the installed package (docs/gpu.md, "Kernels shipped
 # with the package").
 #
-#   python/tests_gpu/check_package_on_device.sh BUNDLE_DIR LOG_DIR [TEST_FILE...]
+#   python/tools/check_package_on_device.sh BUNDLE_DIR LOG_DIR [TEST_FILE...]
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUNDLE="$(cd "${1:?usage: check_package_on_device.sh BUNDLE_DIR LOG_DIR [TEST...]}" && pwd)"
@@ -29,7 +29,7 @@ run() {  # name pytest-args...
   echo "$name: rc=$rc $(tail -1 "$LOGS/$name.log")"
 }
 run installed -o python_files=check_installed_package.py \
-  "$ROOT/python/tests_gpu/check_installed_package.py"
+  "$ROOT/python/tools/check_installed_package.py"
 for test in "$@"; do
   run "$(basename "$test" .py)" --noconftest "$ROOT/python/tests_gpu/$test"
 done

@@ -5,7 +5,7 @@ docs/performance.md; run on the GPU machine with XENT_CACHE_DIR set (or
 from the installed package, whose bundle has no ctypes-path kernels:
 ``--native-only``):
 
-    python3 python/tests_gpu/host_time.py [--native-only]
+    python3 python/tools/host_time.py [--native-only]
 """
 import statistics
 import sys

@@ -1,6 +1,6 @@
 """Compiles everything the GPU tests run into one directory (no GPU needed).
 
-    XENT_OPT=build/bin/xent-opt build/venv/bin/python python/tests_gpu/make_bundle.py OUT_DIR
+    XENT_OPT=build/bin/xent-opt build/venv/bin/python python/tools/make_bundle.py OUT_DIR
 
 OUT_DIR receives, next to each other:
 
@@ -27,7 +27,10 @@ import sys
 from xent.runtime import gpu
 from xent.runtime.driver import DriverError
 
-import kernel_configs
+# The suite's configurations stay beside the GPU tests (python/tools/README.md).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tests_gpu"))
+import kernel_configs  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))

@@ -8,6 +8,7 @@ written into destinations; N = 0. Checks loss and gradients against float64
 PyTorch; exits 1 on a wrong value.
 """
 
+import os
 import sys
 
 import torch
@@ -15,7 +16,10 @@ import torch.nn.functional as F
 
 from xent.runtime import linear
 
-import kernel_configs
+# The suite's configurations stay beside the GPU tests (python/tools/README.md).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tests_gpu"))
+import kernel_configs  # noqa: E402
 
 TOL = {"bf16": 1.5e-2, "f32": 1e-5}
 DTYPES = {"bf16": torch.bfloat16, "f32": torch.float32}
