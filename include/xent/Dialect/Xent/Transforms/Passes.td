@@ -85,7 +85,7 @@ def XentLowerMultiDynamicExpandShape
     one the source dim's stride). Other `expand_shape` ops are left alone.
 
     LLVM 22's `expand-strided-metadata` assumes at most one dynamic size per
-    group and crashes on the others (llvm-project issue 186830, fixed after
+    group and crashes on the others (llvm/llvm-project#186830, fixed after
     the 22 release); `xent-cpu-pipeline` and `xent-gpu-pipeline` run this
     pass before it, so no valid op crashes them.
   }];
