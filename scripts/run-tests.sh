@@ -54,7 +54,12 @@ if [[ "$XENT_HARDENING" == 1 ]]; then
 fi
 
 echo "== pytest"
-"$PYTHON" -m pytest "$ROOT/python/tests" -q -p no:cacheprovider 2>&1 | tee "$LOG_DIR/pytest.log"
+# One worker per core (pytest-xdist, python3-pytest-xdist) where it is
+# installed; the tests share nothing but the compile cache, whose writes
+# are atomic.
+jobs=()
+if "$PYTHON" -c "import xdist" 2>/dev/null; then jobs=(-n "${XENT_TEST_JOBS:-$(nproc)}"); fi
+"$PYTHON" -m pytest "$ROOT/python/tests" -q -p no:cacheprovider "${jobs[@]}" 2>&1 | tee "$LOG_DIR/pytest.log"
 py_rc=${PIPESTATUS[0]}
 py_passed=$(grep -oP '\b\K[0-9]+(?= passed)' "$LOG_DIR/pytest.log" | tail -1)
 py_failed=$(grep -oP '\b\K[0-9]+(?= (failed|error|errors))' "$LOG_DIR/pytest.log" | awk '{s+=$1} END {print s+0}')

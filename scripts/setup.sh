@@ -17,7 +17,7 @@ BUILD="${XENT_BUILD_DIR:-$ROOT/build}"
 LLVM_PREFIX=/usr/lib/llvm-22
 
 PACKAGES=(
-  cmake ninja-build g++ python3 python3-numpy python3-pytest
+  cmake ninja-build g++ python3 python3-numpy python3-pytest python3-pytest-xdist
   python3-venv python3-pip python3-setuptools python3-wheel
   llvm-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libopenmpi-dev openmpi-bin
