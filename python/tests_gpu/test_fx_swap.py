@@ -20,10 +20,15 @@ V, H, N = 1000, 64, 48
 
 
 @pytest.fixture(autouse=True)
-def _fresh_dynamo():
+def _fresh_dynamo(request, monkeypatch):
     # Each test compiles Model.forward anew (its own loss, its own report):
     # without a reset Dynamo's recompile limit would fall back to eager.
     torch._dynamo.reset()
+    # Model's logits feed the loss alone, so the backend would swap the
+    # projection too; the tests of the loss's swap keep the linear layer
+    # (test_projection_* swap it).
+    from xent.torch import fx_swap
+    monkeypatch.setattr(fx_swap, "SWAP_PROJECTION", "projection" in request.node.name)
     yield
 
 
@@ -308,6 +313,85 @@ def test_shift_kept_for_per_row_losses():
     torch.testing.assert_close(got, expected, rtol=2e-5, atol=1e-5)
     for a, b in zip(grads, expected_grads):
         torch.testing.assert_close(a, b, rtol=2e-2, atol=1e-4)
+
+
+PROJECTIONS = {  # name: (dtype, autocast, loss, what the report names)
+    "f32-bias-mean": (torch.float32, False, lambda m, x, t: F.cross_entropy(x, t), ()),
+    "f32-weighted-smoothing-sum": (torch.float32, False, lambda m, x, t: F.cross_entropy(
+        x, t, weight=torch.linspace(0.5, 2.0, V, device=x.device), label_smoothing=0.1,
+        reduction="sum"), ()),
+    "bf16-hf": (torch.bfloat16, False, _hf_loss, ("float to float32",)),
+    "bf16-gemma": (torch.bfloat16, False, _gemma_loss, ("softcap 30",)),
+    "bf16-shift": (torch.bfloat16, False, _shift_loss(upcast=True), ("shift :-1",)),
+    "autocast": (torch.float32, True, lambda m, x, t: F.cross_entropy(x.view(-1, V), t), ()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROJECTIONS))
+def test_projection_swapped(name):
+    """A linear layer whose logits feed the loss alone: the projection and
+    the loss become xent.torch.linear_cross_entropy (no logits), with what
+    was absorbed around them; loss and every parameter's gradient as
+    eager's (under autocast, the weight cast to bf16 as autocast casts it)."""
+    xt.patch()
+    dtype, autocast, loss, names = PROJECTIONS[name]
+    h, t = _inputs(dtype)
+    eager, compiled = Model(loss, dtype), Model(loss, dtype)
+    fn = torch.compile(compiled, backend="xent", fullgraph=True)
+
+    def run(model):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            return _run(model, h, t)
+    expected, expected_grads = run(eager)
+    got, grads = run(fn)
+    report = xt.last_report()
+    assert any(what == "swapped" for _, what in report), report
+    assert any(what.startswith("projection") for _, what in report), report
+    for n in names:
+        assert any(what.startswith("absorbed") and n in what for _, what in report), report
+    assert got.dtype == expected.dtype
+    narrow = dtype != torch.float32 or autocast
+    # xent's chunk logits are float32 where eager rounds them to bf16 first.
+    torch.testing.assert_close(got.float(), expected.float(),
+                               **(dict(rtol=2e-2, atol=2e-2) if narrow else
+                                  dict(rtol=1e-4, atol=1e-5)))
+    for a, b in zip(grads, expected_grads):
+        assert a.dtype == b.dtype
+        err = ((a.float() - b.float()).norm() / b.float().norm()).item()
+        assert err < (3e-2 if narrow else 1e-4), (name, err)
+    # The graph: no linear layer and no cross_entropy of logits are left.
+    from xent.torch import fx_swap
+    codes = []
+
+    def backend(gm, example_inputs):
+        fx_swap.rewrite(gm)
+        codes.append(gm.code)
+        return gm.forward
+    torch._dynamo.reset()
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+        torch.compile(Model(loss, dtype), backend=backend, fullgraph=True)(h, t)
+    assert "linear_cross_entropy" in codes[0], codes[0]
+    assert "torch._C._nn.linear" not in codes[0] and "functional.cross_entropy" \
+        not in codes[0], codes[0]
+
+
+def test_projection_kept_where_the_logits_are_read_again():
+    # The logits are returned beside the loss: the projection stays, the
+    # loss alone is swapped.
+    xt.patch()
+    h, t = _inputs()
+
+    class Both(Model):
+        def forward(self, h, t):
+            x = self.proj(h)
+            return F.cross_entropy(x, t), x
+
+    fn = torch.compile(Both(None), backend="xent", fullgraph=True)
+    loss, logits = fn(h, t)
+    report = xt.last_report()
+    assert any(what == "swapped" for _, what in report), report
+    assert not any(what.startswith("projection") for _, what in report), report
+    torch.testing.assert_close(loss, F.cross_entropy(logits, t), rtol=1e-5, atol=1e-6)
 
 
 def test_hf_llama_swapped_and_absorbed():

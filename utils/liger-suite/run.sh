@@ -13,5 +13,9 @@ liger=$(cd "$1" && pwd); shift
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$liger"
 export PYTHONPATH="$here:$liger/src:$liger${PYTHONPATH:+:$PYTHONPATH}"
-exec python3 -m pytest -p xent_liger_adapter -p no:cacheprovider -q \
-  test/transformers/test_cross_entropy.py test/transformers/test_fused_linear_cross_entropy.py "$@"
+status=0
+for suite in test_cross_entropy test_fused_linear_cross_entropy; do
+  python3 -m pytest -p xent_liger_adapter -p no:cacheprovider -q \
+    "test/transformers/$suite.py" "$@" || status=1
+done
+exit $status

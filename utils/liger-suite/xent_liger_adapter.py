@@ -17,7 +17,8 @@ xent's ``z_loss_scale``; its gradient is written over the logits
 (``inplace=True``); an out-of-range target raises ``AssertionError`` naming
 "out of bounds" (xent's ``validate=True``, whose ``ValueError`` becomes that);
 its token accuracy under ``sum`` is the mean over kept rows, as under
-``mean``; ignored rows predict -1. What xent does not offer raises
+``mean``; ignored rows predict -1; the fused linear loss comes back in
+float32 whatever the inputs' dtype (xent's ``loss_dtype=torch.float32``). What xent does not offer raises
 ``NotImplementedError``, so the test fails rather than passes by accident:
 Liger's ``use_token_scaling``, and per-row outputs of the fused linear loss.
 
@@ -120,7 +121,8 @@ def xent_fused_linear_cross_entropy(input, weight, target, bias=None, ce_weight=
                                   ignore_index=ignore_index, reduction=reduction,
                                   label_smoothing=label_smoothing,
                                   z_loss_scale=lse_square_scale, softcap=softcap,
-                                  return_z_loss=return_z_loss, validate=True)
+                                  return_z_loss=return_z_loss, loss_dtype=torch.float32,
+                                  validate=True)
     if not return_z_loss:
         return out
     loss, z = out

@@ -2,15 +2,17 @@
 of ``LlamaForCausalLM`` (a small random configuration, no weights) in eager
 mode, under Inductor alone, under ``backend="xent"`` (which swaps the
 model's ``F.cross_entropy`` and absorbs its ``.float()`` upcast,
-xent.torch.fx_swap) and patched by ``xent.torch.transformers.apply`` (the
-loss from the hidden states, no logits) under Inductor, side by side in one
-process: tokens/s (wall clock of a
+xent.torch.fx_swap), patched by ``xent.torch.transformers.apply`` (the
+loss from the hidden states, no logits) under Inductor and, given a
+checkout, patched by Liger-Kernel's fused linear cross-entropy under
+Inductor, side by side in one process: tokens/s (wall clock of a
 whole step: forward, backward, optimizer) and peak memory, and the loss of
 the first step against eager's.
 
 Needs ``transformers`` (an optional dependency) and a CUDA device::
 
     python3 -m xent.bench.models --vocab 32000 128256
+    python3 -m xent.bench.models --modes inductor xent apply liger --liger LIGER/src
 """
 
 from __future__ import annotations
@@ -41,6 +43,14 @@ def _step_fn(model, mode: str):
         # xent.torch.transformers: the loss from the hidden states, no logits.
         from xent.torch import transformers as xtt
         forward = torch.compile(xtt.apply(model))
+    elif mode == "liger":
+        # Liger-Kernel's patched model (from a checkout, --liger): its fused
+        # linear cross-entropy alone, the rest of the model as it is.
+        from liger_kernel.transformers import apply_liger_kernel_to_llama
+        apply_liger_kernel_to_llama(rope=False, rms_norm=False, swiglu=False,
+                                    cross_entropy=False, fused_linear_cross_entropy=True,
+                                    model=model)
+        forward = torch.compile(model)
     else:
         xt.patch()
         forward = torch.compile(model, backend="xent")
@@ -99,14 +109,22 @@ def main(argv=None) -> int:
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--modes", nargs="+", default=["eager", "inductor", "xent", "apply"])
+    parser.add_argument("--modes", nargs="+", default=["eager", "inductor", "xent", "apply"],
+                        help="eager, inductor, xent (the backend), apply "
+                             "(xent.torch.transformers + Inductor), liger (Liger's fused "
+                             "linear cross-entropy + Inductor; needs --liger)")
+    parser.add_argument("--liger", default=None,
+                        help="a Liger-Kernel checkout's src/ directory, for mode liger")
     args = parser.parse_args(argv)
+    if args.liger:
+        import sys
+        sys.path.insert(0, args.liger)
     import torch
     import transformers
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
           f"{torch.cuda.get_device_name()}; LlamaForCausalLM hidden {args.hidden}, "
           f"{args.layers} layers, {args.batch}x{args.seq} tokens, bf16 autocast, AdamW")
-    print("| vocab | " + " | ".join(args.modes) + " | xent, apply ÷ inductor |")
+    print("| vocab | " + " | ".join(args.modes) + " | xent, apply, liger ÷ inductor |")
     print("|---|" + "---|" * (len(args.modes) + 1))
     for vocab in args.vocab:
         r = measure(vocab, args.batch, args.seq, args.hidden, args.layers, args.steps,
@@ -114,7 +132,7 @@ def main(argv=None) -> int:
         cells = [f"{r[m]['tokens_per_s'] / 1e3:.0f} k tok/s, {r[m]['peak_gib']:.2f} GiB"
                  for m in args.modes]
         ratios = " / ".join(f"{r[m]['tokens_per_s'] / r['inductor']['tokens_per_s']:.2f}x"
-                            for m in ("xent", "apply") if m in r and "inductor" in r)
+                            for m in ("xent", "apply", "liger") if m in r and "inductor" in r)
         print(f"| {vocab} | " + " | ".join(cells) + f" | {ratios} |")
         losses = ", ".join(f"{m} {r[m]['first_loss']:.6f}" for m in args.modes)
         print(f"  first-step loss: {losses}")

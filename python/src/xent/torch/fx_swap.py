@@ -43,6 +43,14 @@ where the loss can take the tensor before it exactly (``_absorb``):
   the loss, the count of a mean or the gradient (0 there, as the slice's
   backward gives).
 
+Where the logits are a linear layer's output (``F.linear`` / ``nn.Linear``)
+that nothing but the loss reads (not a graph output, no other user), the
+projection and the loss become one :func:`xent.torch.linear_cross_entropy`
+(the logits are never materialized), with what was absorbed above: the
+hidden states flattened to ``[rows, H]``, and under autocast the weight,
+bias and hidden cast to the projection's dtype as autocast casts them
+(``XENT_SWAP_PROJECTION=0``: the loss alone).
+
 Label shifting on the labels alone (their slice, or Transformers' padding
 of the labels) and a ``sum`` divided by a token count need nothing: the
 targets may be any tensor, and the division stays a graph op.
@@ -57,6 +65,7 @@ what the last compiled graph swapped and what it left, with the reason.
 from __future__ import annotations
 
 import operator
+import os
 from typing import Dict, List, Optional, Tuple
 
 import torch
@@ -300,7 +309,8 @@ def _absorb(gm: torch.fx.GraphModule, logits, before, shift_ok: bool = False):
     ``tanh(x / c) * c`` and, with `shift_ok`, one causal-LM shift
     ``x[..., :-k, :]`` followed by a flattening to ``[rows, C]``
     (:func:`_row_shift`). Returns (the logits for xent, upcast, softcap,
-    what was absorbed, (k, the sliced rows' shape) or None)."""
+    what was absorbed, (k, the sliced rows' shape) or None, the tensor the
+    walk stopped at: the absorbed source, or below unabsorbed shape ops)."""
     views, cur, upcast, cap, absorbed, shift = [], logits, False, None, [], None
     while True:
         if _is_shape_op(cur):
@@ -333,8 +343,8 @@ def _absorb(gm: torch.fx.GraphModule, logits, before, shift_ok: bool = False):
             continue
         break
     if not absorbed:
-        return logits, False, None, [], None
-    x = _value(cur)
+        return logits, False, None, [], None, cur
+    source, x = cur, _value(cur)
     # The shape ops again, now on the absorbed source (same shapes).
     for view in reversed(views):
         with gm.graph.inserting_before(before):
@@ -356,7 +366,7 @@ def _absorb(gm: torch.fx.GraphModule, logits, before, shift_ok: bool = False):
         except Exception:  # noqa: BLE001 - no meta: the checks then refuse it
             pass
         cur = node
-    return cur, upcast, cap, absorbed, shift
+    return cur, upcast, cap, absorbed, shift, source
 
 
 def _erase_dead(gm: torch.fx.GraphModule, node) -> None:
@@ -365,12 +375,108 @@ def _erase_dead(gm: torch.fx.GraphModule, node) -> None:
             "call_method", "call_function") and (
             _is_shape_op(node) or _upcast_source(node) is not None or _is_mul(node)
             or _is_tanh(node) or _is_div(node) or _row_shift(node) is not None
-            or (node.op == "call_function" and node.target is F.pad)):
+            or (node.op == "call_function" and node.target in (F.pad,) + _LINEAR)):
         inputs = [a for a in node.args if isinstance(a, torch.fx.Node)]
         gm.graph.erase_node(node)
         for a in inputs:
             _erase_dead(gm, a)
         return
+
+
+_LINEAR = (torch._C._nn.linear, F.linear)
+
+# XENT_SWAP_PROJECTION=0 keeps linear layers as they are (the loss alone is
+# swapped); read by each rewrite.
+SWAP_PROJECTION = os.environ.get("XENT_SWAP_PROJECTION", "1") != "0"
+
+
+def _sole_user(node, user) -> bool:
+    return isinstance(node, torch.fx.Node) and list(node.users) == [user]
+
+
+def _unread(node) -> bool:
+    """Whether nothing reads `node`, or only nodes nothing reads (what the
+    swap built and has not used yet)."""
+    return node.op != "output" and all(_unread(u) for u in node.users)
+
+
+def _projection(original, loss, source):
+    """Whether `source` is a linear node whose output reaches the `loss`
+    node only through `original` (the loss's input as written) and the ops
+    between them, each read by nothing else: the logits die with the loss."""
+    if not (isinstance(source, torch.fx.Node) and source.op == "call_function"
+            and source.target in _LINEAR):
+        return False
+    node, user = original, loss
+    while isinstance(node, torch.fx.Node):
+        if node is source:
+            # Besides the chain, only the absorbed copies of its shape ops.
+            return user in node.users and all(
+                u is user or _unread(u) for u in node.users)
+        if not _sole_user(node, user):
+            return False
+        if _is_shape_op(node) or _upcast_source(node) is not None or \
+                _row_shift(node) is not None:
+            node, user = node.args[0], node
+            continue
+        if _softcap_source(node) is not None:
+            tanh_node = node.args[0] if _is_tanh(node.args[0]) else node.args[1]
+            div = tanh_node.args[0]
+            if not (_sole_user(tanh_node, node) and _sole_user(div, tanh_node)):
+                return False
+            node, user = div.args[0], div
+            continue
+        return False
+    return False
+
+
+def _linear_operands(linear):
+    """(hidden, weight, bias) of a linear node, or None."""
+    names = ("input", "weight", "bias")
+    if len(linear.args) > 3 or set(linear.kwargs) - set(names):
+        return None
+    bound = dict(zip(names, linear.args))
+    bound.update(linear.kwargs)
+    h, w, b = bound.get("input"), bound.get("weight"), bound.get("bias")
+    hv, wv, out = _value(h), _value(w), _value(linear)
+    if not all(isinstance(v, torch.Tensor) for v in (hv, wv, out)):
+        return None
+    if wv.dim() != 2 or hv.dim() < 1 or hv.shape[-1] != wv.shape[1]:
+        return None
+    if b is not None and not isinstance(_value(b), torch.Tensor):
+        return None
+    return h, w, b
+
+
+def _swap_projection(gm, node, original, logits, source, target, kwargs):
+    """Replaces the loss `node` and the linear layer `source` that feeds it
+    alone (through `original`, the loss's input as written) by one
+    xent.torch.linear_cross_entropy node reading the hidden states
+    flattened to rows, where `logits` (the loss's input for xent: the
+    absorbed source reshaped) is one row per hidden row; returns the new
+    node, or None (nothing changed)."""
+    if not _projection(original, node, source):
+        return None
+    operands = _linear_operands(source)
+    x, out, t = _value(logits), _value(source), _value(target)
+    if operands is None or x.dim() != 2 or out.dtype not in _DTYPES or \
+            tuple(x.shape) != (_numel(out.shape[:-1]), out.shape[-1]) or \
+            t.is_floating_point() or t.dim() != 1:
+        return None
+    h, w, b = operands
+    if type(_value(h).shape[-1]) is not int:
+        return None  # a symbolic hidden size
+    from . import linear_cross_entropy as xent_linear_cross_entropy
+    graph = gm.graph
+    with graph.inserting_before(node):
+        def cast(v):
+            # What autocast did to the linear's operands.
+            return v if v is None or _value(v).dtype == out.dtype else \
+                graph.call_method("to", (v, out.dtype))
+        hidden = graph.call_method("reshape", (cast(h), (-1, _value(h).shape[-1])))
+        lin_kwargs = {"class_weight" if k == "weight" else k: v for k, v in kwargs.items()}
+        return graph.call_function(xent_linear_cross_entropy,
+                                   (hidden, cast(w), target, cast(b)), lin_kwargs)
 
 
 def rewrite(gm: torch.fx.GraphModule) -> int:
@@ -419,7 +525,7 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
         shift_ok = (isinstance(t, torch.Tensor) and not t.is_floating_point()
                     and bound.get("reduction", "mean") in ("mean", "sum")
                     and isinstance(ignore_index, int) and not isinstance(ignore_index, bool))
-        logits, upcast, cap, absorbed, shift = _absorb(gm, logits, node, shift_ok)
+        logits, upcast, cap, absorbed, shift, source = _absorb(gm, logits, node, shift_ok)
         if shift is not None:
             target = _shift_targets(gm, node, bound["target"], shift[1], shift[0], ignore_index)
             t = _value(target) if target is not None else None
@@ -430,7 +536,7 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
             _erase_dead(gm, logits)
             if target is not None and target is not bound["target"]:
                 _erase_dead(gm, target)
-            logits, upcast, cap, absorbed = absorbed_from, False, None, []
+            logits, upcast, cap, absorbed, source = absorbed_from, False, None, [], None
             target, t = bound["target"], _value(bound["target"])
         x = _value(logits)
         why = _check_operands(x, t, bound.get("weight"))
@@ -458,8 +564,12 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
             # Under autocast PyTorch computes the loss of bf16/f16 logits in
             # float32 and returns it so; xent too, given loss_dtype.
             kwargs["loss_dtype"] = torch.float32
-        with gm.graph.inserting_before(node):
-            new = gm.graph.call_function(xent_cross_entropy, (logits, target), kwargs)
+        new = _swap_projection(gm, node, absorbed_from, logits, source, target, kwargs) \
+            if SWAP_PROJECTION else None
+        projected = new is not None
+        if not projected:
+            with gm.graph.inserting_before(node):
+                new = gm.graph.call_function(xent_cross_entropy, (logits, target), kwargs)
         new.meta = dict(node.meta)
         old_input = node.args[0] if node.args else None
         node.replace_all_uses_with(new)
@@ -471,7 +581,12 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
             # The upcast copy, the capped logits and the old views, where
             # nothing else reads them.
             _erase_dead(gm, absorbed_from)
+        if projected:
+            # The loss input, its chain and the linear layer: read by nothing.
+            _erase_dead(gm, logits)
         _REPORT.append((new.name, "swapped"))
+        if projected:
+            _REPORT.append((new.name, "projection: linear_cross_entropy"))
         if absorbed:
             _REPORT.append((new.name, "absorbed " + ", ".join(absorbed)))
         swapped += 1
