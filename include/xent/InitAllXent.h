@@ -6,7 +6,7 @@
 //
 // The entry points a tool or a downstream compiler calls to make xent
 // available, as mlir/InitAllDialects.h and mlir/InitAllPasses.h do for
-// upstream: the dialect with its transform-dialect extension, and every pass
+// upstream: the dialect with its transform-dialect extensions, and every pass
 // and pipeline with the global registries (command lines, textual
 // pipelines). A pass manager that builds its pipeline in C++ needs neither
 // registry: it calls the create…() functions of
@@ -19,6 +19,7 @@
 #define XENT_INITALLXENT_H
 
 #include "xent/Conversion/Passes.h"
+#include "xent/Conversion/XentToGPU/TransformOps/XentToGPUTransformOps.h"
 #include "xent/Dialect/Xent/IR/XentOps.h"
 #include "xent/Dialect/Xent/TransformOps/XentTransformOps.h"
 #include "xent/Dialect/Xent/Transforms/BufferizableOpInterfaceImpl.h"
@@ -30,13 +31,15 @@
 
 namespace mlir::xent {
 
-/// Adds the xent dialect, its transform-dialect extension, the
-/// bufferization of `xent.launch`, the ops' shard::ShardingInterface models
-/// and the memory effects of mpi.allreduce (for partitioned modules on the
-/// CPU pipeline) to `registry`.
+/// Adds the xent dialect, its transform-dialect extensions (the dialect's,
+/// MLIRXentTransformOps, and the GPU lowering's, MLIRXentToGPUTransformOps),
+/// the bufferization of `xent.launch`, the ops' shard::ShardingInterface
+/// models and the memory effects of mpi.allreduce (MLIRXentSharding; for
+/// partitioned modules on the CPU pipeline) to `registry`.
 inline void registerXentDialects(DialectRegistry &registry) {
   registry.insert<XentDialect>();
   registerTransformDialectExtension(registry);
+  registerXentToGPUTransformDialectExtension(registry);
   registerBufferizableOpInterfaceExternalModels(registry);
   registerShardingInterfaceExternalModels(registry);
   registerMPIMemoryEffectModels(registry);

@@ -5,8 +5,10 @@
 //===----------------------------------------------------------------------===//
 //
 // Transform-dialect ops for xent: a pattern descriptor for
-// `transform.apply_patterns` and ops that run the recognizer, the fusion and
-// the GPU lowering on payload ops, for compilers driven by transform scripts.
+// `transform.apply_patterns` and ops that run the recognizer and the fusion
+// on payload ops, for compilers driven by transform scripts. The GPU
+// lowering's op (`transform.xent.convert_to_gpu`) is an extension of its
+// own: xent/Conversion/XentToGPU/TransformOps/XentToGPUTransformOps.h.
 //
 //===----------------------------------------------------------------------===//
 

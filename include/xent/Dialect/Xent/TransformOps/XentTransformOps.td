@@ -7,11 +7,7 @@
 #ifndef XENT_DIALECT_XENT_TRANSFORMOPS_XENTTRANSFORMOPS_TD
 #define XENT_DIALECT_XENT_TRANSFORMOPS_XENTTRANSFORMOPS_TD
 
-include "mlir/Dialect/Transform/IR/TransformDialect.td"
-include "mlir/Dialect/Transform/Interfaces/TransformInterfaces.td"
-include "mlir/Dialect/Transform/IR/TransformTypes.td"
-include "mlir/Interfaces/SideEffectInterfaces.td"
-include "mlir/IR/OpBase.td"
+include "xent/Dialect/Xent/TransformOps/XentTransformOpsBase.td"
 
 def ApplyXentInlineDecompositionPatternsOp : Op<Transform_Dialect,
     "apply_patterns.xent.inline_decomposition",
@@ -30,18 +26,6 @@ def ApplyXentInlineDecompositionPatternsOp : Op<Transform_Dialect,
     ```
   }];
   let assemblyFormat = "attr-dict";
-}
-
-// A transform that rewrites the payload nested in each target op as one of
-// xent's passes does: the target handle is consumed (handles to the ops
-// nested in it are invalidated) and `transformed` holds the same targets.
-class Xent_PayloadRewriteOp<string mnemonic>
-    : Op<Transform_Dialect, "xent." # mnemonic,
-         [FunctionalStyleTransformOpTrait, MemoryEffectsOpInterface,
-          DeclareOpInterfaceMethods<TransformOpInterface>]> {
-  let results = (outs TransformHandleTypeInterface:$transformed);
-  let assemblyFormat =
-      "$target attr-dict `:` functional-type(operands, results)";
 }
 
 def XentRecognizeOp : Xent_PayloadRewriteOp<"recognize"> {
@@ -72,32 +56,6 @@ def XentFuseForwardBackwardOp : Xent_PayloadRewriteOp<"fuse_forward_backward"> {
     What `xent-fuse-forward-backward` does, on the ops nested in each target.
   }];
   let arguments = (ins TransformHandleTypeInterface:$target);
-}
-
-def XentConvertToGPUOp : Xent_PayloadRewriteOp<"convert_to_gpu"> {
-  let summary = "lower xent ops to fused GPU kernels";
-  let description = [{
-    What `convert-xent-to-gpu` does, on the ops nested in each target (a
-    module, or an op inside one): every xent op becomes launches of kernels
-    generated into the enclosing module's `@xent_kernels`, or its
-    decomposition, as `mode` (`"auto"`, `"kernel"` or `"inline"`) says. The
-    attributes are the pass's options; an absent one takes the pass's
-    default. Options the kernels cannot take, and ops the mode rules out,
-    are a definite failure with the pass's diagnostic.
-
-    ```mlir
-    %m2 = transform.xent.convert_to_gpu %m {threads = 256 : i64, mode = "auto"}
-        : (!transform.any_op) -> !transform.any_op
-    ```
-  }];
-  let arguments = (ins TransformHandleTypeInterface:$target,
-                       OptionalAttr<StrAttr>:$chip,
-                       OptionalAttr<I64Attr>:$threads,
-                       OptionalAttr<I64Attr>:$vector_width,
-                       OptionalAttr<BoolAttr>:$resident_rows,
-                       OptionalAttr<StrAttr>:$mode,
-                       OptionalAttr<BoolAttr>:$allow_decomposition);
-  let hasVerifier = 1;
 }
 
 #endif // XENT_DIALECT_XENT_TRANSFORMOPS_XENTTRANSFORMOPS_TD
