@@ -18,7 +18,8 @@ xent's ``z_loss_scale``; its gradient is written over the logits
 "out of bounds" (xent's ``validate=True``, whose ``ValueError`` becomes that);
 its token accuracy under ``sum`` is the mean over kept rows, as under
 ``mean``; ignored rows predict -1; the fused linear loss comes back in
-float32 whatever the inputs' dtype (xent's ``loss_dtype=torch.float32``). What xent does not offer raises
+float32 whatever the inputs' dtype (xent's ``loss_dtype=torch.float32``),
+its z-loss in the inputs' dtype. What xent does not offer raises
 ``NotImplementedError``, so the test fails rather than passes by accident:
 Liger's ``use_token_scaling``, and per-row outputs of the fused linear loss.
 
@@ -126,7 +127,8 @@ def xent_fused_linear_cross_entropy(input, weight, target, bias=None, ce_weight=
     if not return_z_loss:
         return out
     loss, z = out
-    return _output_class()(loss=loss, z_loss=z)
+    # Liger's fused linear z-loss comes back in the inputs' dtype.
+    return _output_class()(loss=loss, z_loss=z.to(input.dtype))
 
 
 class XentFusedLinearCrossEntropyLoss(torch.nn.Module):

@@ -78,7 +78,13 @@ def measure(vocab: int, batch: int, seq: int, hidden: int, layers: int, steps: i
         torch._dynamo.reset()
         model = _model(vocab, hidden, layers)
         step = _step_fn(model, mode)
-        first = step(ids, labels).item()
+        try:
+            first = step(ids, labels).item()
+        except Exception as e:  # noqa: BLE001 - a provider that fails is reported
+            out[mode] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
+            del model, step
+            torch.cuda.empty_cache()
+            continue
         for _ in range(2):
             step(ids, labels)
         torch.cuda.synchronize()
@@ -129,12 +135,16 @@ def main(argv=None) -> int:
     for vocab in args.vocab:
         r = measure(vocab, args.batch, args.seq, args.hidden, args.layers, args.steps,
                     args.modes)
+        ok = [m for m in args.modes if "error" not in r[m]]
         cells = [f"{r[m]['tokens_per_s'] / 1e3:.0f} k tok/s, {r[m]['peak_gib']:.2f} GiB"
-                 for m in args.modes]
+                 if m in ok else "failed" for m in args.modes]
         ratios = " / ".join(f"{r[m]['tokens_per_s'] / r['inductor']['tokens_per_s']:.2f}x"
-                            for m in ("xent", "apply", "liger") if m in r and "inductor" in r)
+                            for m in ("xent", "apply", "liger") if m in ok and "inductor" in ok)
         print(f"| {vocab} | " + " | ".join(cells) + f" | {ratios} |")
-        losses = ", ".join(f"{m} {r[m]['first_loss']:.6f}" for m in args.modes)
+        for m in args.modes:
+            if m not in ok:
+                print(f"  {m} failed: {r[m]['error']}")
+        losses = ", ".join(f"{m} {r[m]['first_loss']:.6f}" for m in ok)
         print(f"  first-step loss: {losses}")
         if r.get("xent", {}).get("report"):
             print(f"  backend report: {r['xent']['report']}")
