@@ -35,8 +35,19 @@ namespace mlir::xent {
 void recognizeCrossEntropy(Operation *root, bool reportFailures = false,
                            bool assumeNormalizedLogProbs = false);
 
-/// What xent-fuse-forward-backward does, on the ops nested in `root`.
+/// What xent-fuse-forward-backward does, on the ops nested in `root`: the
+/// pattern of populateXentFuseForwardBackwardPatterns on each used
+/// xent.cross_entropy_grad once, in program order, through the greedy driver
+/// (changes are notified to the listener of `rewriter`).
+void fuseForwardBackward(RewriterBase &rewriter, Operation *root);
+/// The same with a rewriter of its own.
 void fuseForwardBackward(Operation *root);
+
+/// The pattern of xent-fuse-forward-backward: an xent.cross_entropy_grad and
+/// the xent.cross_entropy of its block computing the same loss become one
+/// xent.cross_entropy_and_grad at the earlier of the two, when grad_output
+/// is available there.
+void populateXentFuseForwardBackwardPatterns(RewritePatternSet &patterns);
 
 /// What xent-chunk-linear-cross-entropy does to one op: replaces it by a loop
 /// over chunks of `rows` rows (positive).
