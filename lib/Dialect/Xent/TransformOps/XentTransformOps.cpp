@@ -65,7 +65,7 @@ transform::XentRecognizeOp::apply(transform::TransformRewriter &rewriter,
                                   transform::TransformResults &results,
                                   transform::TransformState &state) {
   return rewriteEachTarget(*this, results, state, [&](Operation *target) {
-    recognizeCrossEntropy(target, getReportFailures(),
+    recognizeCrossEntropy(rewriter, target, getReportFailures(),
                           getAssumeNormalizedLogProbs());
     return success();
   });
@@ -75,7 +75,7 @@ DiagnosedSilenceableFailure transform::XentFuseForwardBackwardOp::apply(
     transform::TransformRewriter &rewriter,
     transform::TransformResults &results, transform::TransformState &state) {
   return rewriteEachTarget(*this, results, state, [&](Operation *target) {
-    fuseForwardBackward(target);
+    fuseForwardBackward(rewriter, target);
     return success();
   });
 }
