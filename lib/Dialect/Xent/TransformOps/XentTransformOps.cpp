@@ -42,7 +42,7 @@ transform::XentRecognizeOp::apply(transform::TransformRewriter &rewriter,
                                   transform::TransformState &state) {
   return xent::detail::rewriteEachTarget(
       *this, results, state, [&](Operation *target) {
-        recognizeCrossEntropy(target, getReportFailures(),
+        recognizeCrossEntropy(rewriter, target, getReportFailures(),
                               getAssumeNormalizedLogProbs());
         return success();
       });
@@ -53,7 +53,7 @@ DiagnosedSilenceableFailure transform::XentFuseForwardBackwardOp::apply(
     transform::TransformResults &results, transform::TransformState &state) {
   return xent::detail::rewriteEachTarget(*this, results, state,
                                          [&](Operation *target) {
-                                           fuseForwardBackward(target);
+                                           fuseForwardBackward(rewriter, target);
                                            return success();
                                          });
 }

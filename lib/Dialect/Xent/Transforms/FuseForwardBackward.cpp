@@ -8,6 +8,8 @@
 
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::xent {
 #define GEN_PASS_DEF_XENTFUSEFORWARDBACKWARD
@@ -31,19 +33,25 @@ static CrossEntropyOp findForward(CrossEntropyGradOp grad) {
   return nullptr;
 }
 
-void mlir::xent::fuseForwardBackward(Operation *root) {
-  SmallVector<CrossEntropyGradOp> grads;
-  root->walk([&](CrossEntropyGradOp op) { grads.push_back(op); });
-  DominanceInfo dominance(root);
-  IRRewriter rewriter(root->getContext());
-  for (CrossEntropyGradOp grad : grads) {
+namespace {
+/// Replaces an xent.cross_entropy_grad and the xent.cross_entropy of its
+/// block that computes the same loss by one xent.cross_entropy_and_grad at
+/// the earlier of the two, when grad_output is available there.
+struct FuseForwardBackward : public OpRewritePattern<CrossEntropyGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CrossEntropyGradOp grad,
+                                PatternRewriter &rewriter) const override {
     CrossEntropyOp fwd = findForward(grad);
     if (!fwd)
-      continue;
+      return rewriter.notifyMatchFailure(
+          grad, "no xent.cross_entropy in the block computes the same loss");
     Operation *first = fwd->isBeforeInBlock(grad) ? fwd.getOperation()
                                                   : grad.getOperation();
+    DominanceInfo dominance;
     if (!dominance.properlyDominates(grad.getGradOutput(), first))
-      continue;
+      return rewriter.notifyMatchFailure(
+          grad, "grad_output does not dominate the earlier op of the pair");
     rewriter.setInsertionPoint(first);
     // The forward's results (loss, z_loss, the per-row outputs its
     // attributes select), then dlogits; the run-time scalars are the pair's
@@ -59,12 +67,49 @@ void mlir::xent::fuseForwardBackward(Operation *root) {
         fwd.getLabelSmoothingAttr(), fwd.getZLossScaleAttr(),
         fwd.getSoftcapAttr(), fwd.getAxisAttr(), fwd.getReturnLseAttr(),
         fwd.getReturnArgmaxAttr(), fwd.getReturnAccuracyAttr());
-    joint->setDiscardableAttrs(fwd->getDiscardableAttrDictionary());
+    rewriter.modifyOpInPlace(joint, [&] {
+      joint->setDiscardableAttrs(fwd->getDiscardableAttrDictionary());
+    });
     // The regions of the pair are not reused; the joint op's canonical
     // decomposition is materialized when it is needed.
     rewriter.replaceOp(grad, joint.getDlogits());
     rewriter.replaceOp(fwd, joint->getResults().drop_back());
+    return success();
   }
+};
+} // namespace
+
+void mlir::xent::populateXentFuseForwardBackwardPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<FuseForwardBackward>(patterns.getContext());
+}
+
+void mlir::xent::fuseForwardBackward(RewriterBase &rewriter, Operation *root) {
+  // The gradient ops in program order (post-order), each tried once. The
+  // greedy driver pops its worklist from the back, hence the reversed list;
+  // with ExistingOps, the joint ops it creates are never visited, and it
+  // neither folds nor touches any other op. An unused gradient op is left
+  // out, and so left alone (the driver would erase it).
+  SmallVector<Operation *> grads;
+  root->walk([&](CrossEntropyGradOp op) {
+    if (!isOpTriviallyDead(op))
+      grads.push_back(op);
+  });
+  std::reverse(grads.begin(), grads.end());
+  RewritePatternSet patterns(root->getContext());
+  populateXentFuseForwardBackwardPatterns(patterns);
+  GreedyRewriteConfig config;
+  config.setStrictness(GreedyRewriteStrictness::ExistingOps)
+      .enableFolding(false)
+      .enableConstantCSE(false)
+      .setListener(
+          dyn_cast_if_present<RewriterBase::Listener>(rewriter.getListener()));
+  (void)applyOpPatternsGreedily(grads, std::move(patterns), config);
+}
+
+void mlir::xent::fuseForwardBackward(Operation *root) {
+  IRRewriter rewriter(root->getContext());
+  fuseForwardBackward(rewriter, root);
 }
 
 namespace {

@@ -33,13 +33,15 @@ def XentRecognizeOp : Xent_PayloadRewriteOp<"recognize"> {
   let description = [{
     Runs the recognizer of `xent-recognize` on the ops nested in each target:
     log_softmax + nll_loss chains and their backward become xent ops, the
-    outermost value of a chain first. The recognizer is a driver over the
-    whole target, not a set of independent rewrites (a greedy driver could
-    raise the sum inside a mean before the mean), hence an op rather than a
-    pattern descriptor. With `report_failures`, each returned value that is
-    not raised gets a remark saying why; `assume_normalized_log_probs` is the
-    pass's `assume-normalized-log-probs` (a backward on log-probabilities
-    that nothing in the IR computes is raised assuming they are normalized).
+    outermost value of a chain first. The recognizer's patterns visit the
+    target's candidate ops once each, from the last one back, and share what
+    they saw (a greedy driver over the whole target could raise the sum
+    inside a mean before the mean), hence an op rather than a pattern
+    descriptor; its rewrites go through the transform rewriter. With
+    `report_failures`, each returned value that is not raised gets a remark
+    saying why; `assume_normalized_log_probs` is the pass's
+    `assume-normalized-log-probs` (a backward on log-probabilities that
+    nothing in the IR computes is raised assuming they are normalized).
 
     ```mlir
     %f2 = transform.xent.recognize %f : (!transform.any_op) -> !transform.any_op
@@ -53,7 +55,8 @@ def XentRecognizeOp : Xent_PayloadRewriteOp<"recognize"> {
 def XentFuseForwardBackwardOp : Xent_PayloadRewriteOp<"fuse_forward_backward"> {
   let summary = "merge a loss and its gradient into the joint op";
   let description = [{
-    What `xent-fuse-forward-backward` does, on the ops nested in each target.
+    What `xent-fuse-forward-backward` does, on the ops nested in each target,
+    through the transform rewriter.
   }];
   let arguments = (ins TransformHandleTypeInterface:$target);
 }

@@ -62,6 +62,7 @@
 
 #include "xent/Dialect/Xent/IR/XentOps.h"
 
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/Twine.h"
 
 #include <string>
@@ -550,9 +551,10 @@ Match<double> matchZLossBackward(ViewAnalysis &va,
 /// `xent.linear_cross_entropy`, and each gradient op on such logits whose
 /// dlogits feed only the projection's backward to
 /// `xent.linear_cross_entropy_grad` or `_and_grad` (Projection.cpp,
-/// ProjectionGrad.cpp). With `reportFailures`, a projection that is not
-/// raised gets a remark saying why.
-void raiseProjections(Operation *root, bool reportFailures);
+/// ProjectionGrad.cpp), through `rewriter`. With `reportFailures`, a
+/// projection that is not raised gets a remark saying why.
+void raiseProjections(RewriterBase &rewriter, Operation *root,
+                      bool reportFailures);
 
 } // namespace mlir::xent::recognize
 

@@ -315,7 +315,8 @@ static void raiseLossesOf(RewriterBase &rewriter, Value logits,
     loss->emitRemark() << "not raised to a linear cross-entropy: " << reason;
 }
 
-void mlir::xent::recognize::raiseProjections(Operation *root,
+void mlir::xent::recognize::raiseProjections(RewriterBase &rewriter,
+                                             Operation *root,
                                              bool reportFailures) {
   llvm::SetVector<Value> logits;
   root->walk<WalkOrder::PreOrder>([&](Operation *op) {
@@ -327,7 +328,6 @@ void mlir::xent::recognize::raiseProjections(Operation *root,
     }
     return WalkResult::advance();
   });
-  IRRewriter rewriter(root->getContext());
   for (Value v : logits)
     raiseLossesOf(rewriter, v, reportFailures);
 }

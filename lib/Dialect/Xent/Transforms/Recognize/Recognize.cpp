@@ -37,6 +37,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -131,24 +132,23 @@ collectSlice(Value root, ArrayRef<Value> leaves, std::string &reason) {
 /// arguments standing for `leaves` (the values `op`'s operands stand for in
 /// the chain, in operand order), and yields the clone of `root` (collapsed
 /// to the op's 0-d result when `root` keeps unit dimensions).
-static void buildRegion(RewriterBase &rewriter, Operation *op,
+static void buildRegion(OpBuilder &b, Operation *op,
                         ArrayRef<Operation *> slice, ValueRange leaves,
                         Value root) {
-  OpBuilder::InsertionGuard guard(rewriter);
+  OpBuilder::InsertionGuard guard(b);
   SmallVector<Type> types(op->getOperandTypes());
   SmallVector<Location> locs(op->getNumOperands(), op->getLoc());
-  Block *block = rewriter.createBlock(&op->getRegion(0), {}, types, locs);
+  Block *block = b.createBlock(&op->getRegion(0), {}, types, locs);
   IRMapping mapping;
   mapping.map(leaves, block->getArguments());
   for (Operation *inner : slice)
-    rewriter.clone(*inner, mapping);
+    b.clone(*inner, mapping);
   Value yielded = mapping.lookupOrDefault(root);
   Type resultType = op->getResult(0).getType();
   if (yielded.getType() != resultType)
-    yielded = tensor::CollapseShapeOp::create(rewriter, op->getLoc(),
-                                              resultType, yielded,
-                                              ArrayRef<ReassociationIndices>{});
-  YieldOp::create(rewriter, op->getLoc(), yielded);
+    yielded = tensor::CollapseShapeOp::create(
+        b, op->getLoc(), resultType, yielded, ArrayRef<ReassociationIndices>{});
+  YieldOp::create(b, op->getLoc(), yielded);
 }
 
 /// Verifies `op`, capturing the diagnostics instead of reporting them.
@@ -162,10 +162,17 @@ static LogicalResult verifyQuietly(Operation *op, std::string &message) {
 }
 
 namespace {
-/// What the patterns and the driver share: the view of the IR and the
-/// liveness of ops, both rebuilt after each rewrite, and whether the last
-/// failed match was a near miss.
+/// What the patterns share: the view of the IR and the liveness of ops
+/// (rebuilt after each rewrite, and at each visit unless `keepView`), the
+/// ops visited and those left whole, and what the patterns tried on the op
+/// being visited found.
 struct RecognizeState {
+  RecognizeState(bool reportFailures, bool assumeNormalizedLogProbs,
+                 bool keepView)
+      : reportFailures(reportFailures), keepView(keepView) {
+    options.assumeNormalizedLogProbs = assumeNormalizedLogProbs;
+  }
+
   ViewAnalysis &view() {
     if (!analysis)
       analysis = std::make_unique<ViewAnalysis>();
@@ -177,12 +184,53 @@ struct RecognizeState {
   }
   bool isLive(Operation *op);
 
+  /// Starts the visit of `op` (the first pattern tried on it): false when
+  /// `op` was visited already, belongs to a value left whole, is (or is in
+  /// the region of) an op of the family, or nothing live needs it.
+  bool beginVisit(Operation *op) {
+    if (visited.contains(op) || blocked.contains(op) ||
+        isa<CrossEntropyOpInterface>(op) ||
+        op->getParentOfType<CrossEntropyOpInterface>())
+      return false;
+    if (!keepView)
+      invalidate();
+    if (!isLive(op))
+      return false;
+    current = op;
+    lastNearMiss = false;
+    notice.reset();
+    forwardReason.clear();
+    backwardReason.clear();
+    return true;
+  }
+  /// True while the patterns after the first are tried on `op`.
+  bool isVisiting(Operation *op) const { return current == op; }
+  /// Ends the visit of `op`: no pattern is tried on it again.
+  void endVisit(Operation *op) {
+    visited.insert(op);
+    current = nullptr;
+  }
+
   std::unique_ptr<ViewAnalysis> analysis;
   DenseMap<Operation *, bool> liveness;
   MatchOptions options;
+  bool reportFailures;
+  /// Whether the view and the liveness are kept from one visit to the next
+  /// (recognizeCrossEntropy, where only the patterns change the IR).
+  bool keepView;
+  /// True while a pattern rewrites (it keeps the state valid itself).
+  bool rewriting = false;
+  DenseSet<Operation *> visited;
+  /// The ops of the values left whole (a near miss depends on them).
+  DenseSet<Operation *> blocked;
+
+  /// The visit in progress: its op, whether a failed match was a near miss,
+  /// the reason of a failed match that is reported in any case, why the
+  /// patterns did not match.
+  Operation *current = nullptr;
   bool lastNearMiss = false;
-  /// The reason of the last failed match that is reported in any case.
   std::optional<std::string> notice;
+  std::string forwardReason, backwardReason;
 };
 } // namespace
 
@@ -318,21 +366,12 @@ static Value countElements(OpBuilder &b, Location loc, Value target) {
   return arith::UIToFPOp::create(b, loc, b.getF32Type(), n);
 }
 
-/// Erases `op` and, recursively, the ops defining its operands that nothing
-/// else uses (what remapOutOfRange built, when the op is refused).
-static void eraseUnusedTree(RewriterBase &rewriter, Operation *op) {
-  SmallVector<Value> operands(op->getOperands());
-  rewriter.eraseOp(op);
-  for (Value v : operands)
-    if (Operation *def = v.getDefiningOp();
-        def && wouldOpBeTriviallyDead(def))
-      eraseUnusedTree(rewriter, def);
-}
-
 /// Rewrites the value `root` into the op described by `raised`; `isGrad`
-/// selects xent.cross_entropy_grad.
+/// selects xent.cross_entropy_grad. On failure, the IR is unchanged and
+/// `reason` says why.
 static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
-                           Value root, const RaisedOp &raised, bool isGrad) {
+                           Value root, const RaisedOp &raised, bool isGrad,
+                           std::string &reason) {
   Operation *rootOp = root.getDefiningOp();
   SmallVector<Value> operands;
   if (isGrad && raised.gradOutput)
@@ -341,11 +380,10 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
   operands.push_back(raised.target);
   if (raised.weight)
     operands.push_back(raised.weight);
-  std::string reason;
   FailureOr<SmallVector<Operation *>> slice =
       collectSlice(root, operands, reason);
   if (failed(slice))
-    return rewriter.notifyMatchFailure(rootOp, reason);
+    return failure();
 
   MLIRContext *ctx = rewriter.getContext();
   Location loc = rootOp->getLoc();
@@ -375,60 +413,62 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
   if (!isGrad && raised.reduction != Reduction::none && rootType.getRank() != 0)
     resultType = RankedTensorType::get({}, rootType.getElementType());
 
-  rewriter.setInsertionPoint(rootOp);
+  // The op and what it reads that the chain does not are built in a block
+  // of their own and moved before the chain once the op verifies, so that a
+  // refused op leaves the IR as it was.
+  Block scratch;
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(&scratch);
   // A one-hot pick's labels outside [0, C) as ignored; an unweighted mean
   // of them the op's f32 sum divided as the chain divides (the chain's ops
   // compute a mean, not the op's sum, so they are no decomposition of it).
   Value target = raised.target;
   if (raised.oneHotPick)
-    target = remapOutOfRange(rewriter, loc, target, raised.logits,
-                             raised.axis, *raised.ignoreIndex);
+    target = remapOutOfRange(b, loc, target, raised.logits, raised.axis,
+                             *raised.ignoreIndex);
   bool divides = raised.meanDivisor != RaisedOp::MeanDivisor::None;
   Type lossType = resultType;
   if (divides)
     lossType = RankedTensorType::get({}, rewriter.getF32Type());
   Value gradOutput = raised.gradOutput;
-  Operation *seed = nullptr;
   if (isGrad && !gradOutput) {
     // The chain is the gradient of the loss seeded with a constant.
-    auto type = RankedTensorType::get({}, rewriter.getF32Type());
-    seed = arith::ConstantOp::create(
-        rewriter, loc,
+    auto type = RankedTensorType::get({}, b.getF32Type());
+    gradOutput = arith::ConstantOp::create(
+        b, loc,
         DenseElementsAttr::get(
             type, static_cast<float>(raised.constantGradOutput.value_or(1))));
-    gradOutput = seed->getResult(0);
   }
   Operation *op;
   if (isGrad)
-    op = CrossEntropyGradOp::create(rewriter, loc, root.getType(), gradOutput,
+    op = CrossEntropyGradOp::create(b, loc, root.getType(), gradOutput,
                                     raised.logits, target, raised.weight,
                                     reduction, ignoreIndex, labelSmoothing,
                                     zLossScale, softcap, axis);
   else
-    op = CrossEntropyOp::create(rewriter, loc, lossType, Type(),
-                                raised.logits, target, raised.weight,
-                                reduction, ignoreIndex, labelSmoothing,
-                                zLossScale, softcap, axis);
+    op = CrossEntropyOp::create(b, loc, lossType, Type(), raised.logits, target,
+                                raised.weight, reduction, ignoreIndex,
+                                labelSmoothing, zLossScale, softcap, axis);
   // The chain on the remapped labels computes what it does on the labels
   // (a label outside [0, C) and the ignore index both give 0).
   if (!divides) {
     SmallVector<Value> leaves(op->getOperands());
     llvm::replace(leaves, target, raised.target);
-    buildRegion(rewriter, op, *slice, leaves, root);
+    buildRegion(b, op, *slice, leaves, root);
   }
 
   // Never leave an op that does not verify: the matchers check every type,
   // this is the last line of defense.
   std::string message;
   if (failed(verifyQuietly(op, message))) {
-    rewriter.eraseOp(op);
-    if (seed)
-      rewriter.eraseOp(seed);
-    if (target != raised.target)
-      eraseUnusedTree(rewriter, target.getDefiningOp());
-    return rewriter.notifyMatchFailure(
-        rootOp, "the raised op would not verify: " + message);
+    reason = "the raised op would not verify: " + message;
+    return failure(); // the scratch block and its ops go
   }
+
+  state.rewriting = true;
+  rewriter.setInsertionPoint(rootOp);
+  while (!scratch.empty())
+    rewriter.moveOpBefore(&scratch.front(), rootOp);
 
   Value result = op->getResult(0);
   if (divides) {
@@ -473,6 +513,7 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
     if (!gone.contains(dead) && !state.isLive(dead))
       eraseDeadTree(rewriter, dead, gone);
   state.invalidate();
+  state.rewriting = false;
   return success();
 }
 
@@ -482,70 +523,6 @@ static bool isCandidate(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   return type && isa<FloatType>(type.getElementType());
 }
-
-namespace {
-
-/// Raises a value that `match` recognizes: a softmax cross-entropy loss
-/// (forward chain: log-softmax, target pick, ignore mask, reduction) to
-/// xent.cross_entropy, or its gradient with respect to the logits (nll
-/// backward, then log-softmax backward) to xent.cross_entropy_grad.
-struct RaiseChain : public RewritePattern {
-  using Matcher = Match<RaisedOp> (*)(ViewAnalysis &, Value,
-                                      const MatchOptions &);
-  RaiseChain(MLIRContext *ctx, RecognizeState &state, Matcher match,
-             bool isGrad, PatternBenefit benefit)
-      : RewritePattern(MatchAnyOpTypeTag(), benefit, ctx), state(state),
-        match(match), isGrad(isGrad) {}
-
-  LogicalResult matchAndRewrite(Operation *op,
-                                PatternRewriter &rewriter) const override {
-    std::string reason = "no float tensor result";
-    for (Value result : op->getResults()) {
-      if (!isCandidate(result))
-        continue;
-      Match<RaisedOp> m = match(state.view(), result, state.options);
-      if (!m) {
-        reason = m.getReason();
-        state.lastNearMiss |= m.isNearMiss();
-        if (m.isNotice())
-          state.notice = m.getReason();
-        continue;
-      }
-      return raise(rewriter, state, result, *m, isGrad);
-    }
-    return rewriter.notifyMatchFailure(op, reason);
-  }
-
-  RecognizeState &state;
-  Matcher match;
-  bool isGrad;
-};
-
-/// Records erased ops (so that the driver never touches them again) and the
-/// last reason a pattern gave for not matching.
-struct RecognizeListener : public RewriterBase::Listener {
-  void notifyOperationErased(Operation *op) override { erased.insert(op); }
-  void notifyMatchFailure(Location,
-                          function_ref<void(Diagnostic &)> fn) override {
-    Diagnostic diag(UnknownLoc(), DiagnosticSeverity::Remark);
-    fn(diag);
-    lastReason = diag.str();
-  }
-
-  DenseSet<Operation *> erased;
-  std::string lastReason;
-};
-
-struct XentRecognizePass
-    : public xent::impl::XentRecognizeBase<XentRecognizePass> {
-  using Base::Base;
-
-  void runOnOperation() override {
-    recognizeCrossEntropy(getOperation(), reportFailures,
-                          assumeNormalizedLogProbs);
-  }
-};
-} // namespace
 
 /// Adds every op `op` depends on to `blocked`.
 static void blockSlice(Operation *op, DenseSet<Operation *> &blocked) {
@@ -574,12 +551,162 @@ static bool isReturned(Operation *op) {
   return false;
 }
 
-void mlir::xent::recognizeCrossEntropy(Operation *root, bool reportFailures,
+namespace {
+
+/// The benefits order the patterns on an op: the loss, then its gradient,
+/// then the record of an op neither matched.
+constexpr unsigned kForwardBenefit = 3;
+constexpr unsigned kBackwardBenefit = 2;
+constexpr unsigned kUnraisedBenefit = 1;
+
+/// Raises a value that `match` recognizes: a softmax cross-entropy loss
+/// (forward chain: log-softmax, target pick, ignore mask, reduction) to
+/// xent.cross_entropy, or its gradient with respect to the logits (nll
+/// backward, then log-softmax backward) to xent.cross_entropy_grad. The
+/// forward pattern, tried first, starts the visit of the op.
+struct RaiseChain : public RewritePattern {
+  using Matcher = Match<RaisedOp> (*)(ViewAnalysis &, Value,
+                                      const MatchOptions &);
+  RaiseChain(MLIRContext *ctx, std::shared_ptr<RecognizeState> state,
+             Matcher match, bool isGrad)
+      : RewritePattern(MatchAnyOpTypeTag(),
+                       isGrad ? kBackwardBenefit : kForwardBenefit, ctx),
+        state(std::move(state)), match(match), isGrad(isGrad) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (isGrad ? !state->isVisiting(op) : !state->beginVisit(op))
+      return rewriter.notifyMatchFailure(
+          op, "visited, left whole, in an xent op or dead");
+    std::string reason = "no float tensor result";
+    LogicalResult result = tryRaise(op, rewriter, reason);
+    if (succeeded(result)) {
+      state->endVisit(op);
+      return success();
+    }
+    (isGrad ? state->backwardReason : state->forwardReason) = reason;
+    return rewriter.notifyMatchFailure(op, reason);
+  }
+
+  LogicalResult tryRaise(Operation *op, PatternRewriter &rewriter,
+                         std::string &reason) const {
+    for (Value result : op->getResults()) {
+      if (!isCandidate(result))
+        continue;
+      Match<RaisedOp> m = match(state->view(), result, state->options);
+      if (!m) {
+        reason = m.getReason();
+        state->lastNearMiss |= m.isNearMiss();
+        if (m.isNotice())
+          state->notice = m.getReason();
+        continue;
+      }
+      return raise(rewriter, *state, result, *m, isGrad, reason);
+    }
+    return failure();
+  }
+
+  std::shared_ptr<RecognizeState> state;
+  Matcher match;
+  bool isGrad;
+};
+
+/// Tried on an op that neither RaiseChain raised; rewrites nothing. A value
+/// that contains the chain in a form the ops cannot compute is left whole:
+/// no piece of it is raised on its own. Emits the remark of a reason that
+/// is reported in any case, or, with `reportFailures`, the one of a
+/// returned value that is not raised.
+struct RecordUnraised : public RewritePattern {
+  RecordUnraised(MLIRContext *ctx, std::shared_ptr<RecognizeState> state)
+      : RewritePattern(MatchAnyOpTypeTag(), kUnraisedBenefit, ctx),
+        state(std::move(state)) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (!state->isVisiting(op))
+      return failure();
+    RecognizeState &s = *state;
+    s.endVisit(op);
+    if (s.lastNearMiss)
+      blockSlice(op, s.blocked);
+    if (s.notice) {
+      op->emitRemark() << "not raised: " << *s.notice;
+      return failure();
+    }
+    if (s.reportFailures && isReturned(op)) {
+      InFlightDiagnostic diag = op->emitRemark()
+                                << "not raised: not a cross-entropy ("
+                                << s.forwardReason << "), nor its gradient ("
+                                << s.backwardReason << ")";
+      std::string expr;
+      llvm::raw_string_ostream os(expr);
+      ViewAnalysis &view = s.view();
+      for (Value result : op->getResults())
+        if (isCandidate(result))
+          view.print(view.get(result).node, os);
+      diag.attachNote() << "seen as " << expr;
+    }
+    return failure();
+  }
+
+  std::shared_ptr<RecognizeState> state;
+};
+
+/// Keeps the state valid when an op goes that no pattern erased (the greedy
+/// driver erases the ops it finds dead) and passes every notification on.
+struct RecognizeListener : public RewriterBase::ForwardingListener {
+  RecognizeListener(OpBuilder::Listener *next, RecognizeState &state)
+      : ForwardingListener(next), state(state) {}
+
+  void notifyOperationErased(Operation *op) override {
+    if (!state.rewriting)
+      state.invalidate();
+    ForwardingListener::notifyOperationErased(op);
+  }
+
+  RecognizeState &state;
+};
+
+struct XentRecognizePass
+    : public xent::impl::XentRecognizeBase<XentRecognizePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    recognizeCrossEntropy(getOperation(), reportFailures,
+                          assumeNormalizedLogProbs);
+  }
+};
+} // namespace
+
+static void populatePatterns(RewritePatternSet &patterns,
+                             const std::shared_ptr<RecognizeState> &state) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<RaiseChain>(ctx, state, matchCrossEntropy, /*isGrad=*/false);
+  patterns.add<RaiseChain>(ctx, state, matchCrossEntropyGrad,
+                           /*isGrad=*/true);
+  patterns.add<RecordUnraised>(ctx, state);
+}
+
+void mlir::xent::populateXentRecognizePatterns(RewritePatternSet &patterns,
+                                               bool reportFailures,
+                                               bool assumeNormalizedLogProbs) {
+  populatePatterns(patterns, std::make_shared<RecognizeState>(
+                                 reportFailures, assumeNormalizedLogProbs,
+                                 /*keepView=*/false));
+}
+
+void mlir::xent::recognizeCrossEntropy(RewriterBase &rewriter, Operation *root,
+                                       bool reportFailures,
                                        bool assumeNormalizedLogProbs) {
   MLIRContext *ctx = root->getContext();
-  // Candidates in reverse program order, so that the outermost value of a
-  // chain (the mean, not the sum it divides) is matched first. Regions of
-  // existing xent ops are left alone.
+  auto state = std::make_shared<RecognizeState>(
+      reportFailures, assumeNormalizedLogProbs, /*keepView=*/true);
+  // The candidates in program order (regions of existing xent ops are left
+  // alone). The greedy driver pops its worklist from the back: the last
+  // candidate is visited first, so that the outermost value of a chain (the
+  // mean, not the sum it divides) is matched first. Candidates nothing live
+  // needs are left out (they are never raised; the driver would erase the
+  // dead ones).
   SmallVector<Operation *> candidates;
   root->walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (isa<CrossEntropyOpInterface>(op))
@@ -588,50 +715,29 @@ void mlir::xent::recognizeCrossEntropy(Operation *root, bool reportFailures,
       candidates.push_back(op);
     return WalkResult::advance();
   });
+  SmallVector<Operation *> live;
+  for (Operation *op : llvm::reverse(candidates))
+    if (state->isLive(op))
+      live.push_back(op);
+  std::reverse(live.begin(), live.end());
 
-  RecognizeState state;
-  state.options.assumeNormalizedLogProbs = assumeNormalizedLogProbs;
-  RaiseChain forward(ctx, state, matchCrossEntropy,
-                     /*isGrad=*/false, /*benefit=*/2);
-  RaiseChain backward(ctx, state, matchCrossEntropyGrad,
-                      /*isGrad=*/true, /*benefit=*/1);
-  RecognizeListener listener;
-  PatternRewriter rewriter(ctx);
-  rewriter.setListener(&listener);
-  DenseSet<Operation *> blocked;
-  for (Operation *op : llvm::reverse(candidates)) {
-    if (listener.erased.contains(op) || blocked.contains(op) ||
-        !state.isLive(op))
-      continue;
-    rewriter.setInsertionPoint(op);
-    state.lastNearMiss = false;
-    state.notice.reset();
-    if (succeeded(forward.matchAndRewrite(op, rewriter)))
-      continue;
-    std::string forwardReason = listener.lastReason;
-    if (succeeded(backward.matchAndRewrite(op, rewriter)))
-      continue;
-    // A value that contains the chain in a form the ops cannot compute is
-    // left whole: no piece of it is raised on its own.
-    if (state.lastNearMiss)
-      blockSlice(op, blocked);
-    if (state.notice) {
-      op->emitRemark() << "not raised: " << *state.notice;
-      continue;
-    }
-    if (reportFailures && isReturned(op)) {
-      InFlightDiagnostic diag = op->emitRemark()
-                                << "not raised: not a cross-entropy ("
-                                << forwardReason << "), nor its gradient ("
-                                << listener.lastReason << ")";
-      std::string expr;
-      llvm::raw_string_ostream os(expr);
-      ViewAnalysis &view = state.view();
-      for (Value result : op->getResults())
-        if (isCandidate(result))
-          view.print(view.get(result).node, os);
-      diag.attachNote() << "seen as " << expr;
-    }
-  }
-  raiseProjections(root, reportFailures);
+  RewritePatternSet patterns(ctx);
+  populatePatterns(patterns, state);
+  RecognizeListener listener(rewriter.getListener(), *state);
+  // Each candidate once, in that order, nothing else: no op the patterns
+  // create is visited, none is folded.
+  GreedyRewriteConfig config;
+  config.setStrictness(GreedyRewriteStrictness::ExistingOps)
+      .enableFolding(false)
+      .enableConstantCSE(false)
+      .setListener(&listener);
+  (void)applyOpPatternsGreedily(live, std::move(patterns), config);
+  raiseProjections(rewriter, root, reportFailures);
+}
+
+void mlir::xent::recognizeCrossEntropy(Operation *root, bool reportFailures,
+                                       bool assumeNormalizedLogProbs) {
+  IRRewriter rewriter(root->getContext());
+  recognizeCrossEntropy(rewriter, root, reportFailures,
+                        assumeNormalizedLogProbs);
 }
