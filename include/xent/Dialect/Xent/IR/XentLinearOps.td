@@ -13,12 +13,13 @@
 
 def Xent_IndexTensor : RankedTensorOf<[I32, I64]>;
 
-// A member of the linear cross-entropy family: its accessors, verifier and
-// decomposition builder come from LinearCrossEntropyOpInterface.
+// A member of the linear cross-entropy family: its accessors come from
+// LossOpInterface (those of every loss op) and LinearCrossEntropyOpInterface,
+// its verifier and decomposition builder from the latter.
 class Xent_LinearCrossEntropyOpBase<string mnemonic, list<Trait> traits = []>
     : Xent_Op<mnemonic, !listconcat(traits, [
           Pure, IsolatedFromAbove, AttrSizedOperandSegments,
-          Xent_LinearCrossEntropyOpInterface,
+          Xent_LossOpInterface, Xent_LinearCrossEntropyOpInterface,
           DeclareOpInterfaceMethods<AggregatedOpInterface,
                                     ["decomposeOperation"]>])> {
   let regions = (region MaxSizedRegion<1>:$decomposition);

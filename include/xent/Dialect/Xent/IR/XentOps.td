@@ -69,13 +69,14 @@ defvar xentLossExtrasAccessors = [{
     ::mlir::Value getAccuracy() { return getLossExtras().accuracy; }
 }];
 
-// A member of the cross-entropy family: its accessors, configuration,
-// verifier and decomposition builder come from CrossEntropyOpInterface; its
+// A member of the cross-entropy family: its accessors come from
+// LossOpInterface (those of every loss op) and CrossEntropyOpInterface, its
+// configuration, verifier and decomposition builder from the latter; its
 // decomposition is reachable as upstream's are, through
 // linalg::AggregatedOpInterface.
 class Xent_CrossEntropyOpBase<string mnemonic>
     : Xent_Op<mnemonic, [Pure, IsolatedFromAbove, AttrSizedOperandSegments,
-                         Xent_CrossEntropyOpInterface,
+                         Xent_LossOpInterface, Xent_CrossEntropyOpInterface,
                          DeclareOpInterfaceMethods<OpAsmOpInterface,
                              ["getAsmResultNames"]>,
                          DeclareOpInterfaceMethods<AggregatedOpInterface,

@@ -165,8 +165,9 @@ def XentFuseForwardBackward : Pass<"xent-fuse-forward-backward"> {
     `xent.cross_entropy` in the same block, and replaces both by one
     `xent.cross_entropy_and_grad` placed at the earlier of the two. It fires
     only when `grad_output` is available there (it dominates that op), so
-    every use of either result stays dominated. The GPU lowering then
-    computes the loss and dlogits in one kernel.
+    every use of either result stays dominated. A gradient op nothing uses
+    is left alone. The GPU lowering then computes the loss and dlogits in
+    one kernel.
 
     Example:
 
