@@ -105,7 +105,7 @@ bool isPseudoStream(CUstream stream) {
 }
 
 bool isCallerStream(CUstream stream) {
-  const ThreadState &ts = threadState;
+  const ThreadState &ts = threadState();
   return ts.streamSet && ts.stream == stream;
 }
 
@@ -136,12 +136,12 @@ CUcontext contextFor(CUstream stream, const char *where) {
       return context;
     return nullptr;
   }
-  DeviceInfo *info = deviceInfo(threadState.defaultDevice, where);
+  DeviceInfo *info = deviceInfo(threadState().defaultDevice, where);
   return info ? info->primary : nullptr;
 }
 
 CUcontext launchContext(const char *where) {
-  const ThreadState &ts = threadState;
+  const ThreadState &ts = threadState();
   return contextFor(ts.streamSet ? ts.stream : nullptr, where);
 }
 
@@ -156,8 +156,8 @@ DeviceInfo *currentDeviceInfo(const char *where) {
 } // namespace xent::runtime::detail
 
 bool xent::runtime::getCallerStream(CUstream *stream) {
-  *stream = threadState.streamSet ? threadState.stream : nullptr;
-  return threadState.streamSet;
+  *stream = threadState().streamSet ? threadState().stream : nullptr;
+  return threadState().streamSet;
 }
 
 CUcontext xent::runtime::getStreamContext(CUstream stream, const char *where) {
@@ -169,23 +169,23 @@ CUcontext xent::runtime::getStreamContext(CUstream stream, const char *where) {
 //===----------------------------------------------------------------------===//
 
 XENT_EXPORT void xentSetStream(void *stream) {
-  threadState.streamSet = true;
-  threadState.stream = static_cast<CUstream>(stream);
+  threadState().streamSet = true;
+  threadState().stream = static_cast<CUstream>(stream);
 }
 
 XENT_EXPORT void xentResetStream(void) {
-  threadState.streamSet = false;
-  threadState.stream = nullptr;
+  threadState().streamSet = false;
+  threadState().stream = nullptr;
 }
 
 XENT_EXPORT int xentGetStream(void **stream) {
   if (stream)
-    *stream = threadState.streamSet ? threadState.stream : nullptr;
-  return threadState.streamSet ? 1 : 0;
+    *stream = threadState().streamSet ? threadState().stream : nullptr;
+  return threadState().streamSet ? 1 : 0;
 }
 
 XENT_EXPORT void mgpuSetDefaultDevice(int32_t device) {
-  threadState.defaultDevice = device;
+  threadState().defaultDevice = device;
 }
 
 XENT_EXPORT int xentDeviceCount(void) {
@@ -203,7 +203,7 @@ XENT_EXPORT int xentStreamSynchronize(void *stream) {
   auto s = static_cast<CUstream>(stream);
   ScopedContext scope(contextFor(s, where), where);
   if (!scope)
-    return threadState.lastError;
+    return threadState().lastError;
   CUresult result = cuStreamSynchronize(s);
   check(result, where, "cuStreamSynchronize");
   return result;
@@ -219,8 +219,8 @@ XENT_EXPORT const char *xentRuntimeVersion(void) {
 //===----------------------------------------------------------------------===//
 
 XENT_EXPORT void *mgpuStreamCreate(void) {
-  if (threadState.streamSet)
-    return threadState.stream;
+  if (threadState().streamSet)
+    return threadState().stream;
   return createInLaunchContext<CUstream>(
       "mgpuStreamCreate", "cuStreamCreate", [](CUstream *stream) {
         return cuStreamCreate(stream, CU_STREAM_NON_BLOCKING);

@@ -65,12 +65,15 @@ bool describeFallback(CUresult result, const char **name, const char **text) {
 
 namespace xent::runtime::detail {
 
-thread_local ThreadState threadState;
+ThreadState &threadState() {
+  static thread_local ThreadState state;
+  return state;
+}
 std::atomic<int> reportToStderr{initialReporting() ? 1 : 0};
 
 __attribute__((format(printf, 3, 4))) void
 recordError(const char *where, int code, const char *format, ...) {
-  ThreadState &ts = threadState;
+  ThreadState &ts = threadState();
   int n = std::snprintf(ts.lastMessage, sizeof(ts.lastMessage), "%s: ", where);
   if (n < 0)
     n = 0;
@@ -127,20 +130,20 @@ bool xent::runtime::checkResult(CUresult result, const char *where,
 // The thread's errors
 //===----------------------------------------------------------------------===//
 
-XENT_EXPORT int xentGetLastError(void) { return threadState.lastError; }
+XENT_EXPORT int xentGetLastError(void) { return threadState().lastError; }
 
 XENT_EXPORT const char *xentGetLastErrorMessage(void) {
-  return threadState.lastMessage;
+  return threadState().lastMessage;
 }
 
-XENT_EXPORT const char *xentGetErrorLog(void) { return threadState.log; }
+XENT_EXPORT const char *xentGetErrorLog(void) { return threadState().log; }
 
 XENT_EXPORT void xentClearLastError(void) {
-  threadState.allocationFailed = false;
-  threadState.lastError = 0;
-  threadState.lastMessage[0] = '\0';
-  threadState.log[0] = '\0';
-  threadState.logLength = 0;
+  threadState().allocationFailed = false;
+  threadState().lastError = 0;
+  threadState().lastMessage[0] = '\0';
+  threadState().log[0] = '\0';
+  threadState().logLength = 0;
 }
 
 XENT_EXPORT uint64_t xentGetErrorCount(void) {

@@ -100,7 +100,7 @@ bool memrefExtent(int64_t rank, void *descriptor, int64_t elementSize,
 // The caller's allocator (RuntimeInternal.h)
 //===----------------------------------------------------------------------===//
 
-bool xent::runtime::allocationFailed() { return threadState.allocationFailed; }
+bool xent::runtime::allocationFailed() { return threadState().allocationFailed; }
 
 void *xent::runtime::allocateFromCaller(size_t bytes, CUstream stream,
                                         const char *where, bool &fromCaller) {
@@ -120,7 +120,7 @@ void *xent::runtime::allocateFromCaller(size_t bytes, CUstream stream,
   void *ptr = allocation.caller.allocate(bytes, allocation.device, stream,
                                          allocation.caller.userData);
   if (!ptr) {
-    threadState.allocationFailed = true;
+    threadState().allocationFailed = true;
     recordError(where, CUDA_ERROR_OUT_OF_MEMORY,
                 "the caller's allocator gave no memory for %llu bytes on "
                 "device %d",
@@ -163,7 +163,7 @@ XENT_EXPORT void *mgpuMemAlloc(uint64_t sizeBytes, void *stream,
                                int8_t isHostShared) {
   void *ptr = allocate(sizeBytes, stream, isHostShared);
   if (!ptr && sizeBytes != 0)
-    threadState.allocationFailed = true;
+    threadState().allocationFailed = true;
   return ptr;
 }
 

@@ -274,7 +274,7 @@ template <typename Check>
 static bool beginLaunch(const char *where, CUfunction f, CUstream s,
                         const intptr_t (&dims)[6], int32_t sharedMemBytes,
                         std::optional<ScopedContext> &scope, Check check) {
-  if (threadState.allocationFailed)
+  if (threadState().allocationFailed)
     return false;
   bool empty = false;
   if (!checkGeometry(where, f, dims, sharedMemBytes, &empty) || empty)

@@ -104,12 +104,12 @@ struct ThreadState {
   bool allocationFailed = false;
 };
 
-/// The calling thread's state. Declared hidden as well: GCC reaches a
-/// thread_local of another file through a wrapper with a weak reference to
-/// its initialization function, which would otherwise be a dynamic symbol of
-/// the library.
-extern thread_local ThreadState threadState
-    __attribute__((visibility("hidden")));
+/// The calling thread's state. A function rather than an extern
+/// thread_local: GCC and Clang reach another file's thread_local through a
+/// wrapper referencing its initialization function, which GCC makes a
+/// dynamic symbol of the library and Clang cannot link into a shared object
+/// at all when it is hidden.
+ThreadState &threadState() __attribute__((visibility("hidden")));
 /// Whether failures are printed to stderr (XENT_CUDA_QUIET,
 /// xentSetErrorReporting).
 extern std::atomic<int> reportToStderr;
@@ -169,7 +169,7 @@ DeviceInfo *currentDeviceInfo(const char *where);
 /// every mgpu* entry point that puts work on a stream.
 template <typename Call>
 void enqueue(void *stream, const char *where, const char *callName, Call call) {
-  if (threadState.allocationFailed)
+  if (threadState().allocationFailed)
     return;
   auto s = static_cast<CUstream>(stream);
   ScopedContext scope(contextFor(s, where), where);

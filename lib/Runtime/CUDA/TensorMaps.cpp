@@ -118,7 +118,7 @@ XENT_EXPORT void *mgpuTensorMapEncodeTiledMemref(
                   where))
     return nullptr;
 
-  CUstream stream = threadState.streamSet ? threadState.stream : nullptr;
+  CUstream stream = threadState().streamSet ? threadState().stream : nullptr;
   CUcontext context = contextFor(stream, where);
   ScopedContext scope(context, where);
   if (!scope)
