@@ -316,10 +316,10 @@ def kernel_module(c: Dict) -> str:
 
 
 _DTYPES = ("f32", "bf16", "f16")
-_TARGETS = ("i64", "i32", "probs")
-# The target kinds of xent.torch's calls: it widens int32 class indices to
-# int64 (one cast of N indices beside N x C logits; PyTorch's own loss takes
-# int64 alone), so the bundle holds no int32 library.
+# The target kinds of xent.torch's calls (kernel_config takes "i32" too): it
+# widens int32 class indices to int64 (one cast of N indices beside N x C
+# logits; PyTorch's own loss takes int64 alone), so the bundle holds no
+# int32 library.
 CALL_TARGETS = ("i64", "probs")
 
 

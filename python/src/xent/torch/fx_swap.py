@@ -64,6 +64,7 @@ what the last compiled graph swapped and what it left, with the reason.
 
 from __future__ import annotations
 
+import math
 import operator
 import os
 from typing import Dict, List, Optional, Tuple
@@ -274,7 +275,7 @@ def _shift_targets(gm, before, target, shape, k, ignore_index):
     None where the shapes do not work out."""
     t = _value(target)
     if not isinstance(t, torch.Tensor) or t.is_floating_point() or t.numel() != \
-            _numel(shape):
+            math.prod(shape):
         return None
     graph = gm.graph
     with graph.inserting_before(before):
@@ -291,13 +292,6 @@ def _shift_targets(gm, before, target, shape, k, ignore_index):
             graph.erase_node(node)
         return None
     return flat
-
-
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _absorb(gm: torch.fx.GraphModule, logits, before, shift_ok: bool = False):
@@ -323,7 +317,7 @@ def _absorb(gm: torch.fx.GraphModule, logits, before, shift_ok: bool = False):
             rows = tuple(x_out.shape[:-1])
             if isinstance(x_in, torch.Tensor) and x_in.dim() == 2 and all(
                     type(d) is int for d in rows) and \
-                    tuple(x_in.shape) == (_numel(rows), x_out.shape[-1]):
+                    tuple(x_in.shape) == (math.prod(rows), x_out.shape[-1]):
                 # The ops above the slice only flatten it: they are
                 # replaced by one flattening of the whole logits.
                 shift, views = (sliced[1], rows), []
@@ -460,7 +454,7 @@ def _swap_projection(gm, node, original, logits, source, target, kwargs):
     operands = _linear_operands(source)
     x, out, t = _value(logits), _value(source), _value(target)
     if operands is None or x.dim() != 2 or out.dtype not in _DTYPES or \
-            tuple(x.shape) != (_numel(out.shape[:-1]), out.shape[-1]) or \
+            tuple(x.shape) != (math.prod(out.shape[:-1]), out.shape[-1]) or \
             t.is_floating_point() or t.dim() != 1:
         return None
     h, w, b = operands
