@@ -1,5 +1,6 @@
 """Unmodified Hugging Face models under ``torch.compile``: one training step
-of ``LlamaForCausalLM`` (a small random configuration, no weights) in eager
+of ``LlamaForCausalLM``, or ``Gemma2ForCausalLM`` with its final-logit
+softcap (a small random configuration, no weights) in eager
 mode, under Inductor alone, under ``backend="xent"`` (which swaps the
 model's ``F.cross_entropy`` and absorbs its ``.float()`` upcast,
 xent.torch.fx_swap), patched by ``xent.torch.transformers.apply`` (the
@@ -13,6 +14,7 @@ Needs ``transformers`` (an optional dependency) and a CUDA device::
 
     python3 -m xent.bench.models --vocab 32000 128256
     python3 -m xent.bench.models --modes inductor xent apply liger --liger LIGER/src
+    python3 -m xent.bench.models --arch gemma2 --vocab 256000
 """
 
 from __future__ import annotations
@@ -22,35 +24,53 @@ import time
 from typing import Dict, List
 
 
-def _model(vocab: int, hidden: int, layers: int, seed: int = 0):
+#: The architectures measured: Llama, and Gemma 2 with its final-logit
+#: softcap (30, as the released models) and attention softcap.
+ARCHS = ("llama", "gemma2")
+
+
+def _model(arch: str, vocab: int, hidden: int, layers: int, seed: int = 0):
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
     torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=hidden * 4,
-                         num_hidden_layers=layers, num_attention_heads=hidden // 64,
-                         num_key_value_heads=hidden // 64, max_position_embeddings=4096)
-    return LlamaForCausalLM(config).cuda()
+    sizes = dict(vocab_size=vocab, hidden_size=hidden, intermediate_size=hidden * 4,
+                 num_hidden_layers=layers, num_attention_heads=hidden // 64,
+                 num_key_value_heads=hidden // 64, max_position_embeddings=4096)
+    if arch == "gemma2":
+        from transformers import Gemma2Config, Gemma2ForCausalLM
+        config = Gemma2Config(**sizes, head_dim=64, query_pre_attn_scalar=64,
+                              final_logit_softcapping=30.0, attn_logit_softcapping=50.0)
+        return Gemma2ForCausalLM(config).cuda()
+    from transformers import LlamaConfig, LlamaForCausalLM
+    return LlamaForCausalLM(LlamaConfig(**sizes)).cuda()
 
 
-def _step_fn(model, mode: str):
+def _liger(arch: str, model) -> None:
+    """Liger-Kernel's patched model (from a checkout, --liger): its fused
+    linear cross-entropy alone, the rest of the model as it is."""
+    import liger_kernel.transformers as lt
+    keep = dict(rope=False, rms_norm=False, cross_entropy=False,
+                fused_linear_cross_entropy=True, model=model)
+    if arch == "gemma2":
+        lt.apply_liger_kernel_to_gemma2(geglu=False, **keep)
+    else:
+        lt.apply_liger_kernel_to_llama(swiglu=False, **keep)
+
+
+def _step_fn(arch: str, model, mode: str):
     import torch
     import xent.torch as xt
     if mode == "eager":
         forward = model
     elif mode == "inductor":
         forward = torch.compile(model)
-    elif mode == "apply":
+    elif mode in ("apply", "apply-eager"):
         # xent.torch.transformers: the loss from the hidden states, no logits.
         from xent.torch import transformers as xtt
-        forward = torch.compile(xtt.apply(model))
-    elif mode == "liger":
-        # Liger-Kernel's patched model (from a checkout, --liger): its fused
-        # linear cross-entropy alone, the rest of the model as it is.
-        from liger_kernel.transformers import apply_liger_kernel_to_llama
-        apply_liger_kernel_to_llama(rope=False, rms_norm=False, swiglu=False,
-                                    cross_entropy=False, fused_linear_cross_entropy=True,
-                                    model=model)
-        forward = torch.compile(model)
+        forward = xtt.apply(model)
+        forward = forward if mode == "apply-eager" else torch.compile(forward)
+    elif mode in ("liger", "liger-eager"):
+        _liger(arch, model)
+        forward = model if mode == "liger-eager" else torch.compile(model)
     else:
         xt.patch()
         forward = torch.compile(model, backend="xent")
@@ -66,8 +86,28 @@ def _step_fn(model, mode: str):
     return step
 
 
-def measure(vocab: int, batch: int, seq: int, hidden: int, layers: int, steps: int,
-            modes: List[str]) -> Dict[str, Dict]:
+def _profile(mode: str, step, ids, labels, steps: int = 3, top: int = 12) -> None:
+    """Prints the GPU kernels of `steps` steps, most time first."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step(ids, labels)
+        torch.cuda.synchronize()
+    from torch.autograd import DeviceType
+    # The kernels themselves, not the operators that launched them.
+    events = [e for e in prof.key_averages()
+              if getattr(e, "device_type", None) == DeviceType.CUDA and e.device_time_total > 0]
+    events.sort(key=lambda e: -e.device_time_total)
+    total = sum(e.device_time_total for e in events) / steps
+    print(f"  {mode}: GPU {total / 1e3:.2f} ms per step")
+    for e in events[:top]:
+        print(f"    {e.device_time_total / steps / 1e3:7.3f} ms x{e.count // steps:<3} "
+              f"{e.key[:90]}")
+
+
+def measure(arch: str, vocab: int, batch: int, seq: int, hidden: int, layers: int, steps: int,
+            modes: List[str], profile: bool = False) -> Dict[str, Dict]:
     import torch
     out = {}
     g = torch.Generator(device="cuda").manual_seed(1)
@@ -76,8 +116,8 @@ def measure(vocab: int, batch: int, seq: int, hidden: int, layers: int, steps: i
     labels[:, ::11] = -100
     for mode in modes:
         torch._dynamo.reset()
-        model = _model(vocab, hidden, layers)
-        step = _step_fn(model, mode)
+        model = _model(arch, vocab, hidden, layers)
+        step = _step_fn(arch, model, mode)
         try:
             first = step(ids, labels).item()
         except Exception as e:  # noqa: BLE001 - a provider that fails is reported
@@ -94,6 +134,8 @@ def measure(vocab: int, batch: int, seq: int, hidden: int, layers: int, steps: i
             step(ids, labels)
         torch.cuda.synchronize()
         seconds = (time.perf_counter() - start) / steps
+        if profile:
+            _profile(mode, step, ids, labels)
         report = None
         if mode == "xent":
             import xent.torch as xt
@@ -109,6 +151,7 @@ def measure(vocab: int, batch: int, seq: int, hidden: int, layers: int, steps: i
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m xent.bench.models",
                                      description=__doc__.split("\n\n")[0])
+    parser.add_argument("--arch", choices=ARCHS, default="llama")
     parser.add_argument("--vocab", type=int, nargs="+", default=[32000, 128256])
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--seq", type=int, default=1024)
@@ -118,7 +161,10 @@ def main(argv=None) -> int:
     parser.add_argument("--modes", nargs="+", default=["eager", "inductor", "xent", "apply"],
                         help="eager, inductor, xent (the backend), apply "
                              "(xent.torch.transformers + Inductor), liger (Liger's fused "
-                             "linear cross-entropy + Inductor; needs --liger)")
+                             "linear cross-entropy + Inductor; needs --liger), apply-eager "
+                             "and liger-eager (the same patches without torch.compile)")
+    parser.add_argument("--profile", action="store_true",
+                        help="also print each mode's GPU kernels, most time first")
     parser.add_argument("--liger", default=None,
                         help="a Liger-Kernel checkout's src/ directory, for mode liger")
     args = parser.parse_args(argv)
@@ -127,19 +173,23 @@ def main(argv=None) -> int:
         sys.path.insert(0, args.liger)
     import torch
     import transformers
+    name = {"llama": "LlamaForCausalLM", "gemma2": "Gemma2ForCausalLM (softcap 30)"}[args.arch]
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
-          f"{torch.cuda.get_device_name()}; LlamaForCausalLM hidden {args.hidden}, "
+          f"{torch.cuda.get_device_name()}; {name} hidden {args.hidden}, "
           f"{args.layers} layers, {args.batch}x{args.seq} tokens, bf16 autocast, AdamW")
     print("| vocab | " + " | ".join(args.modes) + " | xent, apply, liger ÷ inductor |")
     print("|---|" + "---|" * (len(args.modes) + 1))
     for vocab in args.vocab:
-        r = measure(vocab, args.batch, args.seq, args.hidden, args.layers, args.steps,
-                    args.modes)
+        r = measure(args.arch, vocab, args.batch, args.seq, args.hidden, args.layers, args.steps,
+                    args.modes, args.profile)
         ok = [m for m in args.modes if "error" not in r[m]]
         cells = [f"{r[m]['tokens_per_s'] / 1e3:.0f} k tok/s, {r[m]['peak_gib']:.2f} GiB"
                  if m in ok else "failed" for m in args.modes]
         ratios = " / ".join(f"{r[m]['tokens_per_s'] / r['inductor']['tokens_per_s']:.2f}x"
                             for m in ("xent", "apply", "liger") if m in ok and "inductor" in ok)
+        if "apply-eager" in ok and "liger-eager" in ok:
+            ratios += (f"; apply-eager ÷ liger-eager "
+                       f"{r['apply-eager']['tokens_per_s'] / r['liger-eager']['tokens_per_s']:.2f}x")
         print(f"| {vocab} | " + " | ".join(cells) + f" | {ratios} |")
         for m in args.modes:
             if m not in ok:
