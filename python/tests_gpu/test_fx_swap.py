@@ -375,6 +375,111 @@ def test_projection_swapped(name):
         not in codes[0], codes[0]
 
 
+# A z-loss written beside the loss (PaLM-style: the mean of lse² over the
+# kept rows): absorbed as xent's z_loss_scale.
+def _z_masked_mean(m, x, t):
+    lse = torch.logsumexp(x, dim=-1)
+    keep = t != -100
+    return F.cross_entropy(x, t) + 1e-3 * ((lse ** 2 * keep).sum() / keep.sum())
+
+
+def _z_float_mask(m, x, t):
+    keep = (t != -100).float()
+    z = (keep * torch.square(x.logsumexp(-1))).sum() / keep.sum()
+    return F.cross_entropy(x, t, label_smoothing=0.1) + z * 2e-3
+
+
+def _z_sum_where(m, x, t):
+    lse = x.logsumexp(dim=-1)
+    z = torch.where(t != -100, lse * lse, 0.0).sum()
+    return F.cross_entropy(x, t, reduction="sum") + 1e-2 * z
+
+
+def _z_hf_upcast(m, x, t):
+    # bf16 logits upcast in [B, T, V], the loss over the flattened rows.
+    x = x.view(B, T, V).float()
+    keep = t.view(B, T) != -100
+    z = (x.logsumexp(-1).pow(2) * keep).sum() / keep.sum()
+    return F.cross_entropy(x.view(-1, V), t) + 1e-4 * z
+
+
+Z_LOSSES = {  # name: (dtype, loss)
+    "masked-mean": (torch.float32, _z_masked_mean),
+    "float-mask-smoothing": (torch.float32, _z_float_mask),
+    "sum-where": (torch.float32, _z_sum_where),
+    "bf16-upcast-3d": (torch.bfloat16, _z_hf_upcast),
+}
+
+Z_NEAR_MISSES = {
+    # Over every row: the ignored rows' lse² counts, xent's z-loss would not.
+    "all-rows": lambda m, x, t: F.cross_entropy(x, t) + 1e-3 * x.logsumexp(-1).pow(2).mean(),
+    # Another mask than the loss's ignore_index.
+    "other-mask": lambda m, x, t: F.cross_entropy(x, t) + 1e-3 * (
+        (x.logsumexp(-1) ** 2 * (t != 5)).sum() / (t != 5).sum()),
+    # A weighted mean divides by the kept weight, the z-term by the count.
+    "weighted": lambda m, x, t: F.cross_entropy(
+        x, t, weight=torch.linspace(0.5, 2.0, V, device=x.device)) + 1e-3 * (
+        (x.logsumexp(-1) ** 2 * (t != -100)).sum() / (t != -100).sum()),
+}
+
+
+def _check_z_loss(name, dtype, loss, projection):
+    h, t = _inputs(dtype)
+    eager, compiled = Model(loss, dtype), Model(loss, dtype)
+    fn = torch.compile(compiled, backend="xent", fullgraph=True)
+    expected, expected_grads = _run(eager, h, t)
+    got, grads = _run(fn, h, t)
+    report = xt.last_report()
+    assert any(what == "swapped" for _, what in report), report
+    assert any(what.startswith("absorbed") and "z-loss" in what for _, what in report), report
+    assert any(what.startswith("projection") for _, what in report) == projection, report
+    if projection:
+        tol, gtol = (dict(rtol=2e-2, atol=2e-2), 3e-2) if dtype != torch.float32 else \
+            (dict(rtol=1e-4, atol=1e-5), 1e-4)
+    else:
+        tol, gtol = dict(rtol=2e-5, atol=1e-5), 2e-2 if dtype != torch.float32 else 1e-4
+    torch.testing.assert_close(got.float(), expected.float(), **tol)
+    for a, b in zip(grads, expected_grads):
+        err = ((a.float() - b.float()).norm() / b.float().norm()).item()
+        assert err < gtol, (name, err)
+    x = torch.randn(N, V, device="cuda", dtype=dtype)
+    code = _captured_rewrite(lambda x, t: loss(None, x, t), x, t)
+    assert "logsumexp" not in code and "z_loss_scale" in code, code
+
+
+@pytest.mark.parametrize("name", sorted(Z_LOSSES))
+def test_absorbs_the_z_loss(name):
+    """loss + c · Σ_kept lse² / K: one xent call with z_loss_scale = c (no
+    logsumexp left), loss and gradients as eager's."""
+    xt.patch()
+    _check_z_loss(name, *Z_LOSSES[name], projection=False)
+
+
+def test_projection_swapped_with_the_z_loss():
+    # The logsumexp was the logits' second reader: once it is absorbed the
+    # projection goes too.
+    xt.patch()
+    _check_z_loss("masked-mean", torch.float32, _z_masked_mean, projection=True)
+
+
+@pytest.mark.parametrize("name", sorted(Z_NEAR_MISSES))
+def test_z_loss_near_misses_stay(name):
+    xt.patch()
+    loss = Z_NEAR_MISSES[name]
+    h, t = _inputs()
+    eager, compiled = Model(loss), Model(loss)
+    fn = torch.compile(compiled, backend="xent", fullgraph=True)
+    expected, expected_grads = _run(eager, h, t)
+    got, grads = _run(fn, h, t)
+    report = xt.last_report()
+    assert not any("z-loss" in what for _, what in report), report
+    torch.testing.assert_close(got, expected, rtol=2e-5, atol=1e-5)
+    for a, b in zip(grads, expected_grads):
+        torch.testing.assert_close(a, b, rtol=2e-2, atol=1e-4)
+    x = torch.randn(N, V, device="cuda")
+    assert "logsumexp" in _captured_rewrite(lambda x, t: loss(None, x, t), x, t)
+
+
 def test_projection_kept_where_the_logits_are_read_again():
     # The logits are returned beside the loss: the projection stays, the
     # loss alone is swapped.

@@ -43,6 +43,11 @@ where the loss can take the tensor before it exactly (``_absorb``):
   the loss, the count of a mean or the gradient (0 there, as the slice's
   backward gives).
 
+A z-loss added beside the loss, ``loss + c · (lse² · keep).sum() /
+keep.sum()`` with ``lse = logsumexp(logits, -1)`` and ``keep = target !=
+ignore_index`` (or its ``sum`` form), becomes the loss's ``z_loss_scale``
+(xent.torch.fx_zloss): one kernel, no logsumexp pass over the logits.
+
 Where the logits are a linear layer's output (``F.linear`` / ``nn.Linear``)
 that nothing but the loss reads (not a graph output, no other user), the
 projection and the loss become one :func:`xent.torch.linear_cross_entropy`
@@ -71,6 +76,8 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
+
+from . import fx_zloss
 
 __all__ = ["backend", "patch", "last_report", "rewrite"]
 
@@ -514,6 +521,8 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
         absorbed_from, target = logits, bound["target"]
         t = _value(target)
         ignore_index = bound.get("ignore_index", -100)
+        z_loss = fx_zloss.match(node, logits, target, bound.get("reduction", "mean"),
+                                ignore_index, bound.get("weight"))
         # The shift is absorbed where padded targets give the same loss:
         # class indices, a reduced loss and an ignore_index to pad with.
         shift_ok = (isinstance(t, torch.Tensor) and not t.is_floating_point()
@@ -558,6 +567,10 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
             # Under autocast PyTorch computes the loss of bf16/f16 logits in
             # float32 and returns it so; xent too, given loss_dtype.
             kwargs["loss_dtype"] = torch.float32
+        if z_loss is not None:
+            kwargs["z_loss_scale"] = z_loss.scale
+            fx_zloss.absorb(gm, node, z_loss)
+            absorbed.append(f"z-loss {z_loss.scale:g}")
         new = _swap_projection(gm, node, absorbed_from, logits, source, target, kwargs) \
             if SWAP_PROJECTION else None
         projected = new is not None
