@@ -12,6 +12,7 @@ from typing import Dict, Iterable, List, Optional
 
 from . import gpu
 from .optext import cross_entropy_op, loss_attributes, tensor_type
+from .pipelines import xent_gpu_pipeline_args
 
 __all__ = ["call_configs", "kernel_config", "kernel_module", "library_config", "library_entries",
            "entry_name", "precompile", "pipeline_args", "with_loss_dtype", "CHIP", "THREADS", "ROW_OUTPUTS"]
@@ -402,15 +403,15 @@ def _row_sets(target: str):
 
 
 def pipeline_args(config: Optional[Dict] = None):
+    """The xent-gpu-pipeline arguments of kernel_config `config` (None: the
+    module defaults, CHIP, THREADS, RESIDENT_ROWS)."""
     if config is not None and config.get("runtime_dispatch"):
-        resident = "" if config.get("resident_rows", True) else " resident-rows=false"
-        return [f"--xent-gpu-pipeline=chip={CHIP} threads={THREADS} runtime-dispatch=true"
-                + resident]
+        resident = {} if config.get("resident_rows", True) else {"resident_rows": False}
+        return xent_gpu_pipeline_args(chip=CHIP, threads=THREADS, runtime_dispatch=True,
+                                      **resident)
     resident = RESIDENT_ROWS if config is None else config.get("resident_rows", True)
     threads = THREADS if config is None else config.get("threads", THREADS)
-    return [f"--xent-gpu-pipeline=chip={CHIP} threads={threads} "
-            f"resident-rows={'true' if resident else 'false'}"]
-
+    return xent_gpu_pipeline_args(chip=CHIP, threads=threads, resident_rows=bool(resident))
 
 
 def precompile(configs: Iterable[Dict], cache_dir: Optional[str] = None, *, jobs: int = 1,

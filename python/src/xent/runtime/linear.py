@@ -21,6 +21,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from . import bundle, gpu
 from .optext import linear_cross_entropy_op, loss_attributes, tensor_type
+from .pipelines import xent_gpu_pipeline_args
 
 __all__ = ["call_configs", "linear_config", "linear_module", "linear_pipeline_args", "linear_library",
            "linear_cross_entropy_and_grad", "linear_cross_entropy", "precompile", "ENTRY"]
@@ -159,10 +160,9 @@ def _entry_function(c: Dict, name: str) -> str:
 
 
 def linear_pipeline_args(c: Dict):
-    options = [f"chip={c['chip']}"]
-    if c["chunk_rows"]:
-        options.append(f"linear-chunk-rows={c['chunk_rows']}")
-    return ["--xent-gpu-pipeline=" + " ".join(options)]
+    """The xent-gpu-pipeline arguments of linear_config `c`."""
+    chunks = {"linear_chunk_rows": c["chunk_rows"]} if c["chunk_rows"] else {}
+    return xent_gpu_pipeline_args(chip=c["chip"], **chunks)
 
 
 def _find_wheel_cublaslt() -> None:
