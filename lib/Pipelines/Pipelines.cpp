@@ -19,7 +19,11 @@ using namespace mlir;
 /// The CPU fallback, as a textual pipeline so that it reads the same here,
 /// in docs/ and on a command line. `{0}` is the vector width; `{1}` how the
 /// row loops run: in parallel through OpenMP, or one after another. Every
-/// pass but the xent-* ones is upstream MLIR.
+/// pass but the xent-* ones is upstream MLIR. Without its xent stages it is
+/// the Python package's lowering for the stock mlir-opt
+/// (xent.runtime.pipelines.CPU_LOWERING_PASSES), which
+/// python/tests/test_pipelines.py compares with it, as it compares
+/// xent-gpu-pipeline with the package's gpu-dialect pipeline.
 static constexpr llvm::StringLiteral kCPUPipeline =
     "xent-inline-decomposition,"
     "canonicalize,cse,"

@@ -41,6 +41,7 @@ import numpy as np
 
 from ..runtime.bf16 import BF16Array, bf16_bits_to_float32, float32_to_bf16_bits
 from ..runtime.driver import Library, compile_module
+from ..runtime.pipelines import xent_cpu_pipeline_args
 
 IGNORE = -100
 
@@ -206,7 +207,7 @@ def run(rows: int, vocab: int, dtype: str, repeat: int, opt: str, work: str) -> 
     xarg, darg = (BF16Array(xin), BF16Array(out)) if bf16 else (xin, out)
     xent = {}
     for threads in (1, 2):
-        lib = Library(compile_module(text, [f"--xent-cpu-pipeline=threads={threads}"], opt))
+        lib = Library(compile_module(text, xent_cpu_pipeline_args(threads=threads), opt))
         xent[threads] = lib
         name = f"xent, {threads} thread{'s' if threads > 1 else ''}"
         result["joint"][name] = _best(lambda: lib.call("joint", [g, xarg, t, darg],

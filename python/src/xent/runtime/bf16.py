@@ -4,6 +4,12 @@ bf16 values are stored as their raw 16-bit patterns in ``uint16`` arrays and
 wrapped in :class:`BF16Array` so that the driver can tell them apart from
 genuine 16-bit integers.  Conversion from float32 rounds to nearest, ties to
 even (what ``arith.truncf`` and PyTorch do); NaNs stay quiet NaNs.
+
+ml_dtypes' ``bfloat16`` is not used: Debian 12 does not package it, and the
+driver passes bit patterns to compiled code either way; one implementation
+keeps the bits the same everywhere (ml_dtypes, through Eigen, turns every
+NaN into the canonical quiet NaN of its sign; this keeps its upper payload
+bits).
 """
 
 from __future__ import annotations

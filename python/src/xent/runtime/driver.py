@@ -40,10 +40,11 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
+from . import descriptor
 from .bf16 import BF16Array
 
 __all__ = [
@@ -346,19 +347,10 @@ def _is_single_spec(results) -> bool:
              and not (isinstance(results[0], str) and "<" in results[0])))
 
 
-@functools.lru_cache(maxsize=None)
-def _descriptor_type(rank: int) -> type:
-    fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
-              ("offset", ctypes.c_int64)]
-    if rank > 0:
-        fields += [("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
-    return type(f"MemRefDescriptor{rank}D", (ctypes.Structure,), {"_fields_": fields})
-
-
-@functools.lru_cache(maxsize=None)
-def _result_struct_type(ranks: Tuple[int, ...]) -> type:
-    fields = [(f"r{i}", _descriptor_type(r)) for i, r in enumerate(ranks)]
-    return type("MemRefResults", (ctypes.Structure,), {"_fields_": fields})
+# The descriptors' C layout (xent.runtime.descriptor), under the names the
+# rest of the runtime has used.
+_descriptor_type = descriptor.descriptor_type
+_result_struct_type = descriptor.results_type
 
 
 @functools.lru_cache(maxsize=1)
@@ -381,13 +373,8 @@ def _as_input_array(value, index: int) -> np.ndarray:
 
 
 def _input_descriptor(arr: np.ndarray) -> ctypes.Structure:
-    desc = _descriptor_type(arr.ndim)()
-    desc.allocated = desc.aligned = arr.ctypes.data
-    desc.offset = 0
-    for i, (size, stride) in enumerate(zip(arr.shape, arr.strides)):
-        desc.sizes[i] = size
-        desc.strides[i] = stride // arr.itemsize
-    return desc
+    return descriptor.descriptor(arr.ctypes.data, arr.shape,
+                                 [stride // arr.itemsize for stride in arr.strides])
 
 
 def _copy_result(desc: ctypes.Structure, spec: ResultSpec):

@@ -63,13 +63,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import tempfile
 import threading
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from . import driver
+from . import driver, pipelines
 from .driver import DriverError, Toolchain
 from .library import GpuLibrary
 
@@ -95,32 +94,16 @@ __all__ = [
 #: Bumped whenever compile_gpu_module's recipe changes (invalidates the index).
 _GPU_RECIPE_VERSION = "1"
 
-#: Host-code pass pipeline for the stock ``mlir-opt`` of LLVM 22, for modules
-#: whose kernels are already written in the gpu dialect (``gpu.module`` +
-#: ``gpu.launch_func``, or ``gpu.launch`` regions, which are outlined).
-#: ``gpu-async-region`` turns synchronous ``gpu.alloc``/``gpu.dealloc`` into
-#: stream-ordered ones, which ``gpu-to-llvm`` needs; the rest is upstream's
-#: ``gpu-lower-to-nvvm-pipeline`` (kernels through ``convert-gpu-to-nvvm``
-#: and ptxas, host code through ``gpu-to-llvm``).
-_GPU_PIPELINE = ("builtin.module(gpu-kernel-outlining,func.func(gpu-async-region),"
-                 "gpu-lower-to-nvvm-pipeline{{cubin-chip={chip} cubin-features={features} "
-                 "cubin-format={format} opt-level={opt}}})")
-
-
 def gpu_pipeline_args(chip: str = "sm_90", features: str = "+ptx80", format: str = "bin",
                       opt_level: int = 3) -> List[str]:
-    """``mlir-opt`` arguments lowering a gpu-dialect module to LLVM + an embedded binary.
+    """``mlir-opt`` arguments lowering a gpu-dialect module to LLVM + an embedded binary
+    (:func:`xent.runtime.pipelines.gpu_lowering_pipeline_args`).
 
     ``format``: ``bin`` (cubin from ptxas: no JIT at load, needs the CUDA
     toolkit to compile), ``isa`` (PTX, JIT-compiled by the driver at the
     first launch) or ``fatbin``.
     """
-    if not re.fullmatch(r"sm_\d+[af]?", chip):
-        raise ValueError(f"invalid chip {chip!r}; expected e.g. 'sm_90'")
-    if format not in ("bin", "isa", "fatbin"):
-        raise ValueError(f"invalid format {format!r}; expected 'bin', 'isa' or 'fatbin'")
-    return ["--pass-pipeline=" + _GPU_PIPELINE.format(
-        chip=chip, features=features, format=format, opt=int(opt_level))]
+    return pipelines.gpu_lowering_pipeline_args(chip, features, format, opt_level)
 
 
 def _default_opt_tool() -> str:
@@ -136,9 +119,9 @@ def compile_gpu_module(mlir_text: str, pipeline_args: Optional[Sequence[str]] = 
 
     ``pipeline_args`` default to :func:`gpu_pipeline_args` (for a module
     already in the gpu dialect); for xent ops pass e.g.
-    ``["--xent-gpu-pipeline"]`` with ``opt_tool`` = ``xent-opt``.  The
-    library and a copy of the runtime are written to ``out_dir`` /
-    ``$XENT_CACHE_DIR``; no GPU is needed.  Host code must need nothing but
+    :func:`xent.runtime.pipelines.xent_gpu_pipeline_args` with ``opt_tool``
+    = ``xent-opt``.  The library and a copy of the runtime are written to
+    ``out_dir`` / ``$XENT_CACHE_DIR``; no GPU is needed.  Host code must need nothing but
     the runtime and libc/libm (no MLIR runner utils: they would not exist on
     a GPU machine without LLVM).
     """

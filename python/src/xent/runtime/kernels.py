@@ -11,6 +11,8 @@ import os
 from typing import Dict, Iterable, List, Optional
 
 from . import gpu
+from .optext import cross_entropy_op, loss_attributes, tensor_type
+from .pipelines import xent_gpu_pipeline_args
 
 __all__ = ["call_configs", "kernel_config", "kernel_module", "library_config", "library_entries",
            "entry_name", "precompile", "pipeline_args", "with_loss_dtype", "CHIP", "THREADS", "ROW_OUTPUTS"]
@@ -36,7 +38,7 @@ def _view(rank: int, dtype: str) -> str:
 
 
 def _tensor(rank: int, dtype: str) -> str:
-    return "tensor<" + "?x" * rank + dtype + ">"
+    return tensor_type(["?"] * rank, dtype)
 
 
 ROW_OUTPUTS = ("return_lse", "return_argmax", "return_accuracy")
@@ -141,30 +143,23 @@ _SCALARS = (("ignore_index", "ignore_index", "%ii", "i64"),
 
 
 def _runtime_scalars(c: Dict):
-    """The entry function's scalar arguments, the op's scalar operands (text
-    after the tensor operands) and their types, for a runtime-scalars
+    """The entry function's scalar arguments, the op's scalar operands
+    (keyword -> argument) and their types, for a runtime-scalars
     configuration; empty otherwise."""
     if not c.get("runtime_scalars"):
-        return [], "", []
+        return [], {}, []
     present = [(kw, arg, ty) for key, kw, arg, ty in _SCALARS if c[key]]
     return ([f"{arg}: {ty}" for _, arg, ty in present],
-            "".join(f" {kw} {arg}" for kw, arg, _ in present), [ty for _, _, ty in present])
+            {kw: arg for kw, arg, _ in present}, [ty for _, _, ty in present])
 
 
-def _attributes(c: Dict) -> str:
-    attrs = []
+def _attributes(c: Dict) -> List[str]:
+    rows = [k for k in ROW_OUTPUTS if c.get(k)]
     # Under runtime scalars the values are operands (_runtime_scalars).
-    if not c.get("runtime_scalars"):
-        if c["ignore_index"] is not None:
-            attrs.append(f"ignore_index = {c['ignore_index']} : i64")
-        if c["label_smoothing"]:
-            attrs.append(f"label_smoothing = {c['label_smoothing']!r} : f32")
-        if c["z_loss_scale"]:
-            attrs.append(f"z_loss_scale = {c['z_loss_scale']!r} : f32")
-        if c["softcap"] is not None:
-            attrs.append(f"softcap = {c['softcap']!r} : f32")
-    attrs += [k for k in ROW_OUTPUTS if c.get(k)]
-    return " {" + ", ".join(attrs) + "}" if attrs else ""
+    if c.get("runtime_scalars"):
+        return loss_attributes(row_outputs=rows)
+    return loss_attributes(c["ignore_index"], c["label_smoothing"], c["z_loss_scale"],
+                           c["softcap"], row_outputs=rows)
 
 
 _SCALE_KERNEL = """
@@ -251,15 +246,14 @@ def _entry_function(c: Dict, name: str) -> str:
             f"  %tt = bufferization.to_tensor %t restrict : {_view(elem_rank, t_dt)} to "
             f"{_tensor(elem_rank, t_dt)}"]
     operand_types = [_tensor(r, dt), _tensor(elem_rank, t_dt)]
-    weight = ""
+    weight = None
     if c["weighted"]:
         args.append(f"%w: {_view(1, 'f32')}")
         body.append(f"  %wt = bufferization.to_tensor %w restrict : {_view(1, 'f32')} to "
                     f"{_tensor(1, 'f32')}")
         operand_types.append(_tensor(1, "f32"))
-        weight = " weight %wt"
+        weight = "%wt"
     scalar_args, scalars, scalar_types = _runtime_scalars(c)
-    weight += scalars
     operand_types += scalar_types
     loss_t = _tensor(red_rank, "f32")
     if c["with_grad"]:
@@ -279,19 +273,21 @@ def _entry_function(c: Dict, name: str) -> str:
         if c.get(key):
             outs.append((value, dest, rank_, type_))
     args += [f"{dest}: {_memref(rank_, type_)}" for _, dest, rank_, type_ in outs]
-    values = ", ".join(v for v, _, _, _ in outs)
-    types = ", ".join(_tensor(rank_, type_) for _, _, rank_, type_ in outs)
-    attrs = _attributes(c)
+    values = [v for v, _, _, _ in outs]
+    types = [_tensor(rank_, type_) for _, _, rank_, type_ in outs]
+    op = dict(reduction=c["reduction"], logits="%xt", target="%tt", weight=weight,
+              scalars=scalars, attributes=_attributes(c))
     if c["with_grad"]:
         args.append(f"%dx: {_view(r, dt)}")
-        body.append(f"  {values}, %d = xent.cross_entropy_and_grad {c['reduction']} %gt, %xt, %tt"
-                    f"{weight}{attrs} : ({', '.join([loss_t] + operand_types)}) -> "
-                    f"({types}, {_tensor(r, dt)})")
+        body.append("  " + cross_entropy_op(
+            "cross_entropy_and_grad", results=values + ["%d"], grad_output="%gt",
+            operand_types=[loss_t] + operand_types, result_types=types + [_tensor(r, dt)], **op))
         body.append(f"  bufferization.materialize_in_destination %d in restrict writable %dx : "
                     f"({_tensor(r, dt)}, {_view(r, dt)}) -> ()")
     else:
-        body.append(f"  {values} = xent.cross_entropy {c['reduction']} %xt, %tt{weight}{attrs} : "
-                    f"({', '.join(operand_types)}) -> ({types})")
+        body.append("  " + cross_entropy_op("cross_entropy", results=values,
+                                            operand_types=operand_types, result_types=types,
+                                            **op))
     for v, dest, rank_, type_ in outs:
         body.append(f"  bufferization.materialize_in_destination {v} in restrict writable {dest} : "
                     f"({_tensor(rank_, type_)}, {_memref(rank_, type_)}) -> ()")
@@ -407,15 +403,15 @@ def _row_sets(target: str):
 
 
 def pipeline_args(config: Optional[Dict] = None):
+    """The xent-gpu-pipeline arguments of kernel_config `config` (None: the
+    module defaults, CHIP, THREADS, RESIDENT_ROWS)."""
     if config is not None and config.get("runtime_dispatch"):
-        resident = "" if config.get("resident_rows", True) else " resident-rows=false"
-        return [f"--xent-gpu-pipeline=chip={CHIP} threads={THREADS} runtime-dispatch=true"
-                + resident]
+        resident = {} if config.get("resident_rows", True) else {"resident_rows": False}
+        return xent_gpu_pipeline_args(chip=CHIP, threads=THREADS, runtime_dispatch=True,
+                                      **resident)
     resident = RESIDENT_ROWS if config is None else config.get("resident_rows", True)
     threads = THREADS if config is None else config.get("threads", THREADS)
-    return [f"--xent-gpu-pipeline=chip={CHIP} threads={threads} "
-            f"resident-rows={'true' if resident else 'false'}"]
-
+    return xent_gpu_pipeline_args(chip=CHIP, threads=threads, resident_rows=bool(resident))
 
 
 def precompile(configs: Iterable[Dict], cache_dir: Optional[str] = None, *, jobs: int = 1,

@@ -17,9 +17,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from . import bundle, gpu
+from .optext import linear_cross_entropy_op, loss_attributes, tensor_type
+from .pipelines import xent_gpu_pipeline_args
 
 __all__ = ["call_configs", "linear_config", "linear_module", "linear_pipeline_args", "linear_library",
            "linear_cross_entropy_and_grad", "linear_cross_entropy", "precompile", "ENTRY"]
@@ -76,7 +78,7 @@ def linear_config(*, dtype: str, reduction: str, bias: bool, ignore_index: int =
 
 
 def _tensor(rank: int, dtype: str) -> str:
-    return "tensor<" + "?x" * rank + dtype + ">"
+    return tensor_type(["?"] * rank, dtype)
 
 
 def _types(c: Dict):
@@ -114,20 +116,15 @@ _FROZEN = (None, "weight", "hidden")
 
 # The run-time scalars' arguments and how the op takes them.
 _SCALARS = [("ii", "i64"), ("ls", "f32"), ("zs", "f32"), ("sc", "f32")]
-_SCALAR_OPERANDS = " ignore_index %ii label_smoothing %ls z_loss_scale %zs softcap %sc"
+_SCALAR_OPERANDS = {"ignore_index": "%ii", "label_smoothing": "%ls", "z_loss_scale": "%zs",
+                    "softcap": "%sc"}
 
 
-def _attributes(c: Dict) -> str:
+def _attributes(c: Dict) -> List[str]:
     if c.get("runtime_scalars"):
-        return ""
-    attrs = [f"ignore_index = {c['ignore_index']} : i64"]
-    if c.get("label_smoothing"):
-        attrs.append(f"label_smoothing = {c['label_smoothing']!r} : f32")
-    if c.get("z_loss_scale"):
-        attrs.append(f"z_loss_scale = {c['z_loss_scale']!r} : f32")
-    if c.get("softcap") is not None:
-        attrs.append(f"softcap = {c['softcap']!r} : f32")
-    return "{" + ", ".join(attrs) + "}"
+        return []
+    return loss_attributes(c["ignore_index"], c.get("label_smoothing"), c.get("z_loss_scale"),
+                           c.get("softcap"))
 
 
 def linear_module(c: Dict) -> str:
@@ -142,17 +139,16 @@ def linear_module(c: Dict) -> str:
 def _entry_function(c: Dict, name: str) -> str:
     inputs, results, op_results = _types(c)
     args = ", ".join(f"%{n}: {ty}" for n, ty in inputs)
-    operands = ("%g, " if _with_grad(c) else "") + "%h, %w" + \
-        (" bias %b" if c["bias"] else "") + ", %t" + \
-        (" class_weight %cw" if c.get("class_weight") else "") + \
-        (_SCALAR_OPERANDS if c.get("runtime_scalars") else "")
-    in_types = ", ".join(ty for _, ty in inputs)
     out_types = ", ".join(ty for _, ty in results)
     names = ", ".join(f"%{n}" for n, _ in results)
-    op = (f"  {', '.join(f'%{n}' for n, _ in op_results)} = xent.{c['op']} {c['reduction']} "
-          f"{operands}\n"
-          f"      {_attributes(c)}\n"
-          f"      : ({in_types}) -> ({', '.join(ty for _, ty in op_results)})\n")
+    op = "  " + linear_cross_entropy_op(
+        c["op"], c["reduction"], results=[f"%{n}" for n, _ in op_results],
+        grad_output="%g" if _with_grad(c) else None, hidden="%h", weight="%w",
+        bias="%b" if c["bias"] else None, target="%t",
+        class_weight="%cw" if c.get("class_weight") else None,
+        scalars=_SCALAR_OPERANDS if c.get("runtime_scalars") else None,
+        attributes=_attributes(c), operand_types=[ty for _, ty in inputs],
+        result_types=[ty for _, ty in op_results], layout="block") + "\n"
     if not c.get("destinations"):
         return (f"func.func @{name}({args}) -> ({out_types}) attributes "
                 f"{{llvm.emit_c_interface}} {{\n{op}  return {names} : {out_types}\n}}\n")
@@ -164,10 +160,9 @@ def _entry_function(c: Dict, name: str) -> str:
 
 
 def linear_pipeline_args(c: Dict):
-    options = [f"chip={c['chip']}"]
-    if c["chunk_rows"]:
-        options.append(f"linear-chunk-rows={c['chunk_rows']}")
-    return ["--xent-gpu-pipeline=" + " ".join(options)]
+    """The xent-gpu-pipeline arguments of linear_config `c`."""
+    chunks = {"linear_chunk_rows": c["chunk_rows"]} if c["chunk_rows"] else {}
+    return xent_gpu_pipeline_args(chip=c["chip"], **chunks)
 
 
 def _find_wheel_cublaslt() -> None:

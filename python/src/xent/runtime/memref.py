@@ -5,7 +5,7 @@ The element types a GPU host function's memrefs may have (their storage,
 memref/tensor and scalar types of a signature (:class:`MemRefType`), what
 a call reads of a tensor argument (a torch tensor or any object with
 ``__cuda_array_interface__``; no copies), the checks against the declared
-type, and the C memref descriptors (the CPU driver's layout) built from it.
+type, and the C memref descriptors (:mod:`xent.runtime.descriptor`) built from it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import driver
+from . import descriptor
 
 
 # --------------------------------------------------------------------------- element types
@@ -94,10 +94,10 @@ def _parse_arg_type(spec) -> Union[MemRefType, str]:
 
 # --------------------------------------------------------------------------- descriptors
 
-# The C layout of a memref descriptor and of a struct of several: the CPU
-# driver's, shared.
-_descriptor_type = driver._descriptor_type
-_results_type = driver._result_struct_type
+# The C layout of a memref descriptor and of a struct of several
+# (xent.runtime.descriptor, the NumPy driver's too).
+_descriptor_type = descriptor.descriptor_type
+_results_type = descriptor.results_type
 
 
 class _TensorView:
@@ -200,10 +200,4 @@ def _check_view(view: _TensorView, spec: Optional[MemRefType], index: int) -> No
 
 
 def _descriptor(view: _TensorView) -> ctypes.Structure:
-    desc = _descriptor_type(len(view.shape))()
-    desc.allocated = desc.aligned = view.ptr
-    desc.offset = 0
-    for i, (n, st) in enumerate(zip(view.shape, view.strides)):
-        desc.sizes[i] = n
-        desc.strides[i] = st
-    return desc
+    return descriptor.descriptor(view.ptr, view.shape, view.strides)

@@ -36,6 +36,7 @@ from . import reference
 from .._checkout import checkout_root
 from .codegen import Inputs, OpConfig, cross_entropy_function, module, to_float64
 from ..runtime.driver import Library, compile_module
+from ..runtime.pipelines import xent_cpu_pipeline_args
 
 __all__ = [
     "UNIT_ROUNDOFF", "ROUNDING", "SUBNORMAL_SPACING", "FINITE_MAX", "default_xent_opt", "build_library",
@@ -64,7 +65,7 @@ def default_xent_opt() -> str:
 
 def build_library(functions, cache_dir: Optional[str] = None,
                   xent_opt: Optional[str] = None,
-                  pipeline=("--xent-cpu-pipeline",)) -> Library:
+                  pipeline=tuple(xent_cpu_pipeline_args())) -> Library:
     """Compiles the generated functions into one module and loads it."""
     xent_opt = xent_opt or default_xent_opt()
     assert os.access(xent_opt, os.X_OK), f"xent-opt not built at {xent_opt} (set XENT_OPT)"

@@ -18,6 +18,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from ..runtime import optext
 from ..runtime.bf16 import BF16Array, round_to_bf16
 
 __all__ = ["OpConfig", "cross_entropy_function", "module", "make_inputs", "to_float64"]
@@ -94,35 +95,26 @@ class OpConfig:
 
 
 def _tensor_type(shape, dtype: str, dynamic: bool) -> str:
-    dims = ["?" if dynamic else str(d) for d in shape]
-    return "tensor<" + "".join(d + "x" for d in dims) + dtype + ">"
+    return optext.tensor_type(["?" if dynamic else d for d in shape], dtype)
 
 
-def _float_attr(value: float) -> str:
-    return f"{float(np.float32(value))!r} : f32"
+def _f32(value: Optional[float]) -> Optional[float]:
+    """`value` rounded to f32, the attribute's type (the reference computes
+    with the rounded value too)."""
+    return None if value is None else float(np.float32(value))
 
 
 def loss_attributes(ignore_index=None, label_smoothing=0.0, z_loss_scale=0.0, softcap=None):
     """The attribute entries of a loss op (either family) that differ from
-    their defaults."""
-    attrs = []
-    if ignore_index is not None:
-        attrs.append(f"ignore_index = {ignore_index} : i64")
-    if label_smoothing:
-        attrs.append(f"label_smoothing = {_float_attr(label_smoothing)}")
-    if z_loss_scale:
-        attrs.append(f"z_loss_scale = {_float_attr(z_loss_scale)}")
-    if softcap is not None:
-        attrs.append(f"softcap = {_float_attr(softcap)}")
-    return attrs
+    their defaults, the float values rounded to f32."""
+    return optext.loss_attributes(ignore_index, _f32(label_smoothing), _f32(z_loss_scale),
+                                  _f32(softcap))
 
 
-def _attributes(c: OpConfig) -> str:
-    attrs = loss_attributes(c.ignore_index, c.label_smoothing, c.z_loss_scale, c.softcap)
-    if c.axis is not None:
-        attrs.append(f"axis = {c.axis} : i64")
-    attrs += [f"return_{o}" for o in c.row_outputs]
-    return " {" + ", ".join(attrs) + "}" if attrs else ""
+def _attributes(c: OpConfig) -> List[str]:
+    return optext.loss_attributes(c.ignore_index, _f32(c.label_smoothing),
+                                  _f32(c.z_loss_scale), _f32(c.softcap), axis=c.axis,
+                                  row_outputs=[f"return_{o}" for o in c.row_outputs])
 
 
 def cross_entropy_function(name: str, c: OpConfig) -> Tuple[str, List[str]]:
@@ -138,14 +130,15 @@ def cross_entropy_function(name: str, c: OpConfig) -> Tuple[str, List[str]]:
 
     args = [f"%x: {x_t}", f"%t: {t_t}"]
     operand_types = [x_t, t_t]
-    weight = ""
+    weight = None
     if c.weighted:
         args.append(f"%w: {w_t}")
         operand_types.append(w_t)
-        weight = " weight %w"
+        weight = "%w"
     if c.with_grad:
         args.append(f"%g: {g_t}")
-    attrs = _attributes(c)
+    op = dict(reduction=c.reduction, logits="%x", target="%t", weight=weight,
+              attributes=_attributes(c))
 
     results, result_types, body = [], [], []
     fwd_results = [loss_t] + ([loss_t.replace(c.loss_dtype + ">", "f32>")] if c.with_z else [])
@@ -154,27 +147,25 @@ def cross_entropy_function(name: str, c: OpConfig) -> Tuple[str, List[str]]:
                  "accuracy": loss_t}
     fwd_results += [row_types[o] for o in c.row_outputs]
     fwd_names = ["%l"] + (["%z"] if c.with_z else []) + [f"%{o}" for o in c.row_outputs]
-    names = ", ".join(fwd_names)
     if c.joint:
         assert c.with_grad, "the joint op computes the gradient"
-        body.append(f"  {names}, %d = xent.cross_entropy_and_grad {c.reduction} %g, %x, %t{weight}"
-                    f"{attrs} : ({', '.join([g_t] + operand_types)}) -> "
-                    f"({', '.join(fwd_results + [x_t])})")
         results = fwd_names + ["%d"]
         result_types = fwd_results + [x_t]
-        text = (f"func.func @{name}({', '.join(args)}) -> ({', '.join(result_types)}) "
-                f"attributes {{llvm.emit_c_interface}} {{\n" + "\n".join(body) + "\n"
-                f"  return {', '.join(results)} : {', '.join(result_types)}\n}}\n")
-        return text, result_types
-    body.append(f"  {names} = xent.cross_entropy {c.reduction} %x, %t{weight}{attrs} : "
-                f"({', '.join(operand_types)}) -> ({', '.join(fwd_results)})")
-    results += fwd_names
-    result_types += fwd_results
-    if c.with_grad:
-        body.append(f"  %d = xent.cross_entropy_grad {c.reduction} %g, %x, %t{weight}{attrs} : "
-                    f"({', '.join([g_t] + operand_types)}) -> {x_t}")
-        results.append("%d")
-        result_types.append(x_t)
+        body.append("  " + optext.cross_entropy_op(
+            "cross_entropy_and_grad", results=results, grad_output="%g",
+            operand_types=[g_t] + operand_types, result_types=result_types, **op))
+    else:
+        body.append("  " + optext.cross_entropy_op(
+            "cross_entropy", results=fwd_names, operand_types=operand_types,
+            result_types=fwd_results, **op))
+        results += fwd_names
+        result_types += fwd_results
+        if c.with_grad:
+            body.append("  " + optext.cross_entropy_op(
+                "cross_entropy_grad", results=["%d"], grad_output="%g",
+                operand_types=[g_t] + operand_types, result_types=x_t, **op))
+            results.append("%d")
+            result_types.append(x_t)
     text = (f"func.func @{name}({', '.join(args)}) -> ({', '.join(result_types)}) "
             f"attributes {{llvm.emit_c_interface}} {{\n" + "\n".join(body) + "\n"
             f"  return {', '.join(results)} : {', '.join(result_types)}\n}}\n")

@@ -35,6 +35,9 @@ __all__ = ["load", "reason", "source_path", "build"]
 
 _SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc",
                        "xent_torch_native.cpp")
+# The header the source includes (the memref descriptor's layout): part of
+# the build's key.
+_HEADER = os.path.join(os.path.dirname(_SOURCE), "memref_descriptor.h")
 _LOCK = threading.Lock()
 _STATE: dict = {}
 
@@ -85,10 +88,12 @@ def _build_command(output: str) -> List[str]:
 
 
 def _key() -> str:
-    with open(_SOURCE, "rb") as f:
-        source = f.read()
-    ident = b"\0".join([source, torch.__version__.encode(), str(torch.version.cuda).encode(),
-                        sys.platform.encode()])
+    sources = []
+    for path in (_SOURCE, _HEADER):
+        with open(path, "rb") as f:
+            sources.append(f.read())
+    ident = b"\0".join(sources + [torch.__version__.encode(), str(torch.version.cuda).encode(),
+                                   sys.platform.encode()])
     return hashlib.sha256(ident).hexdigest()[:16]
 
 

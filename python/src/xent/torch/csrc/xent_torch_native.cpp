@@ -51,6 +51,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "memref_descriptor.h"
+
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
@@ -196,29 +198,17 @@ const Entry &entry(int64_t handle) {
 // Numbers go into messages through std::to_string: a TORCH_CHECK that
 // streams an integer can crash inside libstdc++'s num_put when the
 // extension's libstdc++ is not the one PyTorch's wheel was built with.
-constexpr int kMaxRank = 8;
 constexpr int kMaxArgs = 12;
 
-/// A memref descriptor of any rank up to kMaxRank: allocated and aligned
-/// pointers, offset, sizes, strides (in elements), the layout of
-/// StridedMemRefType<T, rank> for the rank of the tensor it is filled from.
-struct Descriptor {
-  std::array<int64_t, 3 + 2 * kMaxRank> words;
+using xent_native::Descriptor;
+using xent_native::kMaxRank;
 
-  void fill(const at::Tensor &t) {
-    TORCH_CHECK(t.dim() <= kMaxRank, "xent_native: rank ",
-                std::to_string(t.dim()), " above ", std::to_string(kMaxRank));
-    auto ptr = reinterpret_cast<int64_t>(t.data_ptr());
-    words[0] = ptr;
-    words[1] = ptr;
-    words[2] = 0; // data_ptr() already includes the storage offset
-    int64_t rank = t.dim();
-    for (int64_t i = 0; i < rank; ++i) {
-      words[3 + i] = t.size(i);
-      words[3 + rank + i] = t.stride(i);
-    }
-  }
-};
+/// `d` filled from the tensor `t`.
+void fillDescriptor(Descriptor &d, const at::Tensor &t) {
+  TORCH_CHECK(t.dim() <= kMaxRank, "xent_native: rank ",
+              std::to_string(t.dim()), " above ", std::to_string(kMaxRank));
+  d.fill(t.data_ptr(), t.dim(), t.sizes().data(), t.strides().data());
+}
 
 /// The run-time values of a library compiled with runtime scalars
 /// (xent.runtime.kernels, runtime_scalars=True): the entry function's last
@@ -295,7 +285,7 @@ void call(const Entry &e, c10::DeviceIndex device,
   std::array<Descriptor, kMaxArgs> descriptors;
   size_t n = 0;
   for (const at::Tensor &t : tensors)
-    descriptors[n++].fill(t);
+    fillDescriptor(descriptors[n++], t);
   const Runtime &rt = *e.runtime;
   void *stream = c10::cuda::getCurrentCUDAStream(device).stream();
   void *previous = nullptr;
