@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Robustness of xent-opt pass pipelines over LLVM's own MLIR test corpus.
 
-Takes the mlir/test directory of an LLVM source tree (scripts/corpus-check.sh
+Takes the mlir/test directory of an LLVM source tree (utils/corpus-check.sh
 fetches Debian's llvm-toolchain-19 source package and extracts it), splits
 every *.mlir file at ``// -----`` the way ``mlir-opt -split-input-file`` does,
 keeps the chunks that the stock ``mlir-opt`` (LLVM 22) parses and verifies,
@@ -218,7 +218,7 @@ def main(argv=None) -> int:
             print(f"corpus-check: tool not found: {tool}", file=sys.stderr)
             return 2
     if not os.path.isdir(a.corpus):
-        print(f"corpus-check: corpus directory not found: {a.corpus} (scripts/corpus-check.sh fetches it)",
+        print(f"corpus-check: corpus directory not found: {a.corpus} (utils/corpus-check.sh fetches it)",
               file=sys.stderr)
         return 2
     extra = ["--allow-unregistered-dialect"] if a.allow_unregistered_dialect else []

@@ -17,7 +17,7 @@
 #   XENT_BUILD_DIR           build directory (default: <repo>/build)
 #
 # Arguments are passed to utils/corpus-check.py, e.g.
-#   scripts/corpus-check.sh --pipeline=--xent-inline-decomposition --jobs 2
+#   utils/corpus-check.sh --pipeline=--xent-inline-decomposition --jobs 2
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
