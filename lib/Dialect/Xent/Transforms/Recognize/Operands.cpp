@@ -97,13 +97,15 @@ static Match<Node *> stripSafeIndex(ViewAnalysis &va, Node *idx,
     target = idx->operands[2];
     keptWhen = false;
   } else {
-    return Match<Node *>::failure(
-        "the class index is a select that is not a safe target");
+    return Match<Node *>::failure("the class index is a select that is "
+                                  "neither a safe target nor numpy's "
+                                  "negative-index wrap");
   }
   Match<IgnoreMask> safe = matchIgnoreMask(va, {idx->operands[0], keptWhen});
   if (!safe)
     return Match<Node *>::failure(
-        "the class index is a select that is not a safe target: " +
+        "the class index is a select that is neither numpy's negative-index "
+        "wrap nor a safe target: " +
         safe.getReason());
   target = stripIndexCasts(target);
   if (!Equivalence(va).equal(target, stripIndexCasts(safe->target)))
