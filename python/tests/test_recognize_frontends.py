@@ -259,3 +259,45 @@ def test_labels_outside_the_classes(name, labels, cache_dir):
                                    err_msg=f"{name} {variant}")
     if program(name) in GATHERED and labels == 1:
         assert np.isnan(want).any()
+
+
+def test_i64_labels_at_the_extremes(cache_dir):
+    """Inputs/frontends/jax-variants.mlir's i64 take_along_axis (JAX with
+    x64): the wrapped label is never the lowest i64, the op's ignore_index
+    without a mask, so the extremes give NaN in the chain and in the op."""
+    path = os.path.join(CORPUS, os.pardir, "jax-variants.mlir")
+    with open(path) as f:
+        text = f.read().replace("func.func @i64_wrapped(%arg0: tensor<8x10xf32>, %arg1: tensor<8xi64>) "
+                                "-> (tensor<f32> {jax.result_info = \"result\"}) {",
+                                "func.func @i64_wrapped(%arg0: tensor<8x10xf32>, %arg1: tensor<8xi64>) "
+                                "-> (tensor<f32> {jax.result_info = \"result\"}) "
+                                "attributes {llvm.emit_c_interface} {")
+    assert "llvm.emit_c_interface" in text
+    recognized = run_xent_opt(text, *pipeline("xent-recognize"))
+    assert "xent.cross_entropy mean" in recognized
+    libs = {
+        "plain": Library(compile_module(text, pipeline("xent-cpu-pipeline"), XENT_OPT,
+                                        out_dir=cache_dir)),
+        "recognized": Library(compile_module(
+            text, pipeline("xent-recognize", "xent-inline-decomposition", "xent-cpu-pipeline"),
+            XENT_OPT, out_dir=cache_dir)),
+        "canonical": Library(compile_module(strip_regions(recognized), pipeline("xent-cpu-pipeline"),
+                                            XENT_OPT, out_dir=cache_dir)),
+    }
+    x = np.asarray(VALUES["inputs"]["x"], dtype=np.float32)
+    lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    for labels in ([4, 5, 2, 7, 0, 4, 2, 7], [-1, -10, 3, -5, 9, 0, -2, 7],
+                   [4, 5, lo, 7, 0, 4, 2, 7], [4, 5, 2, hi, 0, 4, 2, 7]):
+        t = np.asarray(labels, dtype=np.int64)
+        w = np.where(t < 0, t + 10, t)
+        ok = (w >= 0) & (w < 10)
+        x64 = x.astype(np.float64)
+        m = x64.max(1)
+        lse = np.log(np.exp(x64 - m[:, None]).sum(1)) + m
+        picked = np.where(ok, x64[np.arange(8), np.clip(w, 0, 9)], np.nan)
+        want = (lse - picked).mean()
+        for variant, lib in libs.items():
+            got = float(lib.call("i64_wrapped", [x, t], "tensor<f32>", copy_inputs=True))
+            assert np.isnan(got) == np.isnan(want), (variant, labels, got, want)
+            if not np.isnan(want):
+                np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=variant)

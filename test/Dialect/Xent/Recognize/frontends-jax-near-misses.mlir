@@ -2,7 +2,7 @@
 // RUN: xent-opt %S/Inputs/frontends/jax-near-misses.mlir --xent-recognize --mlir-print-ir-after-all \
 // RUN:   --mlir-print-ir-after-change -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNCHANGED --allow-empty
 // RUN: xent-opt %S/Inputs/frontends/jax-near-misses.mlir --xent-recognize=report-failures 2>&1 >/dev/null | FileCheck %s --check-prefix=WHY
-// RUN: xent-opt %S/Inputs/frontends/jax-other-users.mlir --xent-recognize | FileCheck %s --check-prefix=OTHER
+// RUN: xent-opt %S/Inputs/frontends/jax-variants.mlir --xent-recognize | FileCheck %s --check-prefix=OTHER
 
 // Near misses of JAX's guarded gather (Inputs/frontends/jax-near-misses.mlir,
 // each one change away from the take_along_axis program JAX exported): no
@@ -18,7 +18,10 @@
 // CHECK-LABEL: func.func @nm_bounds_off
 // CHECK-LABEL: func.func @nm_wrap_other_constant
 // CHECK-LABEL: func.func @nm_log_softmax_alone
+// CHECK-LABEL: func.func @nm_i64_unwrapped
 
+// nm_i64_unwrapped: i64 labels read by the guarded gather without the wrap.
+// WHY: remark: not raised: not a cross-entropy (a guarded gather at i64 targets that may equal the lowest i64, which the op, without an ignore mask, ignores where the chain gives NaN)
 // nm_log_softmax_alone: log_softmax returned, no pick.
 // WHY: remark: not raised: not a cross-entropy (no target pick: not a gather or a one-hot sum)
 // nm_wrap_other_constant: t < 0 ? t + 9 : t is not numpy's wrap for C = 10.
@@ -34,8 +37,9 @@
 // nm_gather_other_tensor: the guarded gather reads another tensor than the log-softmax.
 // WHY: remark: not raised: not a cross-entropy (no target pick: the pick reads a value that is not a log-softmax: no log-sum-exp term)
 
-// The log-softmax also returned: the loss is raised, the log-softmax stays
-// for its other user.
+// Raised variants (Inputs/frontends/jax-variants.mlir). The log-softmax
+// also returned: the loss is raised, the log-softmax stays for its other
+// user.
 // OTHER-LABEL: func.func @log_softmax_also_returned(
 // OTHER:         math.exp
 // OTHER:       %[[LOGP:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<8x10xf32>, tensor<8xf32>)
@@ -43,3 +47,10 @@
 // OTHER-NEXT:    math.log
 // OTHER:       %[[L:.*]] = xent.cross_entropy mean %arg0, %{{.*}} {ignore_index = -9223372036854775808 : i64}
 // OTHER:       return %[[L]], %[[LOGP]] : tensor<f32>, tensor<8x10xf32>
+
+// i64 labels, wrapped: the wrapped label is never the lowest i64.
+// OTHER-LABEL: func.func @i64_wrapped(
+// OTHER:       %[[W:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<8xi64>)
+// OTHER:       %[[WC:.*]] = tensor.collapse_shape %[[W]] {{\[\[}}0, 1, 2]] : tensor<8x1x1xi64> into tensor<8xi64>
+// OTHER-NEXT:  %[[L:.*]] = xent.cross_entropy mean %arg0, %[[WC]] {ignore_index = -9223372036854775808 : i64} : (tensor<8x10xf32>, tensor<8xi64>) -> tensor<f32>
+// OTHER:       return %[[L]] : tensor<f32>

@@ -84,7 +84,7 @@
 // SMOOTH:       return %[[L]] : tensor<f32>
 // RUN: xent-opt %S/Inputs/frontends/jax/optax_smoothed_mean.fused.mlir --xent-recognize | FileCheck %s --check-prefix=LEFT
 // RUN: xent-opt %S/Inputs/frontends/jax/optax_smoothed_mean.fused.mlir --xent-recognize=report-failures 2>&1 >/dev/null | FileCheck %s --check-prefix=SMOOTHFUSED
-// SMOOTHFUSED: remark: not raised: not a cross-entropy (the probabilities are not an f16, bf16 or f32 tensor value)
+// SMOOTHFUSED: remark: not raised: not a cross-entropy (the probabilities are computed inside the reduction, not a tensor value the op could take)
 
 // t5x's z-loss on one-hot labels: for a label outside [0, C) the chain
 // keeps the element's z · lse², which the op, ignoring it, would drop: not

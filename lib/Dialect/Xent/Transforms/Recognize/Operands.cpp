@@ -203,6 +203,11 @@ Match<Operands> recognize::detail::resolveOperands(ViewAnalysis &va,
     if (!p.masks.empty())
       return M::failure("probability targets with an ignore mask");
     ops.target = findFloatTensor(p.probabilities, reason);
+    // Computed inside a reduction's body (optax's smoothed one-hot fused
+    // into the sum), they are no tensor the op could take.
+    if (!ops.target && !stripWidening(p.probabilities)->origin)
+      return M::failure("the probabilities are computed inside the "
+                        "reduction, not a tensor value the op could take");
     if (!ops.target)
       return M::failure("the probabilities are not an f16, bf16 or f32 "
                         "tensor value");
