@@ -398,8 +398,7 @@ static Match<Pieces> findSummedLoss(ViewAnalysis &va, const Monomial &top,
       Monomial pulled = pullOut(va, s);
       Match<Pieces> m = classifyLossFactors(va, s.body);
       if (!m) {
-        if (merges == 0 ||
-            !StringRef(m.getReason()).starts_with("no target")) {
+        if (merges == 0 || !StringRef(m.getReason()).starts_with("no target")) {
           reason = m.getReason();
           near = m.isNearMiss();
         }

@@ -152,8 +152,7 @@ static bool addBound(ViewAnalysis &va, Node *p, int64_t numClasses,
 
 /// True when `p` is a conjunction of bounds that keeps exactly the values
 /// `v` in [0, numClasses).
-static bool isInBounds(ViewAnalysis &va, Node *p, Node *v,
-                       int64_t numClasses) {
+static bool isInBounds(ViewAnalysis &va, Node *p, Node *v, int64_t numClasses) {
   Bounds bounds;
   SmallVector<Node *, 4> worklist = {p};
   while (!worklist.empty()) {
@@ -200,8 +199,7 @@ bool recognize::detail::isNegativeIndexWrap(ViewAnalysis &va, Node *index,
   Node *t = nullptr;
   if (pred == arith::CmpIPredicate::slt && isConstant(cmp->operands[1], 0))
     t = cmp->operands[0];
-  else if (pred == arith::CmpIPredicate::sgt &&
-           isConstant(cmp->operands[0], 0))
+  else if (pred == arith::CmpIPredicate::sgt && isConstant(cmp->operands[0], 0))
     t = cmp->operands[1];
   if (!t)
     return false;

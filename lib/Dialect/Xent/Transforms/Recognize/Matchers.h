@@ -431,8 +431,8 @@ struct Pieces {
   Node *probabilities = nullptr;    // or the probability targets
   SmallVector<IgnoreMask, 2> masks; // all masks of ignored targets
   std::optional<ClassWeight> weight;
-  double coeff = 1.0;  // the pick's own coefficient
-  bool oneHot = false; // the pick is a one-hot sum (TargetPick::oneHot)
+  double coeff = 1.0;   // the pick's own coefficient
+  bool oneHot = false;  // the pick is a one-hot sum (TargetPick::oneHot)
   bool guarded = false; // a guarded gather (TargetPick::guarded)
 };
 

@@ -84,9 +84,8 @@ static Match<Node *> stripSafeIndex(ViewAnalysis &va, Node *idx,
                                     int64_t numClasses) {
   idx = stripIndexCasts(idx);
   // numpy's negative-index wrap is part of the target, not a safe index.
-  if (!isOp(idx, K::Select) ||
-      (!ShapedType::isDynamic(numClasses) &&
-       isNegativeIndexWrap(va, idx, numClasses)))
+  if (!isOp(idx, K::Select) || (!ShapedType::isDynamic(numClasses) &&
+                                isNegativeIndexWrap(va, idx, numClasses)))
     return idx;
   Node *target;
   bool keptWhen;
@@ -180,7 +179,7 @@ Match<Operands> recognize::detail::resolveOperands(ViewAnalysis &va,
     ops.weight = p.weight->weight->origin;
     if (p.weight->index) {
       Match<Node *> index = stripSafeIndex(va, p.weight->index, weightSafe,
-                                             logitsType.getDimSize(ops.classDim));
+                                           logitsType.getDimSize(ops.classDim));
       if (!index)
         return M::failure(index);
       weightIndex = *index;
@@ -221,8 +220,8 @@ Match<Operands> recognize::detail::resolveOperands(ViewAnalysis &va,
   // The class index: the target, or a safe index select(t != ignore, t, 0)
   // whose ignored elements are masked.
   std::optional<IgnoreMask> safe;
-  Match<Node *> target = stripSafeIndex(
-      va, p.index, safe, logitsType.getDimSize(ops.classDim));
+  Match<Node *> target =
+      stripSafeIndex(va, p.index, safe, logitsType.getDimSize(ops.classDim));
   if (!target)
     return M::failure(target);
   for (const std::optional<IgnoreMask> &s : {safe, weightSafe})

@@ -129,25 +129,21 @@ collectSlice(Value root, ArrayRef<Value> leaves, std::string &reason) {
 }
 
 /// The groups that collapse the unit dimensions of `shape` into its other
-/// ones (each with the ones before it, trailing ones with the last); none
-/// when every dimension is a unit one (a collapse to rank 0).
-static SmallVector<ReassociationIndices> unitDimGroups(ArrayRef<int64_t> shape) {
+/// ones (each non-unit dimension with the unit ones after it, leading ones
+/// with the first); none when every dimension is a unit one (a collapse to
+/// rank 0).
+static SmallVector<ReassociationIndices>
+unitDimGroups(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> starts;
+  for (auto [k, size] : llvm::enumerate(shape))
+    if (size != 1)
+      starts.push_back(starts.empty() ? 0 : static_cast<int64_t>(k));
   SmallVector<ReassociationIndices> groups;
-  ReassociationIndices current;
-  auto hasNonUnit = [&](const ReassociationIndices &group) {
-    return llvm::any_of(group, [&](int64_t d) { return shape[d] != 1; });
-  };
-  for (auto [k, size] : llvm::enumerate(shape)) {
-    if (size != 1 && hasNonUnit(current)) {
-      groups.push_back(current);
-      current.clear();
-    }
-    current.push_back(k);
+  for (auto [i, start] : llvm::enumerate(starts)) {
+    int64_t end = i + 1 < starts.size() ? starts[i + 1]
+                                        : static_cast<int64_t>(shape.size());
+    groups.push_back(llvm::to_vector(llvm::seq<int64_t>(start, end)));
   }
-  if (hasNonUnit(current))
-    groups.push_back(current);
-  else if (!groups.empty())
-    groups.back().append(current.begin(), current.end());
   return groups;
 }
 

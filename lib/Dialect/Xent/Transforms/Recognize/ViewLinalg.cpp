@@ -320,10 +320,10 @@ View ViewAnalysis::analyzeLinalg(linalg::LinalgOp op, unsigned resultIndex) {
       if (!e)
         return leaf(result);
       Node *initNode = get(init->get()).node;
-      view.node = foldConstants(makeElementwise(
-          isa<arith::AndIOp>(logical) ? ElementwiseKind::And
-                                      : ElementwiseKind::Or,
-          getElementType(result), {initNode, e}));
+      view.node = foldConstants(
+          makeElementwise(isa<arith::AndIOp>(logical) ? ElementwiseKind::And
+                                                      : ElementwiseKind::Or,
+                          getElementType(result), {initNode, e}));
       return view;
     }
     Node *node = bodyNode(info, yielded, 0);
