@@ -124,6 +124,11 @@ Node *recognize::detail::matchOneHot(ViewAnalysis &va, const Mask &mask,
 Match<TargetPick> recognize::matchTargetPick(ViewAnalysis &va, Node *node) {
   using M = Match<TargetPick>;
   Node *n = stripFloatCasts(node);
+  bool guarded = false;
+  if (Node *gather = matchGuardedGather(va, n)) {
+    n = gather;
+    guarded = true;
+  }
   if (n->kind == NodeKind::Gather) {
     Match<LogSoftmax> ls = matchLogSoftmax(va, n->operands[0]);
     if (!ls)
@@ -132,7 +137,9 @@ Match<TargetPick> recognize::matchTargetPick(ViewAnalysis &va, Node *node) {
     if (!va.same(ls->axis, n->axes[0]))
       return M::failure(
           "the pick reads along another axis than the log-softmax's");
-    return TargetPick{*ls, stripIndexCasts(n->operands[1])};
+    TargetPick pick{*ls, stripIndexCasts(n->operands[1])};
+    pick.guarded = guarded;
+    return pick;
   }
   if (isReduce(n, ReduceKind::Sum)) {
     SmallVector<Axis, 4> axes = canonicalAxes(va, n->axes);
@@ -206,6 +213,10 @@ Match<TargetPick> recognize::matchTargetPick(ViewAnalysis &va, Node *node) {
     LinearForm form = flattenLinear(va, n);
     std::optional<size_t> gathered;
     for (auto [i, t] : llvm::enumerate(form.terms)) {
+      if (Node *gather = matchGuardedGather(va, t.node)) {
+        t.node = gather;
+        guarded = true;
+      }
       if (stripFloatCasts(t.node)->kind != NodeKind::Gather)
         continue;
       if (gathered)
@@ -244,6 +255,7 @@ Match<TargetPick> recognize::matchTargetPick(ViewAnalysis &va, Node *node) {
           "the pick reads along another axis than the log-softmax's");
     TargetPick pick{*ls, stripIndexCasts(gather->operands[1])};
     pick.coeff = g.coeff;
+    pick.guarded = guarded;
     return pick;
   }
   return M::failure("not a gather or a one-hot sum");
@@ -322,8 +334,18 @@ static Match<Pieces> classifyLossFactors(ViewAnalysis &va, const Monomial &m) {
     return M::failure("no target pick: " + (pickReason.empty()
                                                 ? std::string("no factors")
                                                 : pickReason));
-  if (!others.empty())
+  if (!others.empty()) {
+    // A float tensor of the elements scaling each one's loss (a float mask
+    // or per-element weights): the op weighs classes and ignores elements by
+    // their target only. Even a mask of zeros and ones differs where the
+    // loss is NaN (0 · NaN is NaN, an ignored element is not).
+    if (llvm::all_of(others, [](Node *f) { return isa<FloatType>(f->type); }))
+      return M::nearMiss("the per-element loss is multiplied by a float "
+                         "value of the element (a float mask or a weight "
+                         "per element), which the op cannot take: it weighs "
+                         "classes, and ignores elements by their target");
     return M::failure("unexpected factor in the per-element loss");
+  }
   if (!m.den.empty())
     return M::failure("the per-element loss is divided by a value that "
                       "depends on the element");
@@ -344,6 +366,7 @@ static Match<Pieces> classifyLossFactors(ViewAnalysis &va, const Monomial &m) {
   p.probabilities = pick->probabilities;
   p.coeff = pick->coeff;
   p.oneHot = pick->oneHot;
+  p.guarded = pick->guarded;
   if (pick->probabilities) {
     if (p.weight)
       return M::failure("probability targets with a weight read at a class "
@@ -362,6 +385,7 @@ static Match<Pieces> findSummedLoss(ViewAnalysis &va, const Monomial &top,
                                     SmallVector<Axis, 4> &summed) {
   using M = Match<Pieces>;
   std::string reason = "not a sum or mean over elements";
+  bool near = false;
   std::optional<Pieces> pieces;
   for (auto [i, f] : llvm::enumerate(top.num)) {
     if (!isSum(f))
@@ -374,8 +398,10 @@ static Match<Pieces> findSummedLoss(ViewAnalysis &va, const Monomial &top,
       Monomial pulled = pullOut(va, s);
       Match<Pieces> m = classifyLossFactors(va, s.body);
       if (!m) {
-        if (merges == 0 || !StringRef(m.getReason()).starts_with("no target"))
+        if (merges == 0 || !StringRef(m.getReason()).starts_with("no target")) {
           reason = m.getReason();
+          near = m.isNearMiss();
+        }
         continue;
       }
       if (pieces)
@@ -398,7 +424,7 @@ static Match<Pieces> findSummedLoss(ViewAnalysis &va, const Monomial &top,
   body.den.clear();
   Match<Pieces> m = classifyLossFactors(va, body);
   if (!m)
-    return M::failure(reason);
+    return near ? M::nearMiss(reason) : M::failure(reason);
   outer = Monomial();
   outer.coeff = top.coeff;
   outer.den = top.den;
@@ -416,7 +442,7 @@ Match<LossTerm> recognize::detail::matchLossTerm(ViewAnalysis &va, Node *node,
   if (reduced) {
     Match<Pieces> m = findSummedLoss(va, top, term.outer, term.summed);
     if (!m)
-      return M::failure(m);
+      return M::failureLike(m);
     term.pieces = *m;
     if (!term.outer.masks.empty())
       return M::nearMiss("the total loss is masked");
@@ -427,7 +453,7 @@ Match<LossTerm> recognize::detail::matchLossTerm(ViewAnalysis &va, Node *node,
   body.coeff = 1;
   Match<Pieces> m = classifyLossFactors(va, body);
   if (!m)
-    return M::failure(m);
+    return M::failureLike(m);
   term.pieces = *m;
   return term;
 }

@@ -34,6 +34,22 @@ static bool isToleratedMaxInit(double init, bool nanIgnoring) {
 
 Match<RowMax> recognize::matchRowMax(ViewAnalysis &va, Node *node) {
   Node *n = stripWidening(node);
+  // max(init, max_c x), the init applied after the reduction
+  // (`jnp.max(x, initial=-inf)`): tolerated as a start of the reduction.
+  if (isOp(n, K::Max)) {
+    for (unsigned k = 0; k < 2; ++k) {
+      std::optional<double> init = getConstant(n->operands[k]);
+      Node *inner = stripWidening(n->operands[1 - k]);
+      if (init && isReduce(inner, ReduceKind::Max)) {
+        if (!isToleratedMaxInit(*init, /*nanIgnoring=*/false))
+          return Match<RowMax>::failure("the max starts from " +
+                                        formatNumber(*init) +
+                                        ", not from the lowest value");
+        n = inner;
+        break;
+      }
+    }
+  }
   if (!isReduce(n, ReduceKind::Max))
     return Match<RowMax>::failure("not a max reduction");
   SmallVector<Axis, 4> axes = canonicalAxes(va, n->axes);

@@ -43,6 +43,8 @@
 //   LogSoftmax.cpp     row max, log-sum-exp, log-softmax
 //   Forward.cpp        ignore mask, one-hot, target pick, class weight,
 //                      the terms of a loss and their reduction
+//   Gather.cpp         JAX's guarded gather (in-bounds test, clamp, NaN
+//                      fill) and its negative-index wrap
 //   Composite.cpp      matchCrossEntropy: the nll term with the label
 //                      smoothing term and the z-loss beside it
 //   Operands.cpp       the raised op's operands and the mean's divisor,
@@ -191,6 +193,8 @@ struct TargetPick {
   bool everyClass = false;
   /// The pick is a one-hot sum (0 for a label outside [0, C)).
   bool oneHot = false;
+  /// The pick is a guarded gather (NaN for an index outside [0, C)).
+  bool guarded = false;
 };
 
 struct IgnoreMask {
@@ -396,6 +400,19 @@ Monomial pullOut(ViewAnalysis &va, SumOver &s);
 Node *matchOneHot(ViewAnalysis &va, const Mask &mask, Axis axis);
 
 //===----------------------------------------------------------------------===//
+// Guarded gathers (Gather.cpp)
+//===----------------------------------------------------------------------===//
+
+/// `select(0 <= i && i < C, src[clamp(i, 0, C - 1)], NaN)` along an axis of
+/// static size C (the bounds and the clamp in any of their spellings): the
+/// plain gather `src[i]` (synthesized), whose out-of-range value the op
+/// defines as NaN. Null when `node` is not such a select.
+Node *matchGuardedGather(ViewAnalysis &va, Node *node);
+
+/// True when `index` is numpy's negative-index wrap `t < 0 ? t + C : t`.
+bool isNegativeIndexWrap(ViewAnalysis &va, Node *index, int64_t numClasses);
+
+//===----------------------------------------------------------------------===//
 // Operands of the raised op (Operands.cpp)
 //===----------------------------------------------------------------------===//
 
@@ -414,8 +431,9 @@ struct Pieces {
   Node *probabilities = nullptr;    // or the probability targets
   SmallVector<IgnoreMask, 2> masks; // all masks of ignored targets
   std::optional<ClassWeight> weight;
-  double coeff = 1.0;  // the pick's own coefficient
-  bool oneHot = false; // the pick is a one-hot sum (TargetPick::oneHot)
+  double coeff = 1.0;   // the pick's own coefficient
+  bool oneHot = false;  // the pick is a one-hot sum (TargetPick::oneHot)
+  bool guarded = false; // a guarded gather (TargetPick::guarded)
 };
 
 /// Resolved operands and the logits' layout.

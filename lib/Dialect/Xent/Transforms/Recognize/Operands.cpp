@@ -60,13 +60,32 @@ bool recognize::detail::alignsWithLogits(ViewAnalysis &va, const Operands &ops,
   return true;
 }
 
+/// True when `dims` with their unit dimensions dropped are the logits'
+/// dimensions without the class axis, none of which is a unit one: targets
+/// computed with extra unit dimensions (JAX's `t[:, None]`), which the
+/// raised op reads reshaped (Recognize.cpp).
+static bool alignsUpToUnitDims(ViewAnalysis &va, const Operands &ops,
+                               ArrayRef<Axis> dims) {
+  SmallVector<Axis, 4> kept;
+  for (Axis a : dims)
+    if (a != kUnitAxis)
+      kept.push_back(a);
+  for (auto [k, a] : llvm::enumerate(ops.logitsDims))
+    if (static_cast<int64_t>(k) != ops.classDim && a == kUnitAxis)
+      return false;
+  return alignsWithLogits(va, ops, kept);
+}
+
 /// Removes a safe-index select: `select(t != ignore, t, 0)` is `t` where the
 /// element is kept. Returns the index unchanged when it is no select;
 /// `ignore` receives the mask the select tests.
 static Match<Node *> stripSafeIndex(ViewAnalysis &va, Node *idx,
-                                    std::optional<IgnoreMask> &ignore) {
+                                    std::optional<IgnoreMask> &ignore,
+                                    int64_t numClasses) {
   idx = stripIndexCasts(idx);
-  if (!isOp(idx, K::Select))
+  // numpy's negative-index wrap is part of the target, not a safe index.
+  if (!isOp(idx, K::Select) || (!ShapedType::isDynamic(numClasses) &&
+                                isNegativeIndexWrap(va, idx, numClasses)))
     return idx;
   Node *target;
   bool keptWhen;
@@ -77,13 +96,15 @@ static Match<Node *> stripSafeIndex(ViewAnalysis &va, Node *idx,
     target = idx->operands[2];
     keptWhen = false;
   } else {
-    return Match<Node *>::failure(
-        "the class index is a select that is not a safe target");
+    return Match<Node *>::failure("the class index is a select that is "
+                                  "neither a safe target nor numpy's "
+                                  "negative-index wrap");
   }
   Match<IgnoreMask> safe = matchIgnoreMask(va, {idx->operands[0], keptWhen});
   if (!safe)
     return Match<Node *>::failure(
-        "the class index is a select that is not a safe target: " +
+        "the class index is a select that is neither numpy's negative-index "
+        "wrap nor a safe target: " +
         safe.getReason());
   target = stripIndexCasts(target);
   if (!Equivalence(va).equal(target, stripIndexCasts(safe->target)))
@@ -157,7 +178,8 @@ Match<Operands> recognize::detail::resolveOperands(ViewAnalysis &va,
   if (p.weight) {
     ops.weight = p.weight->weight->origin;
     if (p.weight->index) {
-      Match<Node *> index = stripSafeIndex(va, p.weight->index, weightSafe);
+      Match<Node *> index = stripSafeIndex(va, p.weight->index, weightSafe,
+                                           logitsType.getDimSize(ops.classDim));
       if (!index)
         return M::failure(index);
       weightIndex = *index;
@@ -180,6 +202,11 @@ Match<Operands> recognize::detail::resolveOperands(ViewAnalysis &va,
     if (!p.masks.empty())
       return M::failure("probability targets with an ignore mask");
     ops.target = findFloatTensor(p.probabilities, reason);
+    // Computed inside a reduction's body (optax's smoothed one-hot fused
+    // into the sum), they are no tensor the op could take.
+    if (!ops.target && !stripWidening(p.probabilities)->origin)
+      return M::failure("the probabilities are computed inside the "
+                        "reduction, not a tensor value the op could take");
     if (!ops.target)
       return M::failure("the probabilities are not an f16, bf16 or f32 "
                         "tensor value");
@@ -193,7 +220,8 @@ Match<Operands> recognize::detail::resolveOperands(ViewAnalysis &va,
   // The class index: the target, or a safe index select(t != ignore, t, 0)
   // whose ignored elements are masked.
   std::optional<IgnoreMask> safe;
-  Match<Node *> target = stripSafeIndex(va, p.index, safe);
+  Match<Node *> target =
+      stripSafeIndex(va, p.index, safe, logitsType.getDimSize(ops.classDim));
   if (!target)
     return M::failure(target);
   for (const std::optional<IgnoreMask> &s : {safe, weightSafe})
@@ -215,7 +243,17 @@ Match<Operands> recognize::detail::resolveOperands(ViewAnalysis &va,
   Type targetElement = getElementTypeOrSelf(ops.target.getType());
   if (!targetElement.isInteger(32) && !targetElement.isInteger(64))
     return M::failure("targets must be i32 or i64 class indices");
-  if (!alignsWithLogits(va, ops, va.get(ops.target).dims))
+  // A guarded gather gives NaN for every index outside [0, C); without a
+  // mask the op ignores the lowest i64 instead, which only an i64 target
+  // can equal (numpy's wrap never gives it).
+  if (p.guarded && !ops.ignoreIndex && targetElement.isInteger(64) &&
+      !isNegativeIndexWrap(va, ops.targetNode,
+                           logitsType.getDimSize(ops.classDim)))
+    return M::failure("a guarded gather at i64 targets that may equal the "
+                      "lowest i64, which the op, without an ignore mask, "
+                      "ignores where the chain gives NaN");
+  if (!alignsWithLogits(va, ops, va.get(ops.target).dims) &&
+      !alignsUpToUnitDims(va, ops, va.get(ops.target).dims))
     return M::failure("the target's dimensions are not the logits' "
                       "dimensions without the class axis");
   return ops;
@@ -285,7 +323,9 @@ Match<bool> recognize::detail::matchTotalWeight(ViewAnalysis &va, Node *den,
   if (!w->index)
     return M::failure("the mean's divisor sums the weights of every class");
   std::optional<IgnoreMask> safe;
-  Match<Node *> index = stripSafeIndex(va, w->index, safe);
+  Match<Node *> index = stripSafeIndex(
+      va, w->index, safe,
+      cast<RankedTensorType>(ops.logits.getType()).getDimSize(ops.classDim));
   if (!index || !eq.equal(*index, ops.targetNode))
     return M::failure("the mean's divisor reads the weights at another index");
   return true;

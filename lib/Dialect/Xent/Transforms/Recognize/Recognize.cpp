@@ -128,10 +128,30 @@ collectSlice(Value root, ArrayRef<Value> leaves, std::string &reason) {
   return order;
 }
 
+/// The groups that collapse the unit dimensions of `shape` into its other
+/// ones (each non-unit dimension with the unit ones after it, leading ones
+/// with the first); none when every dimension is a unit one (a collapse to
+/// rank 0).
+static SmallVector<ReassociationIndices>
+unitDimGroups(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> starts;
+  for (auto [k, size] : llvm::enumerate(shape))
+    if (size != 1)
+      starts.push_back(starts.empty() ? 0 : static_cast<int64_t>(k));
+  SmallVector<ReassociationIndices> groups;
+  for (auto [i, start] : llvm::enumerate(starts)) {
+    int64_t end = i + 1 < starts.size() ? starts[i + 1]
+                                        : static_cast<int64_t>(shape.size());
+    groups.push_back(llvm::to_vector(llvm::seq<int64_t>(start, end)));
+  }
+  return groups;
+}
+
 /// Fills the decomposition region of `op` with clones of `slice`, its block
 /// arguments standing for `leaves` (the values `op`'s operands stand for in
-/// the chain, in operand order), and yields the clone of `root` (collapsed
-/// to the op's 0-d result when `root` keeps unit dimensions).
+/// the chain, in operand order; a leaf with unit dimensions the operand
+/// lacks is the argument expanded), and yields the clone of `root`
+/// (collapsed to the op's 0-d result when `root` keeps unit dimensions).
 static void buildRegion(OpBuilder &b, Operation *op,
                         ArrayRef<Operation *> slice, ValueRange leaves,
                         Value root) {
@@ -140,7 +160,14 @@ static void buildRegion(OpBuilder &b, Operation *op,
   SmallVector<Location> locs(op->getNumOperands(), op->getLoc());
   Block *block = b.createBlock(&op->getRegion(0), {}, types, locs);
   IRMapping mapping;
-  mapping.map(leaves, block->getArguments());
+  for (auto [leaf, arg] : llvm::zip(leaves, block->getArguments())) {
+    Value value = arg;
+    if (leaf.getType() != arg.getType())
+      value = tensor::ExpandShapeOp::create(
+          b, op->getLoc(), leaf.getType(), arg,
+          unitDimGroups(cast<RankedTensorType>(leaf.getType()).getShape()));
+    mapping.map(leaf, value);
+  }
   for (Operation *inner : slice)
     b.clone(*inner, mapping);
   Value yielded = mapping.lookupOrDefault(root);
@@ -423,6 +450,13 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
   // of them the op's f32 sum divided as the chain divides (the chain's ops
   // compute a mean, not the op's sum, so they are no decomposition of it).
   Value target = raised.target;
+  // Targets the chain computes with extra unit dimensions (t[:, None]) are
+  // read collapsed; the region expands them back.
+  auto targetType = cast<RankedTensorType>(target.getType());
+  if (!raised.probabilityTargets &&
+      targetType.getRank() != logitsType.getRank() - 1)
+    target = tensor::CollapseShapeOp::create(
+        b, loc, target, unitDimGroups(targetType.getShape()));
   if (raised.oneHotPick)
     target = remapOutOfRange(b, loc, target, raised.logits, raised.axis,
                              *raised.ignoreIndex);
@@ -453,7 +487,7 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
   // (a label outside [0, C) and the ignore index both give 0).
   if (!divides) {
     SmallVector<Value> leaves(op->getOperands());
-    llvm::replace(leaves, target, raised.target);
+    llvm::replace(leaves, op->getOperand(isGrad ? 2 : 1), raised.target);
     buildRegion(b, op, *slice, leaves, root);
   }
 

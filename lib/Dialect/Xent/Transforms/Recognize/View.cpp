@@ -8,9 +8,13 @@
 
 #include "Projection.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
+
+#include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::xent;
@@ -424,7 +428,117 @@ View ViewAnalysis::analyzeTensorElementwise(Operation *op, ElementwiseKind kind,
   node->predicate = predicate;
   if (cast)
     node->cast = *cast;
-  return {node, *dims};
+  return {foldConstants(node), *dims};
+}
+
+//===----------------------------------------------------------------------===//
+// Folding integer and boolean constants
+//===----------------------------------------------------------------------===//
+
+/// True when `v` is a value of the signless integer (or index) type `type`
+/// read as signed.
+static bool fitsSigned(double v, Type type) {
+  if (v != std::trunc(v))
+    return false;
+  unsigned width = isa<IndexType>(type) ? 64 : type.getIntOrFloatBitWidth();
+  if (width == 1)
+    return v == 0 || v == 1 || v == -1;
+  double bound = std::ldexp(1.0, std::min(width, 53u) - 1);
+  return v >= -bound && v < bound;
+}
+
+Node *ViewAnalysis::foldConstants(Node *node) {
+  using K = ElementwiseKind;
+  if (node->kind != NodeKind::Elementwise)
+    return node;
+  auto constant = [](Node *n) -> std::optional<double> {
+    if (n->kind == NodeKind::Constant)
+      return n->number;
+    return std::nullopt;
+  };
+  // A select on a known condition is the branch it takes, whatever the
+  // branches' type.
+  if (node->op == K::Select) {
+    if (std::optional<double> p = constant(node->operands[0]))
+      return *p != 0 ? node->operands[1] : node->operands[2];
+    return node;
+  }
+  Type type = node->type;
+  if (!isa<IntegerType, IndexType>(type))
+    return node;
+  bool isBool = type.isInteger(1);
+  // i1 conjunctions and disjunctions with a known side.
+  if (isBool && (node->op == K::And || node->op == K::Or)) {
+    for (unsigned k = 0; k < 2; ++k) {
+      std::optional<double> c = constant(node->operands[k]);
+      if (!c)
+        continue;
+      bool absorbing = (*c != 0) == (node->op == K::Or);
+      return absorbing ? node->operands[k] : node->operands[1 - k];
+    }
+    return node;
+  }
+  SmallVector<double, 3> values;
+  for (Node *operand : node->operands) {
+    std::optional<double> c = constant(operand);
+    if (!c)
+      return node;
+    values.push_back(*c);
+  }
+  std::optional<double> result;
+  switch (node->op) {
+  case K::Add:
+    result = values[0] + values[1];
+    break;
+  case K::Sub:
+    result = values[0] - values[1];
+    break;
+  case K::Mul:
+    result = values[0] * values[1];
+    break;
+  case K::Max:
+    result = std::max(values[0], values[1]);
+    break;
+  case K::Min:
+    result = std::min(values[0], values[1]);
+    break;
+  case K::CmpI: {
+    double a = values[0], b = values[1];
+    switch (static_cast<arith::CmpIPredicate>(node->predicate)) {
+    case arith::CmpIPredicate::eq:
+      result = a == b;
+      break;
+    case arith::CmpIPredicate::ne:
+      result = a != b;
+      break;
+    case arith::CmpIPredicate::slt:
+      result = a < b;
+      break;
+    case arith::CmpIPredicate::sle:
+      result = a <= b;
+      break;
+    case arith::CmpIPredicate::sgt:
+      result = a > b;
+      break;
+    case arith::CmpIPredicate::sge:
+      result = a >= b;
+      break;
+    default:
+      break; // unsigned orders: the sign of the operands would matter
+    }
+    break;
+  }
+  case K::Cast:
+    if (node->cast == CastKind::IndexCast || node->cast == CastKind::ExtSI ||
+        (node->cast == CastKind::ExtUI && values[0] >= 0))
+      result = values[0];
+    break;
+  default:
+    break;
+  }
+  if (!result || !fitsSigned(*result, type))
+    return node;
+  return makeConstant(*result, type);
 }
 
 //===----------------------------------------------------------------------===//

@@ -255,6 +255,12 @@ private:
   std::optional<SmallVector<Axis, 4>>
   broadcastDims(ArrayRef<const View *> views, ArrayRef<int64_t> shape);
   void collectFreeAxes(Node *node, SmallVectorImpl<Axis> &out, unsigned level);
+  /// `node` with its integer and boolean constants folded: a select on a
+  /// constant condition is its branch, an i1 and/or with a constant side is
+  /// that side or the other, integer arithmetic, signed compares and
+  /// value-preserving casts of constants are constants. Everything else is
+  /// returned as is.
+  Node *foldConstants(Node *node);
 
   llvm::SpecificBumpPtrAllocator<Node> allocator;
   DenseMap<Value, View> views;

@@ -192,6 +192,15 @@ Node *ViewAnalysis::bodyNode(LinalgInfo &info, Value value, unsigned level) {
       }
       if (a == kUnitAxis && matchPattern(idx, m_Zero()))
         continue;
+      // A unit dimension read at an index that folds to 0 (JAX clamps even
+      // the index of a unit dimension into [0, 0]).
+      if (a == kUnitAxis) {
+        Node *unitIndex = bodyNode(info, idx, level + 1);
+        if (unitIndex && unitIndex->kind == NodeKind::Constant &&
+            unitIndex->number == 0)
+          continue;
+        return finish(nullptr);
+      }
       if (a == kUnitAxis || gatherDim)
         return finish(nullptr);
       gatherDim = k;
@@ -217,7 +226,7 @@ Node *ViewAnalysis::bodyNode(LinalgInfo &info, Value value, unsigned level) {
   node->predicate = spec->predicate;
   if (spec->cast)
     node->cast = *spec->cast;
-  return finish(node);
+  return finish(foldConstants(node));
 }
 
 /// The reduction kind of a combining op, with whether it ignores NaN.
@@ -298,6 +307,25 @@ View ViewAnalysis::analyzeLinalg(linalg::LinalgOp op, unsigned resultIndex) {
   if (!element) {
     if (!reduced.empty())
       return leaf(result);
+    // An i1 conjunction or disjunction "reduced" over unit dimensions only
+    // (JAX's all-in-bounds test of a gather index): init and/or element.
+    if (auto logical = yielded.getDefiningOp();
+        logical && logical->getBlock() == body &&
+        isa<arith::AndIOp, arith::OrIOp>(logical) &&
+        logical->getOperand(0) != logical->getOperand(1) &&
+        llvm::is_contained(logical->getOperands(), acc)) {
+      Value other = logical->getOperand(0) == acc ? logical->getOperand(1)
+                                                  : logical->getOperand(0);
+      Node *e = bodyNode(info, other, 0);
+      if (!e)
+        return leaf(result);
+      Node *initNode = get(init->get()).node;
+      view.node = foldConstants(
+          makeElementwise(isa<arith::AndIOp>(logical) ? ElementwiseKind::And
+                                                      : ElementwiseKind::Or,
+                          getElementType(result), {initNode, e}));
+      return view;
+    }
     Node *node = bodyNode(info, yielded, 0);
     if (!node)
       return leaf(result);
