@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from xent.runtime.driver import Library, compile_module
+from xent.testing.irtext import pass_pipeline as pipeline, strip_regions
 from xent.testing import reference
 from xent.testing.codegen import to_float64
 
@@ -45,25 +46,6 @@ def run_xent_opt(text, *args):
     return p.stdout
 
 
-def pipeline(*parts):
-    return [f"--pass-pipeline=builtin.module({','.join(p for p in parts if p)})"]
-
-
-def strip_regions(text):
-    """The printed module without the decomposition regions of its top-level
-    xent ops."""
-    out, skip = [], None
-    for line in text.split("\n"):
-        if skip is not None:
-            if line == skip:
-                skip = None
-            continue
-        if re.search(r"= xent\.\w+ ", line) and line.endswith(" decomposition {"):
-            out.append(line[:-len(" decomposition {")])
-            skip = " " * (len(line) - len(line.lstrip())) + "}"
-            continue
-        out.append(line)
-    return "\n".join(out)
 
 
 def lowering(form):

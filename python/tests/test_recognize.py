@@ -30,6 +30,7 @@ import numpy as np
 import pytest
 
 from xent.runtime.driver import Library, compile_module
+from xent.testing.irtext import pass_pipeline as pipeline, strip_regions
 from xent.runtime.pipelines import CPU_LOWERING_PASSES
 
 import recognizer_forms as forms
@@ -81,24 +82,6 @@ def function_bodies(text):
     return out
 
 
-def strip_regions(text):
-    """Removes every xent op's decomposition region (printed form)."""
-    out, skip = [], None
-    for line in text.split("\n"):
-        if skip is not None:
-            if line == skip:
-                skip = None
-            continue
-        if re.search(r"= xent\.cross_entropy(_grad)? ", line) and line.endswith(" decomposition {"):
-            out.append(line[:-len(" decomposition {")])
-            skip = " " * (len(line) - len(line.lstrip())) + "}"
-            continue
-        out.append(line)
-    return "\n".join(out)
-
-
-def pipeline(*parts):
-    return [f"--pass-pipeline=builtin.module({','.join(p for p in parts if p)})"]
 
 
 _RECOGNIZED = {}

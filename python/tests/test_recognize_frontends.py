@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 
 from xent.runtime.driver import Library, compile_module
+from xent.testing.irtext import pass_pipeline as pipeline, strip_regions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 XENT_OPT = os.environ.get("XENT_OPT") or os.path.join(ROOT, "build", "bin", "xent-opt")
@@ -100,24 +101,6 @@ def run_xent_opt(text, *args):
     return p.stdout
 
 
-def pipeline(*parts):
-    return [f"--pass-pipeline=builtin.module({','.join(parts)})"]
-
-
-def strip_regions(text):
-    """Removes every xent op's decomposition region (printed form)."""
-    out, skip = [], None
-    for line in text.split("\n"):
-        if skip is not None:
-            if line == skip:
-                skip = None
-            continue
-        if re.search(r"= xent\.cross_entropy ", line) and line.endswith(" decomposition {"):
-            out.append(line[:-len(" decomposition {")])
-            skip = " " * (len(line) - len(line.lstrip())) + "}"
-            continue
-        out.append(line)
-    return "\n".join(out)
 
 
 def result_type(text):
