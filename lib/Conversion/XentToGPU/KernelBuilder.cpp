@@ -597,10 +597,11 @@ gpu::GPUFuncOp mlir::xent::buildRowKernel(OpBuilder &b, Location loc,
   // At most 64 registers per thread at 1024 threads per SM, so that two
   // blocks of 512 (each with its staging memory) share an SM.
   if (hasResidentPath(spec, geometry)) {
-    func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(std::max<int64_t>(
-                                       1, 1024 / geometry.threads)));
     func->setAttr(
-        "nvvm.maxntid",
+        NVVM::NVVMDialect::getMinctasmAttrName(),
+        b.getI32IntegerAttr(std::max<int64_t>(1, 1024 / geometry.threads)));
+    func->setAttr(
+        NVVM::NVVMDialect::getMaxntidAttrName(),
         b.getDenseI32ArrayAttr({static_cast<int32_t>(geometry.threads), 1, 1}));
   }
   ImplicitLocOpBuilder ib(loc, b);

@@ -42,6 +42,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -63,6 +64,11 @@ static_assert(kExchangeBytes == kMaxClusterSize * kResidentComponents * 4,
               "one exchange slot per resident component and block");
 /// 16-byte loads each thread issues before using the first.
 inline constexpr int64_t kUnroll = 4;
+
+/// NVVM approximations that MLIR's NVVM dialect has no typed op for, called
+/// by intrinsic name (rcp.approx has one: NVVM::RcpApproxFtzF32Op).
+inline constexpr StringLiteral kEx2ApproxFtzF32 = "llvm.nvvm.ex2.approx.ftz.f";
+inline constexpr StringLiteral kLg2ApproxFtzF32 = "llvm.nvvm.lg2.approx.ftz.f";
 
 /// Emits the body of one kernel. Values named in the kernel's terms: `tid`
 /// (thread in block), `rowIdx` (the block's row: its index in every dim but
@@ -106,17 +112,17 @@ private:
   Value div(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
   /// 1 / x as rcp.approx (at most 1 ulp off): one MUFU op where a division
   /// rounded to nearest takes a Newton iteration and a slow path.
-  Value rcp(Value x) { return callIntrinsic("llvm.nvvm.rcp.approx.ftz.f", x); }
+  Value rcp(Value x) { return NVVM::RcpApproxFtzF32Op::create(b, f32, x); }
   /// exp(x) as ex2.approx(x · log2 e): one MUFU op, no libdevice. Callers
   /// pass a difference already formed in f32 (x - m), never fold the
   /// subtraction into the scaling: x·log2e - m·log2e rounds at the spacing
   /// of m·log2e and costs the gradient its accuracy at large logits.
   Value exp(Value x) { return exp2(mul(x, cstF(M_LOG2E))); }
-  Value exp2(Value x) { return callIntrinsic("llvm.nvvm.ex2.approx.ftz.f", x); }
+  Value exp2(Value x) { return callIntrinsic(kEx2ApproxFtzF32, x); }
   /// log(x) as lg2.approx(x) · ln 2 (absolute error ~2^-22: too coarse for
   /// log Σ near 1, see emitAccurateLog).
   Value log(Value x) {
-    return mul(callIntrinsic("llvm.nvvm.lg2.approx.ftz.f", x), cstF(M_LN2));
+    return mul(callIntrinsic(kLg2ApproxFtzF32, x), cstF(M_LN2));
   }
   Value callIntrinsic(StringRef name, Value x) {
     return LLVM::CallIntrinsicOp::create(b, f32, b.getStringAttr(name),

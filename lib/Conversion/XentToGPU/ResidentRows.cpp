@@ -150,8 +150,10 @@ SmallVector<Value> KernelEmitter::emitClusterAllReduce(ArrayRef<Value> totals,
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    auto sharedPtr = LLVM::LLVMPointerType::get(ctx, 3);
-    auto clusterPtr = LLVM::LLVMPointerType::get(ctx, 7);
+    auto sharedPtr = LLVM::LLVMPointerType::get(
+        ctx, static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared));
+    auto clusterPtr = LLVM::LLVMPointerType::get(
+        ctx, static_cast<unsigned>(NVVM::NVVMMemorySpace::SharedCluster));
     Value address = arith::IndexCastOp::create(
         b, b.getI64Type(),
         memref::ExtractAlignedPointerAsIndexOp::create(b, exchangeSlots));
