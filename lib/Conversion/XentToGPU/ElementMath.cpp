@@ -15,17 +15,8 @@ Value KernelEmitter::emitLogit(Value raw) {
   Value v = toF32(raw);
   if (!args.softcap)
     return v;
-  Value scaled = mul(v, args.invSoftcap);
-  // bf16 / f16 logits: the hardware tanh (tanh.approx.f32, one MUFU op,
-  // relative error below 2^-10.9), finer than the input's own spacing
-  // (2^-8 for bf16, 2^-11 for f16, where PyTorch rounds tanh's result to the
-  // input dtype). f32 logits keep the accurate form below.
-  Value capped = spec.logitsType.isF32()
-                     ? mul(args.softcap, tanh(scaled))
-                     : mul(args.softcap, fastTanh(scaled));
-  // A run-time softcap of 0 is none (without runtime-dispatch the kernel
-  // gets that value).
-  return args.softcapOff ? select(args.softcapOff, v, capped) : capped;
+  KernelMath math(*this);
+  return loss::softcapLogit(math, v);
 }
 
 Value KernelEmitter::fastTanh(Value x) {
@@ -55,16 +46,16 @@ Value KernelEmitter::tanh(Value x) {
 }
 
 Value KernelEmitter::emitSoftcapSlope(Value capped) {
-  Value t = mul(capped, args.invSoftcap);
-  Value slope = sub(cstF(1.0), mul(t, t));
-  return args.softcapOff ? select(args.softcapOff, cstF(1.0), slope) : slope;
+  KernelMath math(*this);
+  return loss::softcapSlope(math, capped);
 }
 
 Value KernelEmitter::emitSmoothedProbability(Value q) {
   q = toF32(q);
   if (!args.smoothing)
     return q;
-  return add(mul(q, args.keepShare), args.smoothShare);
+  KernelMath math(*this);
+  return loss::smoothedProbability(math, q);
 }
 
 Value KernelEmitter::emitAccurateLog(Value s) {

@@ -195,8 +195,8 @@ void KernelEmitter::emitRowLoss(Value isThread0, const RowStats &stats,
     rowLoss = select(target.valid, rowLoss,
                      cstF(std::numeric_limits<double>::quiet_NaN()));
   }
-  Value rowZ =
-      args.zScale ? mul(args.zScale, mul(stats.lse, stats.lse)) : zero;
+  KernelMath math(*this);
+  Value rowZ = args.zScale ? loss::zLossTerm(math, stats.lse) : zero;
 
   Value writes = isThread0;
   if (target.kept && spec.reduced())

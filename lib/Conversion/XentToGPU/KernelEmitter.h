@@ -47,6 +47,8 @@
 
 #include "KernelBuilder.h"
 
+#include "xent/Dialect/Xent/IR/LossMath.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -199,6 +201,8 @@ public:
   };
   class TwoPassWalk;
   class ResidentWalk;
+  /// The kernels' LossMath (LossMath.h).
+  class KernelMath;
 
 private:
   //===--------------------------------------------------------------------===//
@@ -264,11 +268,13 @@ private:
   /// tanh(x) as the hardware's tanh.approx.f32 (relative error < 2^-10.9):
   /// for narrow logits only.
   Value fastTanh(Value x);
-  /// A logit as the loss sees it: widened to f32 and soft-capped.
+  /// A logit as the loss sees it: widened to f32 and soft-capped
+  /// (loss::softcapLogit).
   Value emitLogit(Value raw);
-  /// 1 - (x / cap)² at the capped logit x.
+  /// 1 - (x / cap)² at the capped logit x (loss::softcapSlope).
   Value emitSoftcapSlope(Value capped);
-  /// Smoothed probability target q·(1-ε) + ε/C.
+  /// Smoothed probability target q·(1-ε) + ε/C
+  /// (loss::smoothedProbability).
   Value emitSmoothedProbability(Value q);
   /// log(s) to about an ulp for a positive normal finite s (frexp-style
   /// split, log1p of the mantissa by a short series; once per row, so its
@@ -462,6 +468,33 @@ private:
   /// emitPrologueKernel).
   KernelArgs args;
   KernelCoordinates at;
+};
+
+/// The loss formulas (LossMath.h) in the kernels: the NVVM approximations,
+/// and the loss's scalars as the kernel's arguments and what each thread
+/// derives from them once (1 / s, 1 - ε, ε / C).
+class KernelEmitter::KernelMath final : public loss::LossMath {
+public:
+  explicit KernelMath(KernelEmitter &e) : LossMath(e.b, e.b.getLoc()), e(e) {}
+  /// f32 logits: the accurate form (KernelEmitter::tanh). bf16 / f16
+  /// logits: the hardware tanh (tanh.approx.f32, one MUFU op, relative
+  /// error below 2^-10.9), finer than the input's own spacing (2^-8 for
+  /// bf16, 2^-11 for f16, where PyTorch rounds tanh's result to the input
+  /// dtype).
+  Value tanh(Value x) override {
+    return e.spec.logitsType.isF32() ? e.tanh(x) : e.fastTanh(x);
+  }
+  Value overSoftcap(Value x) override { return e.mul(x, e.args.invSoftcap); }
+  Value softcap() override { return e.args.softcap; }
+  /// A run-time softcap of 0 is none (without runtime-dispatch the kernel
+  /// gets that value).
+  Value softcapOff() override { return e.args.softcapOff; }
+  Value keepShare() override { return e.args.keepShare; }
+  Value smoothShare() override { return e.args.smoothShare; }
+  Value zLossScale() override { return e.args.zScale; }
+
+private:
+  KernelEmitter &e;
 };
 
 /// The two-pass walk (TwoPassRows.cpp): the statistics read the row from

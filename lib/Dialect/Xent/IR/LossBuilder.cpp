@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "xent/Dialect/Xent/IR/LossBuilder.h"
+#include "xent/Dialect/Xent/IR/LossMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -88,33 +89,14 @@ Value loss::buildLogit(OpBuilder &b, Location loc,
   Value x = toF32(b, loc, raw);
   if (!config.hasSoftcap())
     return x;
-  Value cap = buildSoftcap(b, loc, config);
-  Value scaled = arith::DivFOp::create(b, loc, x, cap);
-  Value t = math::TanhOp::create(b, loc, scaled);
-  Value capped = arith::MulFOp::create(b, loc, cap, t);
-  // A run-time softcap of 0 is none: the logit as it is.
-  return selectUncapped(b, loc, config, x, capped);
-}
-
-Value loss::selectUncapped(OpBuilder &b, Location loc,
-                           const CrossEntropyConfig &config, Value uncapped,
-                           Value capped) {
-  Value v = config.scalars.softcap;
-  if (!v)
-    return capped;
-  Value off = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, v,
-                                    constF32(b, loc, 0.0));
-  return arith::SelectOp::create(b, loc, off, uncapped, capped);
+  MathDialectLossMath math(b, loc, config);
+  return softcapLogit(math, x);
 }
 
 Value loss::buildSoftcapSlope(OpBuilder &b, Location loc,
                               const CrossEntropyConfig &config, Value capped) {
-  Value cap = buildSoftcap(b, loc, config);
-  Value t = arith::DivFOp::create(b, loc, capped, cap);
-  Value t2 = arith::MulFOp::create(b, loc, t, t);
-  Value one = constF32(b, loc, 1.0);
-  return selectUncapped(b, loc, config, one,
-                        arith::SubFOp::create(b, loc, one, t2));
+  MathDialectLossMath math(b, loc, config);
+  return softcapSlope(math, capped);
 }
 
 Value loss::buildProbability(OpBuilder &b, Location loc, Value x, Value m,
@@ -166,8 +148,8 @@ void loss::appendLossTerms(OpBuilder &b, Location loc,
   Value z;
   if (zLoss) {
     Value lse = arith::AddFOp::create(b, loc, m, logS);
-    z = arith::MulFOp::create(b, loc, buildZLossScale(b, loc, config),
-                              arith::MulFOp::create(b, loc, lse, lse));
+    MathDialectLossMath math(b, loc, config);
+    z = zLossTerm(math, lse);
     if (kept)
       z = arith::SelectOp::create(b, loc, kept, z, zero);
   }

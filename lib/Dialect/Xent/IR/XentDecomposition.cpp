@@ -28,6 +28,7 @@
 
 #include "xent/Dialect/Xent/IR/XentDecomposition.h"
 #include "xent/Dialect/Xent/IR/LossBuilder.h"
+#include "xent/Dialect/Xent/IR/LossMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -187,13 +188,12 @@ Value DecompositionEmitter::readSmoothedProbability(OpBuilder &nb,
   q = toF32(nb, loc, q);
   if (!config.hasLabelSmoothing())
     return q;
-  Value eps = buildLabelSmoothing(nb, loc, config);
-  Value keep = buildLabelSmoothing(nb, loc, config, -1, 1);
-  Value c = tensor::DimOp::create(nb, loc, logits, axis);
-  Value cF = indexToF32(nb, loc, c);
-  Value share = arith::DivFOp::create(nb, loc, eps, cF);
-  return arith::AddFOp::create(
-      nb, loc, arith::MulFOp::create(nb, loc, q, keep), share);
+  // C is re-read inside the body so that dynamic class counts work too.
+  auto numClasses = [&] {
+    return indexToF32(nb, loc, tensor::DimOp::create(nb, loc, logits, axis));
+  };
+  MathDialectLossMath math(nb, loc, config, numClasses);
+  return smoothedProbability(math, q);
 }
 
 //===----------------------------------------------------------------------===//

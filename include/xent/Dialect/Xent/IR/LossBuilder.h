@@ -49,13 +49,9 @@ Value buildSoftcap(OpBuilder &b, Location loc,
 Value buildIgnoreIndex(OpBuilder &b, Location loc,
                        const CrossEntropyConfig &config);
 /// A logit as the computation sees it: widened to f32 and soft-capped (a
-/// run-time softcap of 0 is none).
+/// run-time softcap of 0 is none; loss::softcapLogit, LossMath.h).
 Value buildLogit(OpBuilder &b, Location loc, const CrossEntropyConfig &config,
                  Value raw);
-/// `capped`, or `uncapped` where the softcap is a run-time value of 0.
-Value selectUncapped(OpBuilder &b, Location loc,
-                     const CrossEntropyConfig &config, Value uncapped,
-                     Value capped);
 /// Derivative of the softcap at the capped value `x`: 1 - (x / cap)² (1
 /// for a run-time softcap of 0).
 Value buildSoftcapSlope(OpBuilder &b, Location loc,

@@ -28,6 +28,7 @@
 #include "ShardedLoss.h"
 
 #include "xent/Dialect/Xent/IR/LossBuilder.h"
+#include "xent/Dialect/Xent/IR/LossMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -242,11 +243,10 @@ Value ShardedLossEmitter::readSmoothedProbability(OpBuilder &nb, Location loc,
   q = toF32(nb, loc, q);
   if (!config.hasLabelSmoothing())
     return q;
-  Value share = arith::DivFOp::create(
-      nb, loc, buildLabelSmoothing(nb, loc, config), numClassesF32);
-  Value keep = buildLabelSmoothing(nb, loc, config, -1, 1);
-  return arith::AddFOp::create(nb, loc, arith::MulFOp::create(nb, loc, q, keep),
-                               share);
+  // ε / C of the global C.
+  auto numClasses = [&] { return numClassesF32; };
+  MathDialectLossMath math(nb, loc, config, numClasses);
+  return smoothedProbability(math, q);
 }
 
 //===----------------------------------------------------------------------===//
