@@ -33,21 +33,14 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
   bool probs = config.probabilityTargets;
   RowKernelArgs<Value> kernelArgs = bindKernelArgs(
       getRowKernelArgTypes(b.getContext(), spec), func.getArguments());
+  bindSharedArgs(func, kernelArgs);
   args.x = kernelArgs.x;
-  args.target = kernelArgs.target;
-  args.weight = kernelArgs.weight;
-  args.scratch = kernelArgs.scratch;
   args.gradOutput = kernelArgs.gradOutput;
-  args.loss = kernelArgs.loss;
   args.narrowLoss = kernelArgs.narrowLoss;
   args.lossIsNarrow = kernelArgs.lossIsNarrow;
-  args.zLoss = kernelArgs.zLoss;
   args.lse = kernelArgs.lse;
   args.argmax = kernelArgs.argmax;
-  args.accuracy = kernelArgs.accuracy;
   args.dlogits = kernelArgs.dlogits;
-  args.ignoreIndex = kernelArgs.ignoreIndex;
-  args.reduceScratch = func.getWorkgroupAttributions()[0];
 
   bindThread();
   Value row = gpu::BlockIdOp::create(b, gpu::Dimension::x);
@@ -390,14 +383,7 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
   bool probs = config.probabilityTargets;
   PrologueKernelArgs<Value> kernelArgs = bindKernelArgs(
       getPrologueKernelArgTypes(b.getContext(), spec), func.getArguments());
-  args.target = kernelArgs.target;
-  args.weight = kernelArgs.weight;
-  args.scratch = kernelArgs.scratch;
-  args.loss = kernelArgs.loss;
-  args.zLoss = kernelArgs.zLoss;
-  args.accuracy = kernelArgs.accuracy;
-  args.ignoreIndex = kernelArgs.ignoreIndex;
-  args.reduceScratch = func.getWorkgroupAttributions()[0];
+  bindSharedArgs(func, kernelArgs);
 
   bindThread();
   at.numRows = emitRowCount(args.target, probs ? config.axis : -1);

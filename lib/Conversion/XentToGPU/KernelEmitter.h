@@ -420,6 +420,19 @@ private:
   // Kernels (KernelBuilder.cpp)
   //===--------------------------------------------------------------------===//
 
+  /// Binds the arguments both kernels take (RowKernelArgs,
+  /// PrologueKernelArgs) and the block reduction's scratch of `func`.
+  template <typename Args>
+  void bindSharedArgs(gpu::GPUFuncOp func, const Args &kernelArgs) {
+    args.target = kernelArgs.target;
+    args.weight = kernelArgs.weight;
+    args.scratch = kernelArgs.scratch;
+    args.loss = kernelArgs.loss;
+    args.zLoss = kernelArgs.zLoss;
+    args.accuracy = kernelArgs.accuracy;
+    args.ignoreIndex = kernelArgs.ignoreIndex;
+    args.reduceScratch = func.getWorkgroupAttributions()[0];
+  }
   /// Binds the thread's coordinates shared by both kernels (tid, lane,
   /// warp).
   void bindThread();
