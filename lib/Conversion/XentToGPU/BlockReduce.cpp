@@ -61,8 +61,9 @@ Value KernelEmitter::emitArgmaxBeats(Value x2, Value i2, Value x1, Value i1) {
 }
 
 SmallVector<Value> KernelEmitter::combine(ArrayRef<Value> a,
-                                          ArrayRef<Value> c) {
-  if (!maxSumPair) {
+                                          ArrayRef<Value> c,
+                                          const ReductionPlan &plan) {
+  if (!plan.maxSumPair) {
     SmallVector<Value> sums;
     for (auto [x, y] : llvm::zip_equal(a, c))
       sums.push_back(add(x, y));
@@ -71,11 +72,11 @@ SmallVector<Value> KernelEmitter::combine(ArrayRef<Value> a,
   auto [m, s] = combineMaxSum(a[0], a[1], c[0], c[1]);
   SmallVector<Value> result = {m, s};
   for (int64_t k = 2; k < static_cast<int64_t>(a.size()); ++k) {
-    if (k == gapSlot) {
+    if (k == plan.gapSlot) {
       // Σ f (max - x) of both sides, rebased to the common max.
-      result.push_back(add(rebaseGap(a[k], a[massSlot], a[0], m),
-                           rebaseGap(c[k], c[massSlot], c[0], m)));
-    } else if (k == argmaxSlot) {
+      result.push_back(add(rebaseGap(a[k], a[plan.massSlot], a[0], m),
+                           rebaseGap(c[k], c[plan.massSlot], c[0], m)));
+    } else if (k == plan.argmaxSlot) {
       Value take = emitArgmaxBeats(c[0], c[k], a[0], a[k]);
       result.push_back(arith::SelectOp::create(b, take, c[k], a[k]));
     } else {
@@ -85,11 +86,11 @@ SmallVector<Value> KernelEmitter::combine(ArrayRef<Value> a,
   return result;
 }
 
-Value KernelEmitter::reductionIdentity(int64_t k) {
-  if (k == argmaxSlot)
+Value KernelEmitter::reductionIdentity(int64_t k, const ReductionPlan &plan) {
+  if (k == plan.argmaxSlot)
     return arith::ConstantOp::create(
         b, b.getI32IntegerAttr(std::numeric_limits<int32_t>::max()));
-  return cstF(maxSumPair && k == 0 ? -std::numeric_limits<double>::infinity()
+  return cstF(plan.maxSumPair && k == 0 ? -std::numeric_limits<double>::infinity()
                                    : 0.0);
 }
 
@@ -99,13 +100,16 @@ Value KernelEmitter::toScratch(Value v) {
   return arith::BitcastOp::create(b, f32, v);
 }
 
-Value KernelEmitter::fromScratch(Value v, int64_t k) {
-  if (k != argmaxSlot)
+Value KernelEmitter::fromScratch(Value v, int64_t k,
+                                 const ReductionPlan &plan) {
+  if (k != plan.argmaxSlot)
     return v;
   return arith::BitcastOp::create(b, b.getI32Type(), v);
 }
 
-SmallVector<Value> KernelEmitter::emitWarpAllReduce(ArrayRef<Value> values) {
+SmallVector<Value>
+KernelEmitter::emitWarpAllReduce(ArrayRef<Value> values,
+                                 const ReductionPlan &plan) {
   SmallVector<Value> acc(values);
   for (int32_t offset = kLanes / 2; offset > 0; offset /= 2) {
     SmallVector<Value> other;
@@ -113,39 +117,41 @@ SmallVector<Value> KernelEmitter::emitWarpAllReduce(ArrayRef<Value> values) {
       other.push_back(
           gpu::ShuffleOp::create(b, v, offset, kLanes, gpu::ShuffleMode::XOR)
               .getShuffleResult());
-    acc = combine(acc, other);
+    acc = combine(acc, other, plan);
   }
   return acc;
 }
 
-SmallVector<Value> KernelEmitter::emitBlockAllReduce(ArrayRef<Value> values) {
-  SmallVector<Value> partial = emitWarpAllReduce(values);
+SmallVector<Value>
+KernelEmitter::emitBlockAllReduce(ArrayRef<Value> values,
+                                  const ReductionPlan &plan, Value scratch) {
+  SmallVector<Value> partial = emitWarpAllReduce(values, plan);
   if (geometry.warps() == 1)
     return partial;
   // Lane 0 of each warp publishes its warp's partial results.
   Value isLane0 =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, cstIdx(0));
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, at.lane, cstIdx(0));
   auto ifOp = scf::IfOp::create(b, isLane0, /*withElseRegion=*/false);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     for (auto [k, v] : llvm::enumerate(partial))
-      memref::StoreOp::create(b, toScratch(v), reduceScratch,
-                              ValueRange{cstIdx(k), warp});
+      memref::StoreOp::create(b, toScratch(v), scratch,
+                              ValueRange{cstIdx(k), at.warp});
   }
   gpu::BarrierOp::create(b);
   // Every warp combines the published partials.
-  Value hasPartial = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
-                                           cstIdx(geometry.warps()));
+  Value hasPartial = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                           at.lane, cstIdx(geometry.warps()));
   SmallVector<Value> gathered;
   for (auto [k, v] : llvm::enumerate(partial)) {
-    Value slot = select(hasPartial, lane, cstIdx(0));
+    Value slot = select(hasPartial, at.lane, cstIdx(0));
     Value loaded = fromScratch(
-        memref::LoadOp::create(b, reduceScratch, ValueRange{cstIdx(k), slot}),
-        k);
-    gathered.push_back(select(hasPartial, loaded, reductionIdentity(k)));
+        memref::LoadOp::create(b, scratch, ValueRange{cstIdx(k), slot}), k,
+        plan);
+    gathered.push_back(select(hasPartial, loaded, reductionIdentity(k, plan)));
   }
-  SmallVector<Value> total = emitWarpAllReduce(gathered);
+  SmallVector<Value> total = emitWarpAllReduce(gathered, plan);
   // The workgroup memory may be reused by the next reduction.
   gpu::BarrierOp::create(b);
   return total;

@@ -13,18 +13,10 @@ using namespace mlir::xent;
 
 Value KernelEmitter::emitLogit(Value raw) {
   Value v = toF32(raw);
-  if (!softcap)
+  if (!args.softcap)
     return v;
-  Value scaled = mul(v, invSoftcap);
-  // bf16 / f16 logits: the hardware tanh (tanh.approx.f32, one MUFU op,
-  // relative error below 2^-10.9), finer than the input's own spacing
-  // (2^-8 for bf16, 2^-11 for f16, where PyTorch rounds tanh's result to the
-  // input dtype). f32 logits keep the accurate form below.
-  Value capped = spec.logitsType.isF32() ? mul(softcap, tanh(scaled))
-                                          : mul(softcap, fastTanh(scaled));
-  // A run-time softcap of 0 is none (without runtime-dispatch the kernel
-  // gets that value).
-  return softcapOff ? select(softcapOff, v, capped) : capped;
+  KernelMath math(*this);
+  return loss::softcapLogit(math, v);
 }
 
 Value KernelEmitter::fastTanh(Value x) {
@@ -54,16 +46,16 @@ Value KernelEmitter::tanh(Value x) {
 }
 
 Value KernelEmitter::emitSoftcapSlope(Value capped) {
-  Value t = mul(capped, invSoftcap);
-  Value slope = sub(cstF(1.0), mul(t, t));
-  return softcapOff ? select(softcapOff, cstF(1.0), slope) : slope;
+  KernelMath math(*this);
+  return loss::softcapSlope(math, capped);
 }
 
 Value KernelEmitter::emitSmoothedProbability(Value q) {
   q = toF32(q);
-  if (!smoothing)
+  if (!args.smoothing)
     return q;
-  return add(mul(q, keepShare), smoothShare);
+  KernelMath math(*this);
+  return loss::smoothedProbability(math, q);
 }
 
 Value KernelEmitter::emitAccurateLog(Value s) {

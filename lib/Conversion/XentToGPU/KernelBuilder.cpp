@@ -31,23 +31,21 @@ using namespace mlir::xent;
 
 void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
   bool probs = config.probabilityTargets;
-  RowKernelArgs<Value> args = bindKernelArgs(
+  RowKernelArgs<Value> kernelArgs = bindKernelArgs(
       getRowKernelArgTypes(b.getContext(), spec), func.getArguments());
-  bindSharedArgs(func, args.target, args.weight, args.scratch, args.loss,
-                 args.zLoss, args.accuracy, args.ignoreIndex);
-  x = args.x;
-  narrowLoss = args.narrowLoss;
-  lossIsNarrow = args.lossIsNarrow;
-  gradOutput = args.gradOutput;
-  dlogits = args.dlogits;
-  lseBuffer = args.lse;
-  argmaxBuffer = args.argmax;
+  bindSharedArgs(func, kernelArgs);
+  args.x = kernelArgs.x;
+  args.gradOutput = kernelArgs.gradOutput;
+  args.narrowLoss = kernelArgs.narrowLoss;
+  args.lossIsNarrow = kernelArgs.lossIsNarrow;
+  args.lse = kernelArgs.lse;
+  args.argmax = kernelArgs.argmax;
+  args.dlogits = kernelArgs.dlogits;
 
-  tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  lane = arith::RemUIOp::create(b, tid, cstIdx(kLanes));
-  warp = arith::DivUIOp::create(b, tid, cstIdx(kLanes));
+  bindThread();
   Value row = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   bool residentPath = hasResidentPath(spec, geometry);
+  Value clusterRank, clusterSize;
   if (residentPath) {
     // One cluster of blocks per row (of 1 block when the row does not take
     // the resident path).
@@ -55,165 +53,174 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
     clusterSize = gpu::ClusterDimBlocksOp::create(b, gpu::Dimension::x);
     row = arith::DivUIOp::create(b, row, clusterSize);
   }
-  numClasses = memref::DimOp::create(b, x, config.axis);
-  numClassesF = indexToF32(numClasses);
-  bindScalars(args);
-  numRows = emitRowCount(x, config.axis);
+  at.numClasses = memref::DimOp::create(b, args.x, config.axis);
+  at.numClassesF = indexToF32(at.numClasses);
+  bindScalars(kernelArgs);
+  at.numRows = emitRowCount(args.x, config.axis);
   // The host launches max(rows, 1) blocks (a grid cannot be empty).
   Value inRange =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, numRows);
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, at.numRows);
   auto guard = scf::IfOp::create(b, inRange, /*withElseRegion=*/false);
   b.setInsertionPointToStart(guard.thenBlock());
-  rowIdx = emitDelinearize(row, x, config.axis);
+  at.rowIdx = emitDelinearize(row, args.x, config.axis);
 
-  if (!probs) {
-    Value t = memref::LoadOp::create(b, target, rowIdx);
-    Type i64 = b.getI64Type();
-    if (t.getType() != i64)
-      t = arith::ExtSIOp::create(b, i64, t);
-    targetValue = t;
-    auto cstI64 = [&](int64_t v) -> Value {
-      return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
-    };
-    kept =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ne, t, ignoreIndex);
-    Value cI64 = arith::IndexCastUIOp::create(b, i64, numClasses);
-    valid = arith::AndIOp::create(
-        b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, t, cstI64(0)),
-        arith::CmpIOp::create(b, arith::CmpIPredicate::slt, t, cI64));
-    targetIndex = arith::IndexCastOp::create(b, b.getIndexType(),
-                                             select(valid, t, cstI64(0)));
-  }
+  TargetInfo target;
+  if (!probs)
+    target = emitTarget();
 
   // Probability targets (two-pass kernels, no register cap) read the
   // divisors before the row, so that the load's latency is not added to
   // each row's tail; the others where they use them.
+  std::optional<Divisors> preloaded;
   if (probs && spec.needsDivisors())
-    preloadedDivisors = emitDivisors();
+    preloaded = emitDivisors();
 
+  TwoPassWalk twoPass(*this);
   if (!residentPath) {
-    emitRowBody();
+    emitRowBody(twoPass, target, preloaded);
   } else {
     // The resident path when the row has the length for it, 16-byte
     // accesses and the gradient is not written over the logits (uniform in
     // the cluster); otherwise block 0 of the cluster does the row with the
     // two-pass code (the others have nothing to do; the host launches
     // clusters of one block where the size below is 0).
-    Value size = emitResidentClusterSize(b, b.getLoc(), numClasses, spec,
-                                         geometry, x, dlogits);
+    Value size = emitResidentClusterSize(b, b.getLoc(), at.numClasses, spec,
+                                         geometry, args.x, args.dlogits);
     Value fits =
         arith::CmpIOp::create(b, arith::CmpIPredicate::ne, size, cstIdx(0));
     Value ok = arith::AndIOp::create(
         b, fits,
-        emitCanVectorize({x, dlogits}, geometry.vectorWidth(spec.logitsType)));
+        emitCanVectorize({args.x, args.dlogits},
+                         geometry.vectorWidth(spec.logitsType)));
     auto ifOp = scf::IfOp::create(b, ok, /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      Value staticScratch = reduceScratch;
-      resident = true;
-      emitRowBody();
-      resident = false;
-      reduceScratch = staticScratch;
+      ResidentWalk resident(*this, clusterRank, clusterSize);
+      emitRowBody(resident, target, preloaded);
       b.setInsertionPointToStart(ifOp.elseBlock());
       Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
                                           clusterRank, cstIdx(0));
       auto only = scf::IfOp::create(b, first, /*withElseRegion=*/false);
       b.setInsertionPointToStart(only.thenBlock());
-      emitRowBody();
+      emitRowBody(twoPass, target, preloaded);
     }
   }
   b.setInsertionPointAfter(guard);
   gpu::ReturnOp::create(b);
 }
 
-void KernelEmitter::emitRowBody() {
+TargetInfo KernelEmitter::emitTarget() {
+  TargetInfo target;
+  Value t = memref::LoadOp::create(b, args.target, at.rowIdx);
+  Type i64 = b.getI64Type();
+  if (t.getType() != i64)
+    t = arith::ExtSIOp::create(b, i64, t);
+  target.value = t;
+  auto cstI64 = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
+  };
+  target.kept =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ne, t, args.ignoreIndex);
+  Value cI64 = arith::IndexCastUIOp::create(b, i64, at.numClasses);
+  target.valid = arith::AndIOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, t, cstI64(0)),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, t, cI64));
+  target.index = arith::IndexCastOp::create(
+      b, b.getIndexType(), select(target.valid, t, cstI64(0)));
+  return target;
+}
+
+void KernelEmitter::emitRowBody(RowWalk &walk, TargetInfo target,
+                                std::optional<Divisors> preloaded) {
   bool probs = config.probabilityTargets;
-  // On the two-pass walk dlogits may be the logits' own buffer (in place):
-  // the target's logit, which the loss and the gradient's target element
-  // need after other threads have begun writing the row, is read first. (In
-  // place takes the two-pass kernel; the resident path reads it where it is
-  // used, keeping the register for the staged slice.)
-  targetLogit = Value();
-  if (!probs && !resident && (spec.lossType || spec.withGrad))
-    targetLogit = loadLogit(targetIndex);
-  emitRowStatistics();
+  // Where dlogits may be the logits' own buffer (in place) the target's
+  // logit, which the loss and the gradient's target element need after
+  // other threads have begun writing the row, is read first. (In place
+  // takes the two-pass walk; the resident walk reads it where it is used,
+  // keeping the register for the staged slice.)
+  target.logit = Value();
+  if (!probs && walk.mayWriteInPlace() && (spec.lossType || spec.withGrad))
+    target.logit = loadLogit(target.index);
+  RowStats stats = emitRowStatistics(walk);
   // Thread 0 (of block 0 of the cluster) writes the row's results.
-  Value isThread0 =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cstIdx(0));
-  if (resident)
-    isThread0 = arith::AndIOp::create(
-        b, isThread0,
-        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, clusterRank,
-                              cstIdx(0)));
-  emitRowOutputs(isThread0);
-
-  if (spec.lossType) {
-    Value zero = cstF(0.0);
-    Value rowLoss;
-    // Differences from the max first, log Σ last: lse - x = (m - x) + log Σ
-    // is exact to the f32 spacing of the loss, where forming lse first would
-    // round it to the spacing of m (a loss below ulp(m) would come out 0).
-    if (probs) {
-      // -Σ f_c (x_c - lse) = Σ f (m - x) + Σf · log Σ
-      rowLoss = add(rowGap, mul(rowMass, logSumExp));
-    } else {
-      Value xt = getTargetLogit();
-      Value wt = loadWeight(targetIndex);
-      Value nll = add(sub(rowMax, xt), logSumExp);
-      rowLoss = mul(mul(smoothing ? keepShare : cstF(1.0), wt), nll);
-      if (smoothing) {
-        // Σ_c w_c (lse - x_c) = Σ w (m - x) + Σw · log Σ
-        Value smooth = add(rowGap, mul(rowMass, logSumExp));
-        Value smoothed = add(rowLoss, mul(smoothShare, smooth));
-        // A run-time ε of 0 is no smoothing, also where Σ is not finite (a
-        // -inf logit: 0 · inf would be NaN).
-        if (config.scalars.labelSmoothing)
-          smoothed = select(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
-                                                  smoothing, cstF(0.0)),
-                            rowLoss, smoothed);
-        rowLoss = smoothed;
-      }
-      rowLoss = select(valid, rowLoss,
-                       cstF(std::numeric_limits<double>::quiet_NaN()));
-    }
-    Value rowZ = zScale ? mul(zScale, mul(lse, lse)) : zero;
-
-    Value writes = isThread0;
-    if (kept && spec.reduced())
-      writes = arith::AndIOp::create(b, isThread0, kept);
-    auto ifOp = scf::IfOp::create(b, writes, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    if (!spec.reduced()) {
-      Value total = add(rowLoss, rowZ);
-      if (kept) {
-        total = select(kept, total, zero);
-        rowZ = select(kept, rowZ, zero);
-      }
-      emitStoreLoss([&](Value buffer) {
-        Type type = cast<MemRefType>(buffer.getType()).getElementType();
-        memref::StoreOp::create(b, fromF32(total, type), buffer, rowIdx);
-      });
-      if (zLoss)
-        memref::StoreOp::create(b, fromF32(rowZ, spec.zLossType), zLoss,
-                                rowIdx);
-    } else {
-      // The loss includes the z-loss: the op's loss is their sum.
-      auto [weightTotal, count] = emitDivisors();
-      Value zPart = emitShare(rowZ, count);
-      Value lossPart = emitShare(rowLoss, weightTotal);
-      if (config.hasZLoss())
-        lossPart = arith::AddFOp::create(b, lossPart, zPart);
-      emitAccumulate(lossPart, kLossSlot);
-      if (spec.zLossType)
-        emitAccumulate(zPart, kZLossSlot);
-    }
-  }
+  Value isThread0 = walk.emitIsRowWriter(
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, at.tid, cstIdx(0)));
+  emitRowOutputs(isThread0, stats, target, preloaded);
+  if (spec.lossType)
+    emitRowLoss(isThread0, stats, target, preloaded);
   if (spec.accumulates() && spec.finalizes)
     emitFinalize(isThread0);
   if (spec.withGrad)
-    emitGradientPass();
+    emitGradientPass(walk, stats, target, preloaded);
+}
+
+void KernelEmitter::emitRowLoss(Value isThread0, const RowStats &stats,
+                                const TargetInfo &target,
+                                std::optional<Divisors> preloaded) {
+  bool probs = config.probabilityTargets;
+  Value zero = cstF(0.0);
+  Value rowLoss;
+  // Differences from the max first, log Σ last: lse - x = (m - x) + log Σ
+  // is exact to the f32 spacing of the loss, where forming lse first would
+  // round it to the spacing of m (a loss below ulp(m) would come out 0).
+  if (probs) {
+    // -Σ f_c (x_c - lse) = Σ f (m - x) + Σf · log Σ
+    rowLoss = add(stats.gap, mul(stats.mass, stats.logSumExp));
+  } else {
+    Value xt = getTargetLogit(target);
+    Value wt = loadWeight(target.index);
+    Value nll = add(sub(stats.max, xt), stats.logSumExp);
+    rowLoss =
+        mul(mul(args.smoothing ? args.keepShare : cstF(1.0), wt), nll);
+    if (args.smoothing) {
+      // Σ_c w_c (lse - x_c) = Σ w (m - x) + Σw · log Σ
+      Value smooth = add(stats.gap, mul(stats.mass, stats.logSumExp));
+      Value smoothed = add(rowLoss, mul(args.smoothShare, smooth));
+      // A run-time ε of 0 is no smoothing, also where Σ is not finite (a
+      // -inf logit: 0 · inf would be NaN).
+      if (config.scalars.labelSmoothing)
+        smoothed = select(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                                args.smoothing, cstF(0.0)),
+                          rowLoss, smoothed);
+      rowLoss = smoothed;
+    }
+    rowLoss = select(target.valid, rowLoss,
+                     cstF(std::numeric_limits<double>::quiet_NaN()));
+  }
+  KernelMath math(*this);
+  Value rowZ = args.zScale ? loss::zLossTerm(math, stats.lse) : zero;
+
+  Value writes = isThread0;
+  if (target.kept && spec.reduced())
+    writes = arith::AndIOp::create(b, isThread0, target.kept);
+  auto ifOp = scf::IfOp::create(b, writes, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  if (!spec.reduced()) {
+    Value total = add(rowLoss, rowZ);
+    if (target.kept) {
+      total = select(target.kept, total, zero);
+      rowZ = select(target.kept, rowZ, zero);
+    }
+    emitStoreLoss([&](Value buffer) {
+      Type type = cast<MemRefType>(buffer.getType()).getElementType();
+      memref::StoreOp::create(b, fromF32(total, type), buffer, at.rowIdx);
+    });
+    if (args.zLoss)
+      memref::StoreOp::create(b, fromF32(rowZ, spec.zLossType), args.zLoss,
+                              at.rowIdx);
+    return;
+  }
+  // The loss includes the z-loss: the op's loss is their sum.
+  Divisors divisors = emitDivisors(preloaded);
+  Value zPart = emitShare(rowZ, divisors.count);
+  Value lossPart = emitShare(rowLoss, divisors.weight);
+  if (config.hasZLoss())
+    lossPart = arith::AddFOp::create(b, lossPart, zPart);
+  emitAccumulate(lossPart, kLossSlot);
+  if (spec.zLossType)
+    emitAccumulate(zPart, kZLossSlot);
 }
 
 Value KernelEmitter::emitShare(Value part, Value divisor) {
@@ -226,7 +233,8 @@ Value KernelEmitter::emitShare(Value part, Value divisor) {
 Value KernelEmitter::emitAccumulate(Value v, ScratchSlot slot) {
   auto addKind =
       arith::AtomicRMWKindAttr::get(b.getContext(), arith::AtomicRMWKind::addf);
-  return memref::AtomicRMWOp::create(b, b.getF64Type(), addKind, v, scratch,
+  return memref::AtomicRMWOp::create(b, b.getF64Type(), addKind, v,
+                                     args.scratch,
                                      ValueRange{cstIdx(slot)});
 }
 
@@ -250,7 +258,7 @@ void KernelEmitter::emitFinalize(Value isWriter) {
   Value before = emitAccumulate(cstF64(1.0), kRowsDoneSlot);
   Value rows = arith::UIToFPOp::create(
       b, b.getF64Type(),
-      arith::IndexCastUIOp::create(b, b.getI64Type(), numRows));
+      arith::IndexCastUIOp::create(b, b.getI64Type(), at.numRows));
   Value last = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
                                      arith::AddFOp::create(b, before,
                                                            cstF64(1.0)),
@@ -258,30 +266,32 @@ void KernelEmitter::emitFinalize(Value isWriter) {
   auto ifLast = scf::IfOp::create(b, last, /*withElseRegion=*/false);
   b.setInsertionPointToStart(ifLast.thenBlock());
   NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
-  if (loss) {
+  if (args.loss) {
     Value total = emitAccumulate(cstF64(0.0), kLossSlot);
     emitStoreLoss([&](Value buffer) { emitStoreReduced(buffer, total); });
   }
-  for (auto [result, slot] : {std::pair{zLoss, kZLossSlot},
-                              {accuracyBuffer, kAccuracySlot}})
+  for (auto [result, slot] : {std::pair{args.zLoss, kZLossSlot},
+                              {args.accuracy, kAccuracySlot}})
     if (result)
       emitStoreReduced(result, emitAccumulate(cstF64(0.0), slot));
 }
 
 void KernelEmitter::emitStoreLoss(function_ref<void(Value)> store) {
-  if (!narrowLoss) {
-    store(loss);
+  if (!args.narrowLoss) {
+    store(args.loss);
     return;
   }
-  auto ifOp = scf::IfOp::create(b, lossIsNarrow, /*withElseRegion=*/true);
+  auto ifOp = scf::IfOp::create(b, args.lossIsNarrow, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
-  store(narrowLoss);
+  store(args.narrowLoss);
   b.setInsertionPointToStart(ifOp.elseBlock());
-  store(loss);
+  store(args.loss);
 }
 
-void KernelEmitter::emitRowOutputs(Value isWriter) {
+void KernelEmitter::emitRowOutputs(Value isWriter, const RowStats &stats,
+                                   const TargetInfo &target,
+                                   std::optional<Divisors> preloaded) {
   if (!spec.lseType && !spec.argmaxType && !spec.accuracyType)
     return;
   auto ifOp = scf::IfOp::create(b, isWriter, /*withElseRegion=*/false);
@@ -289,84 +299,80 @@ void KernelEmitter::emitRowOutputs(Value isWriter) {
   b.setInsertionPointToStart(ifOp.thenBlock());
   // lse and argmax do not depend on the target: every row has them.
   if (spec.lseType)
-    memref::StoreOp::create(b, fromF32(lse, spec.lseType), lseBuffer, rowIdx);
+    memref::StoreOp::create(b, fromF32(stats.lse, spec.lseType), args.lse,
+                            at.rowIdx);
   // An empty row (C = 0) keeps the "no class" index: it reports 0.
   Value none = arith::ConstantOp::create(
       b, b.getI32IntegerAttr(std::numeric_limits<int32_t>::max()));
   Value argmax;
-  if (rowArgmax)
+  if (stats.argmax)
     argmax = select(arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                          rowArgmax, none),
+                                          stats.argmax, none),
                     arith::ConstantOp::create(b, b.getI32IntegerAttr(0)),
-                    rowArgmax);
+                    stats.argmax);
   if (spec.argmaxType) {
     Value v = argmax;
     if (!spec.argmaxType.isInteger(32))
       v = arith::ExtUIOp::create(b, spec.argmaxType, v);
-    memref::StoreOp::create(b, v, argmaxBuffer, rowIdx);
+    memref::StoreOp::create(b, v, args.argmax, at.rowIdx);
   }
   if (!spec.accuracyType)
     return;
   // Correct: a kept row whose target is its argmax (accuracy takes class
   // indices only).
   Value hit = arith::AndIOp::create(
-      b, kept,
+      b, target.kept,
       arith::CmpIOp::create(
-          b, arith::CmpIPredicate::eq, targetValue,
+          b, arith::CmpIPredicate::eq, target.value,
           arith::ExtUIOp::create(b, b.getI64Type(), argmax)));
   Value correct = select(hit, cstF(1.0), cstF(0.0));
   if (!spec.reduced()) {
     memref::StoreOp::create(b, fromF32(correct, spec.accuracyType),
-                            accuracyBuffer, rowIdx);
+                            args.accuracy, at.rowIdx);
     return;
   }
   // Σ correct, or Σ correct / (number of kept rows) for mean; ignored rows
   // add nothing.
-  auto keptIf = scf::IfOp::create(b, kept, /*withElseRegion=*/false);
+  auto keptIf = scf::IfOp::create(b, target.kept, /*withElseRegion=*/false);
   b.setInsertionPointToStart(keptIf.thenBlock());
-  emitAccumulate(emitShare(correct, emitDivisors().second), kAccuracySlot);
+  emitAccumulate(emitShare(correct, emitDivisors(preloaded).count),
+                 kAccuracySlot);
 }
 
-void KernelEmitter::bindSharedArgs(gpu::GPUFuncOp func, Value targetArg,
-                                   Value weightArg, Value scratchArg,
-                                   Value lossArg, Value zLossArg,
-                                   Value accuracyArg, Value ignoreIndexArg) {
-  ignoreIndex = ignoreIndexArg;
-  target = targetArg;
-  weight = weightArg;
-  scratch = scratchArg;
-  loss = lossArg;
-  zLoss = zLossArg;
-  accuracyBuffer = accuracyArg;
-  reduceScratch = func.getWorkgroupAttributions()[0];
+void KernelEmitter::bindThread() {
+  at.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  at.lane = arith::RemUIOp::create(b, at.tid, cstIdx(kLanes));
+  at.warp = arith::DivUIOp::create(b, at.tid, cstIdx(kLanes));
 }
 
-void KernelEmitter::bindScalars(const RowKernelArgs<Value> &args) {
-  smoothing = args.labelSmoothing;
-  zScale = args.zLossScale;
-  softcap = args.softcap;
+void KernelEmitter::bindScalars(const RowKernelArgs<Value> &kernelArgs) {
+  args.smoothing = kernelArgs.labelSmoothing;
+  args.zScale = kernelArgs.zLossScale;
+  args.softcap = kernelArgs.softcap;
   // Once per thread; the divisions round to nearest, as the constants the
   // host folded before these were arguments.
-  if (softcap)
-    invSoftcap = div(cstF(1.0), softcap);
-  if (smoothing) {
-    keepShare = sub(cstF(1.0), smoothing);
-    smoothShare = div(smoothing, numClassesF);
+  if (args.softcap)
+    args.invSoftcap = div(cstF(1.0), args.softcap);
+  if (args.smoothing) {
+    args.keepShare = sub(cstF(1.0), args.smoothing);
+    args.smoothShare = div(args.smoothing, at.numClassesF);
   }
-  if (softcap && spec.softcapMayBeOff)
-    softcapOff = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, softcap,
-                                       cstF(0.0));
+  if (args.softcap && spec.softcapMayBeOff)
+    args.softcapOff = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                            args.softcap, cstF(0.0));
 }
 
-std::pair<Value, Value> KernelEmitter::emitDivisors() {
-  if (preloadedDivisors)
-    return *preloadedDivisors;
+Divisors KernelEmitter::emitDivisors(std::optional<Divisors> preloaded) {
+  if (preloaded)
+    return *preloaded;
   // f32 values the prologue widened: exact.
   auto load = [&](ScratchSlot slot) -> Value {
     return arith::TruncFOp::create(
-        b, f32, memref::LoadOp::create(b, scratch, ValueRange{cstIdx(slot)}));
+        b, f32,
+        memref::LoadOp::create(b, args.scratch, ValueRange{cstIdx(slot)}));
   };
-  return {load(kWeightSlot), load(kCountSlot)};
+  Value weight = load(kWeightSlot);
+  return {weight, load(kCountSlot)};
 }
 
 void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
@@ -375,36 +381,32 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
   // and the same as the results where the row kernel takes them: what they
   // are when there is no row to write them.
   bool probs = config.probabilityTargets;
-  PrologueKernelArgs<Value> args = bindKernelArgs(
+  PrologueKernelArgs<Value> kernelArgs = bindKernelArgs(
       getPrologueKernelArgTypes(b.getContext(), spec), func.getArguments());
-  bindSharedArgs(func, args.target, args.weight, args.scratch, args.loss,
-                 args.zLoss, args.accuracy, args.ignoreIndex);
-  maxSumPair = false;
+  bindSharedArgs(func, kernelArgs);
 
-  tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  lane = arith::RemUIOp::create(b, tid, cstIdx(kLanes));
-  warp = arith::DivUIOp::create(b, tid, cstIdx(kLanes));
-  numRows = emitRowCount(target, probs ? config.axis : -1);
+  bindThread();
+  at.numRows = emitRowCount(args.target, probs ? config.axis : -1);
   Value zero = cstF(0.0);
 
   Value weightTotal, count;
   if (spec.needsStats()) {
     auto loop = scf::ForOp::create(
-        b, tid, numRows, cstIdx(geometry.threads), ValueRange{zero, zero},
+        b, at.tid, at.numRows, cstIdx(geometry.threads), ValueRange{zero, zero},
         [&](OpBuilder &nb, Location loc, Value r, ValueRange acc) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           Value t = memref::LoadOp::create(
-              b, target, emitDelinearize(r, target, /*skip=*/-1));
+              b, args.target, emitDelinearize(r, args.target, /*skip=*/-1));
           Type i64 = b.getI64Type();
           if (t.getType() != i64)
             t = arith::ExtSIOp::create(b, i64, t);
           Value isKept = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, t,
-                                               ignoreIndex);
+                                               args.ignoreIndex);
           Value w = cstF(1.0);
-          if (weight) {
+          if (args.weight) {
             // Out-of-range classes read weight[0]; their loss is NaN anyway.
-            Value numClasses = memref::DimOp::create(b, weight, 0);
+            Value numClasses = memref::DimOp::create(b, args.weight, 0);
             Value cI64 = arith::IndexCastUIOp::create(b, i64, numClasses);
             Value inRange = arith::AndIOp::create(
                 b,
@@ -424,23 +426,24 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
               b, ValueRange{add(acc[0], wKept), add(acc[1], one)});
         });
     SmallVector<Value> totals = emitBlockAllReduce(
-        SmallVector<Value>(loop.getResults().begin(), loop.getResults().end()));
+        SmallVector<Value>(loop.getResults().begin(), loop.getResults().end()),
+        ReductionPlan::sums(), args.reduceScratch);
     weightTotal = totals[0];
     count = totals[1];
   } else if (config.reduction == Reduction::mean) {
-    weightTotal = count = indexToF32(numRows);
+    weightTotal = count = indexToF32(at.numRows);
   } else {
     weightTotal = count = cstF(1.0);
   }
 
   Value isThread0 =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cstIdx(0));
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, at.tid, cstIdx(0));
   auto ifOp = scf::IfOp::create(b, isThread0, /*withElseRegion=*/false);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     auto store = [&](Value v, ScratchSlot slot) {
-      memref::StoreOp::create(b, v, scratch, ValueRange{cstIdx(slot)});
+      memref::StoreOp::create(b, v, args.scratch, ValueRange{cstIdx(slot)});
     };
     if (spec.needsDivisors()) {
       store(toF64(weightTotal), kWeightSlot);
@@ -465,9 +468,9 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
       store(countInit, kAccuracySlot);
       store(zero64, kRowsDoneSlot);
     }
-    emitStoreReduced(loss, lossInit);
-    emitStoreReduced(zLoss, countInit);
-    emitStoreReduced(accuracyBuffer, countInit);
+    emitStoreReduced(args.loss, lossInit);
+    emitStoreReduced(args.zLoss, countInit);
+    emitStoreReduced(args.accuracy, countInit);
   }
   gpu::ReturnOp::create(b);
 }
@@ -597,10 +600,11 @@ gpu::GPUFuncOp mlir::xent::buildRowKernel(OpBuilder &b, Location loc,
   // At most 64 registers per thread at 1024 threads per SM, so that two
   // blocks of 512 (each with its staging memory) share an SM.
   if (hasResidentPath(spec, geometry)) {
-    func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(std::max<int64_t>(
-                                       1, 1024 / geometry.threads)));
     func->setAttr(
-        "nvvm.maxntid",
+        NVVM::NVVMDialect::getMinctasmAttrName(),
+        b.getI32IntegerAttr(std::max<int64_t>(1, 1024 / geometry.threads)));
+    func->setAttr(
+        NVVM::NVVMDialect::getMaxntidAttrName(),
         b.getDenseI32ArrayAttr({static_cast<int32_t>(geometry.threads), 1, 1}));
   }
   ImplicitLocOpBuilder ib(loc, b);

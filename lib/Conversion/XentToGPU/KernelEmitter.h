@@ -28,10 +28,17 @@
 //      dlogits from exp(x - m) (the difference taken in f32 before the
 //      exponent is scaled by log2 e) times per-row coefficients / Σ.
 //
-// On the resident path (ResidentRows.cpp) the blocks of a cluster share a
-// row: step 1 reads each block's slice once into shared memory and
+// Steps 1 and 4 go over the row through a RowWalk, chosen once per row
+// path: the two-pass walk (TwoPassRows.cpp) reads the logits from memory in
+// both; on the resident path (ResidentRows.cpp) the blocks of a cluster
+// share a row: step 1 reads each block's slice once into shared memory and
 // registers, step 2 continues across the cluster, and step 4 writes the
 // gradient from the on-chip copy.
+//
+// What a step computes it returns (RowStats, TargetInfo,
+// GradientCoefficients) and the next step takes; the emitter's members are
+// the kernel's arguments and coordinates, bound once (KernelArgs,
+// KernelCoordinates).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,8 +47,11 @@
 
 #include "KernelBuilder.h"
 
+#include "xent/Dialect/Xent/IR/LossMath.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -64,9 +74,85 @@ static_assert(kExchangeBytes == kMaxClusterSize * kResidentComponents * 4,
 /// 16-byte loads each thread issues before using the first.
 inline constexpr int64_t kUnroll = 4;
 
-/// Emits the body of one kernel. Values named in the kernel's terms: `tid`
-/// (thread in block), `rowIdx` (the block's row: its index in every dim but
-/// the class axis), C (numClasses).
+/// NVVM approximations that MLIR's NVVM dialect has no typed op for, called
+/// by intrinsic name (rcp.approx has one: NVVM::RcpApproxFtzF32Op).
+inline constexpr StringLiteral kEx2ApproxFtzF32 = "llvm.nvvm.ex2.approx.ftz.f";
+inline constexpr StringLiteral kLg2ApproxFtzF32 = "llvm.nvvm.lg2.approx.ftz.f";
+
+/// How the components of a reduction combine (BlockReduce.cpp): values[0],
+/// values[1] as an online-softmax pair (else every component is summed), the
+/// mass Σf and Σf·(max - x) relative to values[0] and the index of
+/// values[0] at their slots (-1: absent).
+struct ReductionPlan {
+  bool maxSumPair = true;
+  int64_t massSlot = -1, gapSlot = -1, argmaxSlot = -1;
+  /// Every component summed.
+  static ReductionPlan sums() {
+    ReductionPlan plan;
+    plan.maxSumPair = false;
+    return plan;
+  }
+};
+
+/// The statistics of the row (f32, identical in every thread after the
+/// reduction): max m, Σ exp(x - m), Σ f, Σ f (m - x), log Σ exp(x - m),
+/// lse = m + that, and the index (i32) of the max. Null where the kernel
+/// does not need them.
+struct RowStats {
+  Value max, sumExp, mass, gap, logSumExp, lse, argmax;
+};
+
+/// The class-index target of the row: the i64 value, whether it is kept and
+/// in range, a safe index, and x_t where it is read before the statistics'
+/// last barrier (the two-pass walk: before any thread writes dlogits, which
+/// may be the logits' buffer). Empty for probability targets.
+struct TargetInfo {
+  Value value, kept, valid, index, logit;
+};
+
+/// What a reduction divides the row's loss and z-loss by (f32): for a mean
+/// the kept weight and the kept count, or the number of rows for
+/// probability targets; 1 for a sum.
+struct Divisors {
+  Value weight, count;
+};
+
+/// Per-row coefficients of the gradient (emitGradientCoefficients):
+/// grad_c = scale·exp(x_c - m) - mass·f_c, and at the target
+/// targetTerm (p_t - 1) + mass (smoothMass p_t - targetWeight) + zTerm p_t.
+/// `scale` carries the softmax's 1 / Σ. Null where absent.
+struct GradientCoefficients {
+  Value scale, mass, targetTerm, targetWeight, smoothMass, zTerm;
+};
+
+/// The arguments of a kernel by role, and what each thread derives from the
+/// loss's scalars once (null where the kernel does not take or need them).
+struct KernelArgs {
+  Value x, target, weight, scratch, gradOutput, loss, zLoss, dlogits;
+  /// The loss in the logits' type and the flag that picks it
+  /// (KernelSpec::narrowLossType).
+  Value narrowLoss, lossIsNarrow;
+  Value lse, argmax, accuracy;
+  /// ignore_index (i64), ε, z and the softcap s (f32).
+  Value ignoreIndex, smoothing, zScale, softcap;
+  /// 1 / s, 1 - ε, ε / C.
+  Value invSoftcap, keepShare, smoothShare;
+  /// Whether a run-time softcap is 0 (none), where the kernel may get that
+  /// value (KernelSpec::softcapMayBeOff).
+  Value softcapOff;
+  /// The block reduction's workgroup memref<kMaxComponents x kMaxWarps x f32>.
+  Value reduceScratch;
+};
+
+/// Where the thread and its row are: `tid` (thread in block), its lane and
+/// warp, C (numClasses, and as f32), the number of rows and `rowIdx`, the
+/// block's row (its index in every dim but the class axis).
+struct KernelCoordinates {
+  Value tid, lane, warp, numClasses, numClassesF, numRows;
+  SmallVector<Value> rowIdx;
+};
+
+/// Emits the body of one kernel.
 class KernelEmitter {
 public:
   KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
@@ -77,6 +163,46 @@ public:
   // Kernels (KernelBuilder.cpp).
   void emitRowKernel(gpu::GPUFuncOp func);
   void emitPrologueKernel(gpu::GPUFuncOp func);
+
+  /// How the row kernel goes over its row for the statistics and the
+  /// gradient: one object per row path, chosen once.
+  class RowWalk {
+  public:
+    explicit RowWalk(KernelEmitter &e) : e(e) {}
+    virtual ~RowWalk() = default;
+    /// Per-thread statistics over the row, from `init`.
+    virtual SmallVector<Value> emitPartialStatistics(ArrayRef<Value> init,
+                                                     const ReductionPlan &plan) = 0;
+    /// The row's totals of per-thread `partial` values, in every thread.
+    virtual SmallVector<Value> emitAllReduce(ArrayRef<Value> partial,
+                                             const ReductionPlan &plan) = 0;
+    /// Whether Σ (m - x) of label smoothing without class weights comes
+    /// from a walk after the max is known (emitGapAfterMax) instead of the
+    /// running sums of the first.
+    virtual bool gapAfterMax() const = 0;
+    virtual Value emitGapAfterMax(Value rowMax) = 0;
+    /// Writes fn(c, x_c) (or fn(c) without reading x) to dlogits over the
+    /// row.
+    virtual void emitRowWrite(bool readLogits,
+                              function_ref<Value(Value, Value)> fn) = 0;
+    /// Whether this thread, thread 0 of its block when `isThread0`, writes
+    /// the row's results.
+    virtual Value emitIsRowWriter(Value isThread0) = 0;
+    /// Whether the thread `writer` (thread 0 of its block) rewrites the
+    /// target's element `index` after the row.
+    virtual Value emitWritesTarget(Value writer, Value index) = 0;
+    /// Whether dlogits may be the logits' own buffer: x_t is then read
+    /// before the statistics' last barrier, and a single warp waits before
+    /// it writes.
+    virtual bool mayWriteInPlace() const = 0;
+
+  protected:
+    KernelEmitter &e;
+  };
+  class TwoPassWalk;
+  class ResidentWalk;
+  /// The kernels' LossMath (LossMath.h).
+  class KernelMath;
 
 private:
   //===--------------------------------------------------------------------===//
@@ -106,17 +232,17 @@ private:
   Value div(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
   /// 1 / x as rcp.approx (at most 1 ulp off): one MUFU op where a division
   /// rounded to nearest takes a Newton iteration and a slow path.
-  Value rcp(Value x) { return callIntrinsic("llvm.nvvm.rcp.approx.ftz.f", x); }
+  Value rcp(Value x) { return NVVM::RcpApproxFtzF32Op::create(b, f32, x); }
   /// exp(x) as ex2.approx(x · log2 e): one MUFU op, no libdevice. Callers
   /// pass a difference already formed in f32 (x - m), never fold the
   /// subtraction into the scaling: x·log2e - m·log2e rounds at the spacing
   /// of m·log2e and costs the gradient its accuracy at large logits.
   Value exp(Value x) { return exp2(mul(x, cstF(M_LOG2E))); }
-  Value exp2(Value x) { return callIntrinsic("llvm.nvvm.ex2.approx.ftz.f", x); }
+  Value exp2(Value x) { return callIntrinsic(kEx2ApproxFtzF32, x); }
   /// log(x) as lg2.approx(x) · ln 2 (absolute error ~2^-22: too coarse for
   /// log Σ near 1, see emitAccurateLog).
   Value log(Value x) {
-    return mul(callIntrinsic("llvm.nvvm.lg2.approx.ftz.f", x), cstF(M_LN2));
+    return mul(callIntrinsic(kLg2ApproxFtzF32, x), cstF(M_LN2));
   }
   Value callIntrinsic(StringRef name, Value x) {
     return LLVM::CallIntrinsicOp::create(b, f32, b.getStringAttr(name),
@@ -142,11 +268,13 @@ private:
   /// tanh(x) as the hardware's tanh.approx.f32 (relative error < 2^-10.9):
   /// for narrow logits only.
   Value fastTanh(Value x);
-  /// A logit as the loss sees it: widened to f32 and soft-capped.
+  /// A logit as the loss sees it: widened to f32 and soft-capped
+  /// (loss::softcapLogit).
   Value emitLogit(Value raw);
-  /// 1 - (x / cap)² at the capped logit x.
+  /// 1 - (x / cap)² at the capped logit x (loss::softcapSlope).
   Value emitSoftcapSlope(Value capped);
-  /// Smoothed probability target q·(1-ε) + ε/C.
+  /// Smoothed probability target q·(1-ε) + ε/C
+  /// (loss::smoothedProbability).
   Value emitSmoothedProbability(Value q);
   /// log(s) to about an ulp for a positive normal finite s (frexp-style
   /// split, log1p of the mantissa by a short series; once per row, so its
@@ -167,7 +295,7 @@ private:
   Value emitRowCount(Value buffer, int64_t skip);
   /// The index of class `c` of the row in a buffer of the logits' rank.
   SmallVector<Value> rowIndex(Value c) {
-    SmallVector<Value> index(rowIdx);
+    SmallVector<Value> index(at.rowIdx);
     index.insert(index.begin() + config.axis, c);
     return index;
   }
@@ -207,17 +335,16 @@ private:
                     SmallVectorImpl<Value> &cs, SmallVectorImpl<Value> &xs);
   /// Loads the row's logit of class `c` as the loss sees it.
   Value loadLogit(Value c) {
-    return emitLogit(memref::LoadOp::create(b, x, rowIndex(c)));
+    return emitLogit(memref::LoadOp::create(b, args.x, rowIndex(c)));
   }
-  /// x_t of a class-index row: the one read first (targetLogit), else read
-  /// here.
-  Value getTargetLogit() {
-    return targetLogit ? targetLogit : loadLogit(targetIndex);
+  /// x_t of a class-index row: the one read first, else read here.
+  Value getTargetLogit(const TargetInfo &t) {
+    return t.logit ? t.logit : loadLogit(t.index);
   }
   Value loadWeight(Value c) {
-    if (!weight)
+    if (!args.weight)
       return cstF(1.0);
-    return toF32(memref::LoadOp::create(b, weight, ValueRange{c}));
+    return toF32(memref::LoadOp::create(b, args.weight, ValueRange{c}));
   }
 
   //===--------------------------------------------------------------------===//
@@ -234,88 +361,99 @@ private:
   /// larger value, NaN above every number, the smaller index on ties (as
   /// torch.argmax: the first largest, the first NaN). Indices are i32.
   Value emitArgmaxBeats(Value x2, Value i2, Value x1, Value i1);
-  /// Combines two sets of partial totals: a[0], a[1] are an online-softmax
-  /// pair when `maxSumPair`, and then a[massSlot], a[gapSlot] (when set)
-  /// the mass Σf and Σf·(max - x) relative to a[0], a[argmaxSlot] the
-  /// index of a[0]; otherwise all are summed.
-  SmallVector<Value> combine(ArrayRef<Value> a, ArrayRef<Value> c);
+  /// Combines two sets of partial totals as `plan` says.
+  SmallVector<Value> combine(ArrayRef<Value> a, ArrayRef<Value> c,
+                             const ReductionPlan &plan);
   /// What component `k` of a reduction is when a side has nothing.
-  Value reductionIdentity(int64_t k);
+  Value reductionIdentity(int64_t k, const ReductionPlan &plan);
   /// Component values through f32 scratch memory (the i32 argmax by
   /// bitcast) and back.
   Value toScratch(Value v);
-  Value fromScratch(Value v, int64_t k);
+  Value fromScratch(Value v, int64_t k, const ReductionPlan &plan);
   /// Combines `values` across the warp with xor butterflies.
-  SmallVector<Value> emitWarpAllReduce(ArrayRef<Value> values);
-  /// Combines `values` across the block; every thread gets the totals.
-  SmallVector<Value> emitBlockAllReduce(ArrayRef<Value> values);
+  SmallVector<Value> emitWarpAllReduce(ArrayRef<Value> values,
+                                       const ReductionPlan &plan);
+  /// Combines `values` across the block through the workgroup memref
+  /// `scratch` (at least values.size() x kMaxWarps f32); every thread gets
+  /// the totals.
+  SmallVector<Value> emitBlockAllReduce(ArrayRef<Value> values,
+                                        const ReductionPlan &plan,
+                                        Value scratch);
 
   //===--------------------------------------------------------------------===//
   // Row statistics (RowStatistics.cpp)
   //===--------------------------------------------------------------------===//
 
-  /// Statistics over the row (per thread), then across the block (and the
-  /// cluster on the resident path).
-  void emitRowStatistics();
+  /// Statistics over the row (per thread through `walk`), then across the
+  /// block (and the cluster on the resident path).
+  RowStats emitRowStatistics(RowWalk &walk);
   /// One step of the per-thread statistics over the logits `xs` of classes
   /// `cs` (consecutive), from the accumulators `acc`.
   SmallVector<Value> emitStatisticsStep(ArrayRef<Value> cs, ArrayRef<Value> xs,
-                                        ValueRange acc);
-
-  //===--------------------------------------------------------------------===//
-  // Resident rows (ResidentRows.cpp)
-  //===--------------------------------------------------------------------===//
-
-  /// Loads the block's slice of the row (cp.async into shared memory, the
-  /// rest into registers) and returns the per-thread statistics over it.
-  SmallVector<Value> emitResidentStatistics(ArrayRef<Value> init);
-  /// Combines the blocks' totals across the cluster through distributed
-  /// shared memory; every block gets the row's totals. `firstSlot` is the
-  /// first exchange slot the totals take; a second exchange of the same row
-  /// (`again`) uses slots the first did not, and no arrive precedes it.
-  SmallVector<Value> emitClusterAllReduce(ArrayRef<Value> totals,
-                                          int64_t firstSlot = 0,
-                                          bool again = false);
-  /// Σ (m - x) over the row for label smoothing without class weights on
-  /// the resident path, once the row's max m is known: a second walk over
-  /// the on-chip slice (no read of the logits), summed over the block and
-  /// the cluster in exchange slot 2. The first walk stays the plain one.
-  Value emitResidentGap();
-  /// The `k`-th vector of this thread's slice.
-  Value loadResidentVector(int64_t k);
+                                        ValueRange acc,
+                                        const ReductionPlan &plan);
 
   //===--------------------------------------------------------------------===//
   // Gradient (GradientPass.cpp)
   //===--------------------------------------------------------------------===//
 
   /// The gradient pass over the row.
-  void emitGradientPass();
-  /// What a reduction divides the row's loss and z-loss by (f32, from the
-  /// scratch; KernelSpec::needsDivisors): for a mean the kept weight and the
-  /// kept count, or the number of rows for probability targets; 1 for a sum.
-  std::pair<Value, Value> emitDivisors();
-  /// The divisors read once before the row (emitRowKernel), if so.
-  std::optional<std::pair<Value, Value>> preloadedDivisors;
-  /// Binds the arguments both kernels take and the block reduction's
-  /// scratch of `func`.
-  void bindSharedArgs(gpu::GPUFuncOp func, Value targetArg, Value weightArg,
-                      Value scratchArg, Value lossArg, Value zLossArg,
-                      Value accuracyArg, Value ignoreIndexArg);
-  /// The row kernel's loss scalars (its arguments), and what each thread
-  /// derives from them once: 1 / s, 1 - ε and ε / C (after numClassesF).
-  void bindScalars(const RowKernelArgs<Value> &args);
+  void emitGradientPass(RowWalk &walk, const RowStats &stats,
+                        const TargetInfo &target,
+                        std::optional<Divisors> preloaded);
+  /// The row's gradient coefficients from the scales `g` (loss) and `gz`
+  /// (z-loss) of its terms.
+  GradientCoefficients emitGradientCoefficients(const RowStats &stats,
+                                                const TargetInfo &target,
+                                                Value g, Value gz);
   /// dlogits of class `c` whose capped logit is `xc` (f32).
-  Value emitGradientElement(Value c, Value xc);
+  Value emitGradientElement(Value c, Value xc, const RowStats &stats,
+                            const GradientCoefficients &coef);
+  /// dlogits of the target's own element.
+  Value emitTargetGradient(Value xt, const RowStats &stats,
+                           const GradientCoefficients &coef);
+  /// The divisors (f32, from the scratch; KernelSpec::needsDivisors), or
+  /// `preloaded` where the kernel read them before the row.
+  Divisors emitDivisors(std::optional<Divisors> preloaded = std::nullopt);
 
   //===--------------------------------------------------------------------===//
   // Kernels (KernelBuilder.cpp)
   //===--------------------------------------------------------------------===//
 
+  /// Binds the arguments both kernels take (RowKernelArgs,
+  /// PrologueKernelArgs) and the block reduction's scratch of `func`.
+  template <typename Args>
+  void bindSharedArgs(gpu::GPUFuncOp func, const Args &kernelArgs) {
+    args.target = kernelArgs.target;
+    args.weight = kernelArgs.weight;
+    args.scratch = kernelArgs.scratch;
+    args.loss = kernelArgs.loss;
+    args.zLoss = kernelArgs.zLoss;
+    args.accuracy = kernelArgs.accuracy;
+    args.ignoreIndex = kernelArgs.ignoreIndex;
+    args.reduceScratch = func.getWorkgroupAttributions()[0];
+  }
+  /// Binds the thread's coordinates shared by both kernels (tid, lane,
+  /// warp).
+  void bindThread();
+  /// The row kernel's loss scalars (its arguments), and what each thread
+  /// derives from them once: 1 / s, 1 - ε and ε / C (after numClassesF).
+  void bindScalars(const RowKernelArgs<Value> &kernelArgs);
+  /// The class-index target of the row.
+  TargetInfo emitTarget();
   /// Statistics, loss and gradient of the block's row (after the target).
-  void emitRowBody();
+  void emitRowBody(RowWalk &walk, TargetInfo target,
+                   std::optional<Divisors> preloaded);
+  /// The row's loss (and its z-loss term), written or accumulated by
+  /// `isWriter`.
+  void emitRowLoss(Value isWriter, const RowStats &stats,
+                   const TargetInfo &target,
+                   std::optional<Divisors> preloaded);
   /// The per-row outputs of the row: lse, argmax, accuracy (written by
-  /// thread 0; accuracy added to its accumulator for mean / sum).
-  void emitRowOutputs(Value isWriter);
+  /// `isWriter`; accuracy added to its accumulator for mean / sum).
+  void emitRowOutputs(Value isWriter, const RowStats &stats,
+                      const TargetInfo &target,
+                      std::optional<Divisors> preloaded);
   /// The f32 `part` divided by `divisor` (f32: a mean's kept weight or
   /// count, N for probabilities, 1 for a sum; emitDivisors), in f64.
   Value emitShare(Value part, Value divisor);
@@ -339,54 +477,108 @@ private:
   const CrossEntropyConfig &config;
   const LaunchGeometry &geometry;
   Type f32;
-  /// The reductions combine values[0], values[1] as an online-softmax pair
-  /// (the prologue only sums), the class sums and the argmax at their slots
-  /// (-1: absent).
-  bool maxSumPair = true;
-  int64_t massSlot = -1, gapSlot = -1, argmaxSlot = -1;
+  /// Bound once, before the kernel's body (emitRowKernel,
+  /// emitPrologueKernel).
+  KernelArgs args;
+  KernelCoordinates at;
+};
 
-  // Kernel arguments and shared values.
-  Value x, target, weight, scratch, gradOutput, loss, zLoss, dlogits;
-  /// The loss in the logits' type and the flag that picks it
-  /// (KernelSpec::narrowLossType); null otherwise.
-  Value narrowLoss, lossIsNarrow;
-  // The loss's scalars, kernel arguments read once per thread (null where
-  // the kernel does not compute the feature): ignore_index (i64), ε, z and
-  // the softcap s (f32); and per thread 1 / s, 1 - ε, ε / C.
-  Value ignoreIndex, smoothing, zScale, softcap;
-  Value invSoftcap, keepShare, smoothShare;
-  /// Whether a run-time softcap is 0 (none), where the kernel may get that
-  /// value (KernelSpec::softcapMayBeOff); null otherwise.
-  Value softcapOff;
-  Value lseBuffer, argmaxBuffer, accuracyBuffer;
-  /// The block reduction's workgroup memref<kMaxComponents x kMaxWarps x f32>.
-  Value reduceScratch;
-  Value tid, lane, warp, numClasses, numClassesF, numRows;
-  SmallVector<Value> rowIdx; // the row's index in every dim but the axis
-  // Row statistics (f32, identical in every thread after the reduction):
-  // max m, Σ exp(x - m), Σ f, Σ f (m - x), log Σ exp(x - m), lse = m + that.
-  Value rowMax, rowSumExp, rowMass, rowGap, logSumExp, lse;
-  // The index (i32) of the row's max, when the spec needs it.
-  Value rowArgmax;
-  /// x_t of a class-index row, read before the row statistics' last barrier
-  /// (so before any thread writes dlogits, which may be the logits' buffer).
-  Value targetLogit;
-  // Class-index target of the row (the i64 value, whether it is kept and in
-  // range, and a safe index).
-  Value targetValue, kept, valid, targetIndex;
-  // Per-row gradient coefficients (emitGradientPass); gradScale multiplies
-  // exp(x - m), so it carries the 1 / Σ of the softmax.
-  Value gradScale, gradMass;
-  // Resident path (hasResidentPath): block `clusterRank` of `clusterSize`
-  // holds vectors [sliceBegin, sliceEnd) of the row, read through the row
-  // view `logitsRow`; vector k of this thread starts at class
-  // residentStart[k] and exists when residentValid[k]; residentRegs[k] holds
-  // it for k >= kStagedVectors, the others are in `stagedVectors` (dynamic
-  // shared memory, next to the cluster's `exchangeSlots`).
-  bool resident = false;
-  Value clusterRank, clusterSize, sliceBegin, sliceEnd, logitsRow;
-  Value stagedVectors, exchangeSlots;
-  SmallVector<Value> residentStart, residentValid, residentRegs;
+/// The loss formulas (LossMath.h) in the kernels: the NVVM approximations,
+/// and the loss's scalars as the kernel's arguments and what each thread
+/// derives from them once (1 / s, 1 - ε, ε / C).
+class KernelEmitter::KernelMath final : public loss::LossMath {
+public:
+  explicit KernelMath(KernelEmitter &e) : LossMath(e.b, e.b.getLoc()), e(e) {}
+  /// f32 logits: the accurate form (KernelEmitter::tanh). bf16 / f16
+  /// logits: the hardware tanh (tanh.approx.f32, one MUFU op, relative
+  /// error below 2^-10.9), finer than the input's own spacing (2^-8 for
+  /// bf16, 2^-11 for f16, where PyTorch rounds tanh's result to the input
+  /// dtype).
+  Value tanh(Value x) override {
+    return e.spec.logitsType.isF32() ? e.tanh(x) : e.fastTanh(x);
+  }
+  Value overSoftcap(Value x) override { return e.mul(x, e.args.invSoftcap); }
+  Value softcap() override { return e.args.softcap; }
+  /// A run-time softcap of 0 is none (without runtime-dispatch the kernel
+  /// gets that value).
+  Value softcapOff() override { return e.args.softcapOff; }
+  Value keepShare() override { return e.args.keepShare; }
+  Value smoothShare() override { return e.args.smoothShare; }
+  Value zLossScale() override { return e.args.zScale; }
+
+private:
+  KernelEmitter &e;
+};
+
+/// The two-pass walk (TwoPassRows.cpp): the statistics read the row from
+/// memory, the gradient reads it again; scalar or 16-byte vector accesses
+/// as the row's strides and alignment allow (checked at run time).
+class KernelEmitter::TwoPassWalk final : public KernelEmitter::RowWalk {
+public:
+  using RowWalk::RowWalk;
+  SmallVector<Value> emitPartialStatistics(ArrayRef<Value> init,
+                                           const ReductionPlan &plan) override;
+  SmallVector<Value> emitAllReduce(ArrayRef<Value> partial,
+                                   const ReductionPlan &plan) override;
+  bool gapAfterMax() const override { return false; }
+  Value emitGapAfterMax(Value rowMax) override {
+    llvm_unreachable("the two-pass walk sums the gap as it goes");
+  }
+  void emitRowWrite(bool readLogits,
+                    function_ref<Value(Value, Value)> fn) override;
+  Value emitIsRowWriter(Value isThread0) override { return isThread0; }
+  Value emitWritesTarget(Value writer, Value index) override { return writer; }
+  bool mayWriteInPlace() const override { return true; }
+};
+
+/// The resident walk (ResidentRows.cpp, hasResidentPath): block
+/// `clusterRank` of `clusterSize` holds vectors [sliceBegin, sliceEnd) of
+/// the row, read once through the row view `logitsRow`; vector k of this
+/// thread starts at class `starts[k]` and exists when `valid[k]`; `regs[k]`
+/// holds it for k >= kStagedVectors, the others are in `stagedVectors`
+/// (dynamic shared memory, next to the cluster's `exchangeSlots` and the
+/// block reduction's `reduceScratch`).
+class KernelEmitter::ResidentWalk final : public KernelEmitter::RowWalk {
+public:
+  ResidentWalk(KernelEmitter &e, Value clusterRank, Value clusterSize)
+      : RowWalk(e), clusterRank(clusterRank), clusterSize(clusterSize) {}
+  /// Loads the block's slice of the row (cp.async into shared memory, the
+  /// rest into registers) and returns the per-thread statistics over it.
+  SmallVector<Value> emitPartialStatistics(ArrayRef<Value> init,
+                                           const ReductionPlan &plan) override;
+  /// The block's totals, then the cluster's.
+  SmallVector<Value> emitAllReduce(ArrayRef<Value> partial,
+                                   const ReductionPlan &plan) override;
+  bool gapAfterMax() const override { return true; }
+  /// Σ (m - x) over the row for label smoothing without class weights: a
+  /// second walk over the on-chip slice (no read of the logits), summed over
+  /// the block and the cluster in exchange slot 2.
+  Value emitGapAfterMax(Value rowMax) override;
+  /// From registers / shared memory: no second read of the logits.
+  void emitRowWrite(bool readLogits,
+                    function_ref<Value(Value, Value)> fn) override;
+  /// Thread 0 of block 0 of the cluster.
+  Value emitIsRowWriter(Value isThread0) override;
+  /// The block whose slice holds the target.
+  Value emitWritesTarget(Value writer, Value index) override;
+  bool mayWriteInPlace() const override { return false; }
+
+private:
+  /// Combines the blocks' totals across the cluster through distributed
+  /// shared memory; every block gets the row's totals. `firstSlot` is the
+  /// first exchange slot the totals take; a second exchange of the same row
+  /// (`again`) uses slots the first did not, and no arrive precedes it.
+  SmallVector<Value> emitClusterAllReduce(ArrayRef<Value> totals,
+                                          const ReductionPlan &plan,
+                                          int64_t firstSlot = 0,
+                                          bool again = false);
+  /// The `k`-th vector of this thread's slice.
+  Value loadVector(int64_t k);
+
+  Value clusterRank, clusterSize;
+  Value sliceBegin, sliceEnd, logitsRow;
+  Value stagedVectors, exchangeSlots, reduceScratch;
+  SmallVector<Value> starts, valid, regs;
 };
 
 } // namespace mlir::xent

@@ -25,22 +25,26 @@
 using namespace mlir;
 using namespace mlir::xent;
 
-Value KernelEmitter::loadResidentVector(int64_t k) {
-  if (residentRegs[k])
-    return residentRegs[k];
-  int64_t width = geometry.vectorWidth(spec.logitsType);
-  auto vecType = VectorType::get({width}, spec.logitsType);
+Value KernelEmitter::ResidentWalk::loadVector(int64_t k) {
+  if (regs[k])
+    return regs[k];
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t width = e.geometry.vectorWidth(e.spec.logitsType);
+  auto vecType = VectorType::get({width}, e.spec.logitsType);
   // Each thread reads back only the vectors it copied itself.
   Value at = arith::MulIOp::create(
-      b, arith::AddIOp::create(b, tid, cstIdx(k * geometry.threads)),
-      cstIdx(width));
+      b, arith::AddIOp::create(b, e.at.tid, e.cstIdx(k * e.geometry.threads)),
+      e.cstIdx(width));
   return vector::LoadOp::create(b, vecType, stagedVectors, ValueRange{at},
                                 /*nontemporal=*/false, llvm::MaybeAlign(16));
 }
 
-SmallVector<Value> KernelEmitter::emitResidentStatistics(ArrayRef<Value> init) {
-  int64_t width = geometry.vectorWidth(spec.logitsType);
-  int64_t threads = geometry.threads;
+SmallVector<Value> KernelEmitter::ResidentWalk::emitPartialStatistics(
+    ArrayRef<Value> init, const ReductionPlan &plan) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t width = e.geometry.vectorWidth(e.spec.logitsType);
+  int64_t threads = e.geometry.threads;
+  Type f32 = e.f32;
   MLIRContext *ctx = b.getContext();
   auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   // Every block of the cluster has started before any block writes into
@@ -48,7 +52,7 @@ SmallVector<Value> KernelEmitter::emitResidentStatistics(ArrayRef<Value> init) {
   NVVM::ClusterArriveRelaxedOp::create(b, b.getUnitAttr());
 
   // This block's slice of the row, in 16-byte vectors (C % width == 0).
-  Value vectors = arith::DivUIOp::create(b, numClasses, cstIdx(width));
+  Value vectors = arith::DivUIOp::create(b, e.at.numClasses, e.cstIdx(width));
   Value slice = arith::CeilDivUIOp::create(b, vectors, clusterSize);
   sliceBegin = arith::MulIOp::create(b, clusterRank, slice);
   sliceEnd = arith::MinUIOp::create(
@@ -63,35 +67,36 @@ SmallVector<Value> KernelEmitter::emitResidentStatistics(ArrayRef<Value> init) {
       MemRefType::get({kMaxClusterSize * kResidentComponents}, f32,
                       MemRefLayoutAttrInterface(),
                       space),
-      dynamic, cstIdx(0), ValueRange{});
+      dynamic, e.cstIdx(0), ValueRange{});
   stagedVectors = memref::ViewOp::create(
       b,
-      MemRefType::get({kStagedVectors * threads * width}, spec.logitsType,
+      MemRefType::get({kStagedVectors * threads * width}, e.spec.logitsType,
                       MemRefLayoutAttrInterface(), space),
-      dynamic, cstIdx(kStageOffset), ValueRange{});
-  // The block reduction's scratch too (restored by emitRowKernel after the
-  // resident path).
+      dynamic, e.cstIdx(kStageOffset), ValueRange{});
+  // The block reduction's scratch too: the dynamic region is not ordered
+  // with respect to the kernel's static workgroup memory.
   reduceScratch = memref::ViewOp::create(
       b,
       MemRefType::get({kResidentComponents, kMaxWarps}, f32,
                       MemRefLayoutAttrInterface(), space),
-      dynamic, cstIdx(kExchangeBytes), ValueRange{});
-  logitsRow = rowVectorView(x);
+      dynamic, e.cstIdx(kExchangeBytes), ValueRange{});
+  logitsRow = e.rowVectorView(e.args.x);
 
-  residentStart.clear();
-  residentValid.clear();
-  residentRegs.assign(kStagedVectors, Value());
+  starts.clear();
+  valid.clear();
+  regs.assign(kStagedVectors, Value());
   // Vector k of this thread is first + k·T: one base and constant offsets
   // (few registers live across the exchange), valid while
   // k·T < sliceEnd - first.
-  Value first = arith::AddIOp::create(b, sliceBegin, tid);
-  Value base = arith::MulIOp::create(b, first, cstIdx(width));
+  Value first = arith::AddIOp::create(b, sliceBegin, e.at.tid);
+  Value base = arith::MulIOp::create(b, first, e.cstIdx(width));
   Value left = arith::SubIOp::create(b, sliceEnd, first);
   for (int64_t k = 0; k < kResidentVectors; ++k) {
-    residentValid.push_back(arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
-                                                  cstIdx(k * threads), left));
-    residentStart.push_back(
-        k ? arith::AddIOp::create(b, base, cstIdx(k * threads * width)) : base);
+    valid.push_back(arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                          e.cstIdx(k * threads), left));
+    starts.push_back(
+        k ? arith::AddIOp::create(b, base, e.cstIdx(k * threads * width))
+          : base);
   }
   // All loads are issued before any is used: the staged ones as cp.async
   // (16 bytes, zero-filled past the slice), then the register ones.
@@ -99,27 +104,28 @@ SmallVector<Value> KernelEmitter::emitResidentStatistics(ArrayRef<Value> init) {
   SmallVector<Value> tokens;
   for (int64_t k = 0; k < kStagedVectors; ++k) {
     // Past the slice nothing is read (source size 0: zero fill).
-    Value src = residentStart[k];
-    Value count = select(residentValid[k], cstIdx(width), cstIdx(0));
+    Value src = starts[k];
+    Value count = e.select(valid[k], e.cstIdx(width), e.cstIdx(0));
     Value dst = arith::MulIOp::create(
-        b, arith::AddIOp::create(b, tid, cstIdx(k * threads)), cstIdx(width));
+        b, arith::AddIOp::create(b, e.at.tid, e.cstIdx(k * threads)),
+        e.cstIdx(width));
     tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
         b, tokenType, stagedVectors, ValueRange{dst}, logitsRow,
         ValueRange{src}, b.getIndexAttr(width), count, b.getUnitAttr()));
   }
   Value group = nvgpu::DeviceAsyncCreateGroupOp::create(b, tokenType, tokens);
-  auto vecType = VectorType::get({width}, spec.logitsType);
+  auto vecType = VectorType::get({width}, e.spec.logitsType);
   for (int64_t k = kStagedVectors; k < kResidentVectors; ++k)
-    residentRegs.push_back(emitGuardedVectorLoad(
-        vecType, logitsRow, residentStart[k], residentValid[k], width));
+    regs.push_back(e.emitGuardedVectorLoad(vecType, logitsRow, starts[k],
+                                           valid[k], width));
 
   SmallVector<Value> acc(init);
   auto step = [&](int64_t k) {
     SmallVector<Value> cs, xs;
-    unpackVector(residentStart[k], loadResidentVector(k), width, cs, xs);
-    SmallVector<Value> next = emitStatisticsStep(cs, xs, acc);
+    e.unpackVector(starts[k], loadVector(k), width, cs, xs);
+    SmallVector<Value> next = e.emitStatisticsStep(cs, xs, acc, plan);
     for (auto [a, n] : llvm::zip(acc, next))
-      a = select(residentValid[k], n, a);
+      a = e.select(valid[k], n, a);
   };
   // Registers first, while the copies are in flight.
   for (int64_t k = kStagedVectors; k < kResidentVectors; ++k)
@@ -130,14 +136,23 @@ SmallVector<Value> KernelEmitter::emitResidentStatistics(ArrayRef<Value> init) {
   return acc;
 }
 
-SmallVector<Value> KernelEmitter::emitClusterAllReduce(ArrayRef<Value> totals,
-                                                      int64_t firstSlot,
-                                                      bool again) {
+SmallVector<Value>
+KernelEmitter::ResidentWalk::emitAllReduce(ArrayRef<Value> partial,
+                                           const ReductionPlan &plan) {
+  SmallVector<Value> totals =
+      e.emitBlockAllReduce(partial, plan, reduceScratch);
+  return emitClusterAllReduce(totals, plan);
+}
+
+SmallVector<Value> KernelEmitter::ResidentWalk::emitClusterAllReduce(
+    ArrayRef<Value> totals, const ReductionPlan &plan, int64_t firstSlot,
+    bool again) {
   assert(firstSlot + static_cast<int64_t>(totals.size()) <=
              kResidentComponents &&
          "more components than exchange slots");
+  ImplicitLocOpBuilder &b = e.b;
   MLIRContext *ctx = b.getContext();
-  // The first exchange waits for the arrive of emitResidentStatistics
+  // The first exchange waits for the arrive of emitPartialStatistics
   // (every block started); a second one follows the first's arrive / wait,
   // and its slots are not the ones the first exchange reads.
   if (!again)
@@ -145,30 +160,32 @@ SmallVector<Value> KernelEmitter::emitClusterAllReduce(ArrayRef<Value> totals,
   // Thread j < clusterSize writes this block's totals into slot `clusterRank`
   // of block j's exchange slots.
   Value writes =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tid, clusterSize);
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, e.at.tid, clusterSize);
   auto ifOp = scf::IfOp::create(b, writes, /*withElseRegion=*/false);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    auto sharedPtr = LLVM::LLVMPointerType::get(ctx, 3);
-    auto clusterPtr = LLVM::LLVMPointerType::get(ctx, 7);
+    auto sharedPtr = LLVM::LLVMPointerType::get(
+        ctx, static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared));
+    auto clusterPtr = LLVM::LLVMPointerType::get(
+        ctx, static_cast<unsigned>(NVVM::NVVMMemorySpace::SharedCluster));
     Value address = arith::IndexCastOp::create(
         b, b.getI64Type(),
         memref::ExtractAlignedPointerAsIndexOp::create(b, exchangeSlots));
     Value base = LLVM::IntToPtrOp::create(b, sharedPtr, address);
-    Value block = arith::IndexCastOp::create(b, b.getI32Type(), tid);
+    Value block = arith::IndexCastOp::create(b, b.getI32Type(), e.at.tid);
     for (auto [k, v] : llvm::enumerate(totals)) {
       Value slot = arith::IndexCastOp::create(
           b, b.getI32Type(),
           arith::AddIOp::create(
               b,
               arith::MulIOp::create(b, clusterRank,
-                                    cstIdx(kResidentComponents)),
-              cstIdx(firstSlot + k)));
-      Value mine = LLVM::GEPOp::create(b, sharedPtr, f32, base,
+                                    e.cstIdx(kResidentComponents)),
+              e.cstIdx(firstSlot + k)));
+      Value mine = LLVM::GEPOp::create(b, sharedPtr, e.f32, base,
                                        ArrayRef<LLVM::GEPArg>{slot});
       Value remote = NVVM::MapaOp::create(b, clusterPtr, mine, block);
-      LLVM::StoreOp::create(b, toScratch(v), remote);
+      LLVM::StoreOp::create(b, e.toScratch(v), remote);
     }
   }
   // Release the stores, acquire the others' (no remote access follows, so
@@ -180,46 +197,87 @@ SmallVector<Value> KernelEmitter::emitClusterAllReduce(ArrayRef<Value> totals,
   SmallVector<Value> acc;
   for (int64_t j = 0; j < kMaxClusterSize; ++j) {
     Value present = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                          cstIdx(j), clusterSize);
+                                          e.cstIdx(j), clusterSize);
     SmallVector<Value> values;
     for (size_t k = 0; k < totals.size(); ++k) {
-      Value loaded = fromScratch(
+      Value loaded = e.fromScratch(
           memref::LoadOp::create(
               b, exchangeSlots,
-              ValueRange{cstIdx(j * kResidentComponents + firstSlot + k)}),
-          k);
-      values.push_back(select(present, loaded, reductionIdentity(k)));
+              ValueRange{e.cstIdx(j * kResidentComponents + firstSlot + k)}),
+          k, plan);
+      values.push_back(
+          e.select(present, loaded, e.reductionIdentity(k, plan)));
     }
-    acc = j == 0 ? values : combine(acc, values);
+    acc = j == 0 ? values : e.combine(acc, values, plan);
   }
   return acc;
 }
 
-Value KernelEmitter::emitResidentGap() {
-  assert(!weight && "hasResidentPath keeps weighted smoothing off this path");
-  int64_t width = geometry.vectorWidth(spec.logitsType);
-  Value zero = cstF(0.0);
+Value KernelEmitter::ResidentWalk::emitGapAfterMax(Value rowMax) {
+  assert(!e.args.weight &&
+         "hasResidentPath keeps weighted smoothing off this path");
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t width = e.geometry.vectorWidth(e.spec.logitsType);
+  Value zero = e.cstF(0.0);
   Value gap = zero;
   for (int64_t k = 0; k < kResidentVectors; ++k) {
     SmallVector<Value> cs, xs;
-    unpackVector(residentStart[k], loadResidentVector(k), width, cs, xs);
+    e.unpackVector(starts[k], loadVector(k), width, cs, xs);
     Value g = zero;
     // m - x >= 0 from the row's max itself (no rebase); 0, not NaN, where
     // both are -inf.
     for (Value xc : xs)
-      g = add(g, arith::MaxNumFOp::create(b, sub(rowMax, xc), zero));
-    gap = select(residentValid[k], add(gap, g), gap);
+      g = e.add(g, arith::MaxNumFOp::create(b, e.sub(rowMax, xc), zero));
+    gap = e.select(valid[k], e.add(gap, g), gap);
   }
   // A plain sum across the block and the cluster.
-  bool savedPair = maxSumPair;
-  int64_t savedMass = massSlot, savedGap = gapSlot, savedArgmax = argmaxSlot;
-  maxSumPair = false;
-  massSlot = gapSlot = argmaxSlot = -1;
-  SmallVector<Value> totals = emitBlockAllReduce({gap});
-  totals = emitClusterAllReduce(totals, /*firstSlot=*/2, /*again=*/true);
-  maxSumPair = savedPair;
-  massSlot = savedMass;
-  gapSlot = savedGap;
-  argmaxSlot = savedArgmax;
+  ReductionPlan sums = ReductionPlan::sums();
+  SmallVector<Value> totals = e.emitBlockAllReduce({gap}, sums, reduceScratch);
+  totals = emitClusterAllReduce(totals, sums, /*firstSlot=*/2, /*again=*/true);
   return totals[0];
+}
+
+void KernelEmitter::ResidentWalk::emitRowWrite(
+    bool readLogits, function_ref<Value(Value, Value)> fn) {
+  ImplicitLocOpBuilder &b = e.b;
+  Type outType = e.spec.getDlogitsType();
+  int64_t width = e.geometry.vectorWidth(e.spec.logitsType);
+  Value dRow = e.rowVectorView(e.args.dlogits);
+  auto vecType = VectorType::get({width}, outType);
+  llvm::MaybeAlign align(width * outType.getIntOrFloatBitWidth() / 8);
+  for (int64_t k = 0; k < kResidentVectors; ++k) {
+    auto ifOp = scf::IfOp::create(b, valid[k], /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value vec = readLogits ? loadVector(k) : Value();
+    SmallVector<Value> cs, xs, out;
+    e.unpackVector(starts[k], vec, width, cs, xs);
+    for (auto [c, xc] : llvm::zip(cs, xs))
+      out.push_back(e.fromF32(fn(c, xc), outType));
+    Value packed = vector::FromElementsOp::create(b, vecType, out);
+    vector::StoreOp::create(b, packed, dRow, ValueRange{starts[k]},
+                            /*nontemporal=*/false, align);
+  }
+}
+
+Value KernelEmitter::ResidentWalk::emitIsRowWriter(Value isThread0) {
+  ImplicitLocOpBuilder &b = e.b;
+  return arith::AndIOp::create(
+      b, isThread0,
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, clusterRank,
+                            e.cstIdx(0)));
+}
+
+Value KernelEmitter::ResidentWalk::emitWritesTarget(Value writer,
+                                                    Value index) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t width = e.geometry.vectorWidth(e.spec.logitsType);
+  Value vector = arith::DivUIOp::create(b, index, e.cstIdx(width));
+  Value owns = arith::AndIOp::create(
+      b,
+      arith::CmpIOp::create(b, arith::CmpIPredicate::uge, vector,
+                            sliceBegin),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, vector,
+                            sliceEnd));
+  return arith::AndIOp::create(b, writer, owns);
 }

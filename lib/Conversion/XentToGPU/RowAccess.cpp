@@ -53,7 +53,7 @@ Value KernelEmitter::emitRowOffset(Value buffer,
   if (!meta)
     meta = memref::ExtractStridedMetadataOp::create(b, buffer);
   Value offset = meta.getOffset();
-  for (auto [k, idx] : llvm::enumerate(rowIdx)) {
+  for (auto [k, idx] : llvm::enumerate(at.rowIdx)) {
     int64_t d = static_cast<int64_t>(k) < config.axis ? k : k + 1;
     offset = arith::AddIOp::create(
         b, offset, arith::MulIOp::create(b, idx, meta.getStrides()[d]));
@@ -70,14 +70,14 @@ Value KernelEmitter::rowVectorView(Value buffer) {
   return memref::ReinterpretCastOp::create(
       b, viewType, meta.getBaseBuffer(),
       OpFoldResult(emitRowOffset(buffer, meta)),
-      ArrayRef<OpFoldResult>{OpFoldResult(numClasses)},
+      ArrayRef<OpFoldResult>{OpFoldResult(at.numClasses)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
 }
 
 Value KernelEmitter::emitCanVectorize(ArrayRef<Value> buffers, int64_t width) {
   Value divisible = arith::CmpIOp::create(
       b, arith::CmpIPredicate::eq,
-      arith::RemUIOp::create(b, numClasses, cstIdx(width)), cstIdx(0));
+      arith::RemUIOp::create(b, at.numClasses, cstIdx(width)), cstIdx(0));
   Value ok = divisible;
   for (Value buffer : buffers) {
     // Classes side by side (stride 1) from a 16-byte aligned row start.
@@ -127,7 +127,7 @@ KernelEmitter::UnrolledStep KernelEmitter::emitUnrolledLoads(Value row,
     Value cu = arith::AddIOp::create(b, c0, cstIdx(u * chunk));
     step.starts.push_back(cu);
     step.inside.push_back(
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, cu, numClasses));
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, cu, at.numClasses));
     step.vecs.push_back(
         row ? emitGuardedVectorLoad(vecType, row, cu, step.inside.back(), width)
             : Value());

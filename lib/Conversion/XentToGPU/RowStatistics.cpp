@@ -6,27 +6,24 @@
 //
 // The first walk over a row: each thread keeps a running max and Σexp
 // (online softmax) and, for label smoothing / probability targets, the
-// weighted sums the loss needs (Σ f and Σ f (m - x), rebased when m grows), over scalar or 16-byte vector loads (or the
-// resident slice); then the block (and cluster) combines them into the row's
-// log-sum-exp.
+// weighted sums the loss needs (Σ f and Σ f (m - x), rebased when m grows)
+// over the logits its walk (TwoPassRows.cpp, ResidentRows.cpp) gives it;
+// then the block (and cluster) combines them into the row's log-sum-exp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "KernelEmitter.h"
-
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
 
 using namespace mlir;
 using namespace mlir::xent;
 
-SmallVector<Value> KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs,
-                                                     ArrayRef<Value> xs,
-                                                     ValueRange acc) {
+SmallVector<Value>
+KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs, ArrayRef<Value> xs,
+                                  ValueRange acc, const ReductionPlan &plan) {
   bool probs = config.probabilityTargets;
-  bool extras = massSlot >= 0;
+  bool extras = plan.massSlot >= 0;
   // Online softmax: rescale the running sum once per step, then add the
   // step's exponentials relative to the new maximum.
   Value stepMax = xs[0];
@@ -47,14 +44,14 @@ SmallVector<Value> KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs,
       Value f = loadWeight(c);
       if (probs)
         f = mul(f, emitSmoothedProbability(
-                       memref::LoadOp::create(b, target, rowIndex(c))));
+                       memref::LoadOp::create(b, args.target, rowIndex(c))));
       mass = add(mass, f);
       gap = add(gap, mul(f, arith::MaxNumFOp::create(b, sub(m, x), cstF(0.0))));
     }
     next.push_back(mass);
     next.push_back(gap);
   }
-  if (argmaxSlot >= 0) {
+  if (plan.argmaxSlot >= 0) {
     // The step's classes are consecutive: its first element equal to the
     // step's max (the first NaN when that is NaN), at a small constant
     // offset; then the step against the best so far by the rule of the
@@ -78,7 +75,7 @@ SmallVector<Value> KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs,
     // The step wins when it raised the max (m is not the old best, which
     // was a number: a larger value or a first NaN), or on a tie (both NaN
     // counting as equal) with the smaller index.
-    Value index = acc[argmaxSlot];
+    Value index = acc[plan.argmaxSlot];
     Value raised = arith::AndIOp::create(
         b, arith::XOrIOp::create(b, same, arith::ConstantOp::create(
                                               b, b.getBoolAttr(true))),
@@ -98,112 +95,53 @@ SmallVector<Value> KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs,
   return next;
 }
 
-void KernelEmitter::emitRowStatistics() {
+RowStats KernelEmitter::emitRowStatistics(RowWalk &walk) {
   // On the resident path (label smoothing without class weights) Σ (m - x)
-  // comes from a second walk over the on-chip row once m is known
-  // (emitResidentGap), and Σ f is the number of classes: the first walk is
-  // the plain one, in the registers it has.
-  bool gapAfter = spec.needsClassSums() && resident;
+  // comes from a second walk over the on-chip row once m is known, and Σ f
+  // is the number of classes: the first walk is the plain one, in the
+  // registers it has.
+  bool gapAfter = spec.needsClassSums() && walk.gapAfterMax();
   bool extras = spec.needsClassSums() && !gapAfter;
   Value negInf = cstF(-std::numeric_limits<double>::infinity());
   Value zero = cstF(0.0);
 
   SmallVector<Value> init = {negInf, zero};
-  massSlot = gapSlot = argmaxSlot = -1;
+  ReductionPlan plan;
   if (extras) {
-    massSlot = init.size();
+    plan.massSlot = init.size();
     init.push_back(zero); // Σ f
-    gapSlot = init.size();
+    plan.gapSlot = init.size();
     init.push_back(zero); // Σ f (m - x)
   }
   if (spec.needsArgmax()) {
     // No class yet: the largest index, which every class beats on a tie
     // (so a row of -inf gets class 0, as torch.argmax).
-    argmaxSlot = init.size();
+    plan.argmaxSlot = init.size();
     init.push_back(arith::ConstantOp::create(
         b, b.getI32IntegerAttr(std::numeric_limits<int32_t>::max())));
   }
-  SmallVector<Type> types =
-      llvm::map_to_vector(init, [](Value v) { return v.getType(); });
 
-  // Scalar walk: classes tid, tid + T, ...
-  auto scalarLoop = [&]() -> SmallVector<Value> {
-    auto loop = scf::ForOp::create(
-        b, tid, numClasses, cstIdx(geometry.threads), init,
-        [&](OpBuilder &nb, Location loc, Value c, ValueRange acc) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          scf::YieldOp::create(b, emitStatisticsStep({c}, {loadLogit(c)}, acc));
-        });
-    return SmallVector<Value>(loop.getResults());
-  };
-
-  SmallVector<Value> partial;
-  int64_t width = geometry.vectorWidth(spec.logitsType);
-  if (resident) {
-    partial = emitResidentStatistics(init);
-  } else if (spec.contiguousRows && width > 1) {
-    // Vector walk: each thread loads `width` consecutive logits at a time
-    // (16 bytes), threads side by side.
-    Value canVectorize = emitCanVectorize({x}, width);
-    auto ifOp = scf::IfOp::create(b, types, canVectorize,
-                                  /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      Value x2 = rowVectorView(x);
-      Value first = arith::MulIOp::create(b, tid, cstIdx(width));
-      int64_t chunk = geometry.threads * width;
-      // kUnroll loads are issued before any is used, so each thread keeps
-      // several 16-byte requests in flight.
-      auto loop = scf::ForOp::create(
-          b, first, numClasses, cstIdx(chunk * kUnroll), init,
-          [&](OpBuilder &nb, Location loc, Value c0, ValueRange accRange) {
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-            UnrolledStep step = emitUnrolledLoads(x2, c0, chunk, width);
-            SmallVector<Value> acc(accRange);
-            for (int64_t u = 0; u < kUnroll; ++u) {
-              SmallVector<Value> cs, xs;
-              unpackVector(inRowStart(step, u), step.vecs[u], width, cs, xs);
-              SmallVector<Value> next = emitStatisticsStep(cs, xs, acc);
-              for (auto [a, n] : llvm::zip(acc, next))
-                a = select(step.inside[u], n, a);
-            }
-            scf::YieldOp::create(b, acc);
-          });
-      scf::YieldOp::create(b, loop.getResults());
-    }
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.elseBlock());
-      scf::YieldOp::create(b, scalarLoop());
-    }
-    partial = SmallVector<Value>(ifOp.getResults());
-  } else {
-    partial = scalarLoop();
-  }
-
-  SmallVector<Value> totals = emitBlockAllReduce(partial);
-  if (resident)
-    totals = emitClusterAllReduce(totals);
-  rowMax = totals[0];
-  rowSumExp = totals[1];
+  SmallVector<Value> partial = walk.emitPartialStatistics(init, plan);
+  SmallVector<Value> totals = walk.emitAllReduce(partial, plan);
+  RowStats stats;
+  stats.max = totals[0];
+  stats.sumExp = totals[1];
   if (extras) {
-    rowMass = totals[massSlot];
-    rowGap = totals[gapSlot];
+    stats.mass = totals[plan.massSlot];
+    stats.gap = totals[plan.gapSlot];
   }
   if (gapAfter) {
-    rowMass = numClassesF;
-    rowGap = emitResidentGap();
+    stats.mass = at.numClassesF;
+    stats.gap = walk.emitGapAfterMax(stats.max);
   }
-  if (argmaxSlot >= 0)
-    rowArgmax = totals[argmaxSlot];
+  if (plan.argmaxSlot >= 0)
+    stats.argmax = totals[plan.argmaxSlot];
   // The loss adds log Σ to differences from m (emitRowBody); lse = m + log Σ
   // itself only enters the z-loss and the lse output.
   if (!spec.lossType && !config.hasZLoss() && !spec.lseType)
-    return;
-  logSumExp = emitAccurateLog(rowSumExp);
+    return stats;
+  stats.logSumExp = emitAccurateLog(stats.sumExp);
   if (config.hasZLoss() || spec.lseType)
-    lse = add(rowMax, logSumExp);
+    stats.lse = add(stats.max, stats.logSumExp);
+  return stats;
 }

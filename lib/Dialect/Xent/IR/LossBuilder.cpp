@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "xent/Dialect/Xent/IR/LossBuilder.h"
+#include "xent/Dialect/Xent/IR/LossMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -88,33 +89,14 @@ Value loss::buildLogit(OpBuilder &b, Location loc,
   Value x = toF32(b, loc, raw);
   if (!config.hasSoftcap())
     return x;
-  Value cap = buildSoftcap(b, loc, config);
-  Value scaled = arith::DivFOp::create(b, loc, x, cap);
-  Value t = math::TanhOp::create(b, loc, scaled);
-  Value capped = arith::MulFOp::create(b, loc, cap, t);
-  // A run-time softcap of 0 is none: the logit as it is.
-  return selectUncapped(b, loc, config, x, capped);
-}
-
-Value loss::selectUncapped(OpBuilder &b, Location loc,
-                           const CrossEntropyConfig &config, Value uncapped,
-                           Value capped) {
-  Value v = config.scalars.softcap;
-  if (!v)
-    return capped;
-  Value off = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, v,
-                                    constF32(b, loc, 0.0));
-  return arith::SelectOp::create(b, loc, off, uncapped, capped);
+  MathDialectLossMath math(b, loc, config);
+  return softcapLogit(math, x);
 }
 
 Value loss::buildSoftcapSlope(OpBuilder &b, Location loc,
                               const CrossEntropyConfig &config, Value capped) {
-  Value cap = buildSoftcap(b, loc, config);
-  Value t = arith::DivFOp::create(b, loc, capped, cap);
-  Value t2 = arith::MulFOp::create(b, loc, t, t);
-  Value one = constF32(b, loc, 1.0);
-  return selectUncapped(b, loc, config, one,
-                        arith::SubFOp::create(b, loc, one, t2));
+  MathDialectLossMath math(b, loc, config);
+  return softcapSlope(math, capped);
 }
 
 Value loss::buildProbability(OpBuilder &b, Location loc, Value x, Value m,
@@ -166,8 +148,8 @@ void loss::appendLossTerms(OpBuilder &b, Location loc,
   Value z;
   if (zLoss) {
     Value lse = arith::AddFOp::create(b, loc, m, logS);
-    z = arith::MulFOp::create(b, loc, buildZLossScale(b, loc, config),
-                              arith::MulFOp::create(b, loc, lse, lse));
+    MathDialectLossMath math(b, loc, config);
+    z = zLossTerm(math, lse);
     if (kept)
       z = arith::SelectOp::create(b, loc, kept, z, zero);
   }
@@ -178,6 +160,19 @@ void loss::appendLossTerms(OpBuilder &b, Location loc,
   terms.push_back(loss);
   if (zLoss)
     terms.push_back(z);
+}
+
+SmallVector<Value> loss::buildReducedLossResults(OpBuilder &b, Location loc,
+                                                 Value loss, Value z,
+                                                 bool addZ, bool wantZ,
+                                                 TypeRange resultTypes) {
+  if (addZ)
+    loss = arith::AddFOp::create(b, loc, loss, z);
+  SmallVector<Value> results = {
+      buildScalarTensor(b, loc, loss, resultTypes[0])};
+  if (wantZ)
+    results.push_back(buildScalarTensor(b, loc, z, resultTypes[1]));
+  return results;
 }
 
 void loss::buildTermsYield(OpBuilder &b, Location loc, ValueRange terms,
@@ -217,33 +212,120 @@ Value loss::buildProbabilityCoefficient(OpBuilder &b, Location loc, Value p,
                                arith::MulFOp::create(b, loc, wc, q));
 }
 
-void loss::buildGradientYield(OpBuilder &b, Location loc,
-                              const CrossEntropyConfig &config, Value coef,
-                              Value g, Value gz, Value x, Value m, Value s,
-                              Value p, Value kept, Value valid, Value zero,
-                              Type type) {
-  Value grad = arith::MulFOp::create(b, loc, g, coef);
+namespace {
+/// One element's dlogits terms (buildGradientYield).
+struct GradientTerms {
+  Value coef;        // the class-index or probability coefficient
+  Value g, gz;       // scales of the loss and the z-loss terms
+  Value x, m, s, p;  // the capped logit, the row's max and Σexp, p_c
+  Value kept, valid; // of a class-index target, else null
+  Value zero;
+};
+} // namespace
+
+/// Ends the dlogits generic: g·coef plus the z-loss term gz·2z·lse·p,
+/// through the softcap, NaN where not `valid` and `zero` where not `kept`
+/// (when given), rounded to `type`.
+static void buildGradientYield(OpBuilder &b, Location loc,
+                               const CrossEntropyConfig &config,
+                               const GradientTerms &t, Type type) {
+  Value grad = arith::MulFOp::create(b, loc, t.g, t.coef);
   if (config.hasZLoss()) {
     // d(z·lse²)/dx_c = 2 z lse p_c
     Value lse =
-        arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, s));
+        arith::AddFOp::create(b, loc, t.m, math::LogOp::create(b, loc, t.s));
     Value dz = arith::MulFOp::create(
         b, loc,
-        arith::MulFOp::create(b, loc, buildZLossScale(b, loc, config, 2.0),
-                              lse),
-        p);
+        arith::MulFOp::create(
+            b, loc, loss::buildZLossScale(b, loc, config, 2.0), lse),
+        t.p);
     grad = arith::AddFOp::create(b, loc, grad,
-                                 arith::MulFOp::create(b, loc, gz, dz));
+                                 arith::MulFOp::create(b, loc, t.gz, dz));
   }
   if (config.hasSoftcap())
     grad = arith::MulFOp::create(b, loc, grad,
-                                 buildSoftcapSlope(b, loc, config, x));
-  if (kept) {
-    Value nan = constF32(b, loc, std::numeric_limits<double>::quiet_NaN());
-    grad = arith::SelectOp::create(b, loc, valid, grad, nan);
-    grad = arith::SelectOp::create(b, loc, kept, grad, zero);
+                                 loss::buildSoftcapSlope(b, loc, config, t.x));
+  if (t.kept) {
+    Value nan =
+        loss::constF32(b, loc, std::numeric_limits<double>::quiet_NaN());
+    grad = arith::SelectOp::create(b, loc, t.valid, grad, nan);
+    grad = arith::SelectOp::create(b, loc, t.kept, grad, t.zero);
   }
-  linalg::YieldOp::create(b, loc, fromF32(b, loc, grad, type));
+  linalg::YieldOp::create(b, loc, loss::fromF32(b, loc, grad, type));
+}
+
+Value loss::buildGradientGeneric(OpBuilder &b, Location loc,
+                                 const CrossEntropyConfig &config,
+                                 const GradientOperands &operands,
+                                 const ElementReader &reader) {
+  bool probs = config.probabilityTargets;
+  int64_t rank = config.logitsType.getRank(), axis = config.axis;
+  MLIRContext *ctx = b.getContext();
+  AffineMap fullMap = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap rowMap = getRowMap(ctx, rank, axis);
+  SmallVector<Value> inputs = {operands.logits, operands.target, operands.max,
+                               operands.sumExp};
+  SmallVector<AffineMap> maps = {fullMap, probs ? fullMap : rowMap, rowMap,
+                                 rowMap};
+  int weightArg = -1, targetWeightArg = -1, massArg = -1, gradArg = -1;
+  auto addInput = [&](int &arg, Value v, AffineMap map) {
+    if (!v)
+      return;
+    arg = inputs.size();
+    inputs.push_back(v);
+    maps.push_back(map);
+  };
+  addInput(weightArg, operands.weight, getClassMap(ctx, rank, axis));
+  addInput(targetWeightArg, operands.targetWeight, rowMap);
+  addInput(massArg, operands.mass, rowMap);
+  addInput(gradArg,
+           config.reduction == Reduction::none ? operands.gradOutput : Value(),
+           rowMap);
+  unsigned numInputs = inputs.size();
+  maps.push_back(fullMap);
+
+  auto generic = linalg::GenericOp::create(
+      b, loc, operands.init.getType(), inputs, ValueRange{operands.init}, maps,
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        auto cst = [&](double v) { return constF32(nb, loc, v); };
+        GradientTerms t;
+        t.zero = cst(0.0);
+        t.x = reader.readLogit(nb, loc, args[0]);
+        t.m = args[2];
+        t.s = args[3];
+        // p = exp(x - m) / s
+        t.p = buildProbability(nb, loc, t.x, t.m, t.s);
+        Value wc = weightArg >= 0 ? toF32(nb, loc, args[weightArg]) : cst(1.0);
+        t.g = operands.lossScale;
+        t.gz = operands.zLossScale;
+        if (gradArg >= 0)
+          t.g = t.gz = toF32(nb, loc, args[gradArg]);
+
+        if (probs) {
+          Value q = reader.readSmoothedProbability(nb, loc, args[1]);
+          t.coef = buildProbabilityCoefficient(nb, loc, t.p, args[massArg], wc,
+                                               q);
+        } else {
+          ClassTarget target = reader.readClassTarget(nb, loc, args[1]);
+          t.kept = target.kept;
+          t.valid = target.valid;
+          Value c = reader.readGlobalClass(
+              nb, loc, linalg::IndexOp::create(nb, loc, axis));
+          Value isTarget = arith::CmpIOp::create(
+              nb, loc, arith::CmpIPredicate::eq, c, target.index);
+          Value onehot =
+              arith::SelectOp::create(nb, loc, isTarget, cst(1.0), t.zero);
+          Value wt = targetWeightArg >= 0
+                         ? args[targetWeightArg]
+                         : reader.readTargetWeight(nb, loc, target.index);
+          Value mass = massArg >= 0 ? args[massArg] : operands.numClasses;
+          t.coef = buildClassIndexCoefficient(nb, loc, config, t.p, onehot, wt,
+                                              wc, mass, operands.numClasses);
+        }
+        buildGradientYield(nb, loc, config, t, args[numInputs].getType());
+      });
+  return generic.getResult(0);
 }
 
 //===----------------------------------------------------------------------===//

@@ -28,6 +28,7 @@
 
 #include "xent/Dialect/Xent/IR/XentDecomposition.h"
 #include "xent/Dialect/Xent/IR/LossBuilder.h"
+#include "xent/Dialect/Xent/IR/LossMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -57,7 +58,7 @@ struct RowStats {
 };
 
 /// Builds the decomposition of one op configuration.
-class DecompositionEmitter {
+class DecompositionEmitter final : public ElementReader {
 public:
   DecompositionEmitter(OpBuilder &builder, Location loc,
                        const CrossEntropyConfig &config, Value logits,
@@ -72,20 +73,21 @@ public:
 
 private:
   //===--- Scalars (usable inside generic bodies through `nb`) -----------===//
-  Value emitLogit(OpBuilder &nb, Location loc, Value raw) const {
+  // The ElementReader's: what the dlogits generic reads (LossBuilder.h).
+  Value readLogit(OpBuilder &nb, Location loc, Value raw) const override {
     return buildLogit(nb, loc, config, raw);
   }
   /// The class index of a target as i64, the keep flag (target differs from
   /// ignore_index), the validity flag (0 <= t < C) and a safe index (t when
   /// valid, else 0) for reading `logits` and `weight`.
-  struct TargetIndex {
-    Value kept, valid, index;
-  };
-  TargetIndex emitTargetIndex(OpBuilder &nb, Location loc, Value t) const;
+  ClassTarget readClassTarget(OpBuilder &nb, Location loc,
+                              Value t) const override;
   /// weight[index] as f32, or 1 when unweighted.
-  Value emitClassWeight(OpBuilder &nb, Location loc, Value index) const;
+  Value readTargetWeight(OpBuilder &nb, Location loc,
+                         Value index) const override;
   /// Probability target q widened and smoothed: q·(1-ε) + ε/C.
-  Value emitSmoothedProbability(OpBuilder &nb, Location loc, Value q) const;
+  Value readSmoothedProbability(OpBuilder &nb, Location loc,
+                                Value q) const override;
 
   //===--- Shapes and maps --------------------------------------------===//
   AffineMap fullMap() const {
@@ -148,9 +150,8 @@ private:
 // Scalar helpers
 //===----------------------------------------------------------------------===//
 
-DecompositionEmitter::TargetIndex
-DecompositionEmitter::emitTargetIndex(OpBuilder &nb, Location loc,
-                                      Value t) const {
+ClassTarget DecompositionEmitter::readClassTarget(OpBuilder &nb, Location loc,
+                                                  Value t) const {
   Type i64 = nb.getI64Type();
   if (t.getType() != i64)
     t = arith::ExtSIOp::create(nb, loc, i64, t);
@@ -173,27 +174,26 @@ DecompositionEmitter::emitTargetIndex(OpBuilder &nb, Location loc,
   return {kept, valid, index};
 }
 
-Value DecompositionEmitter::emitClassWeight(OpBuilder &nb, Location loc,
-                                            Value index) const {
+Value DecompositionEmitter::readTargetWeight(OpBuilder &nb, Location loc,
+                                             Value index) const {
   if (!weight)
     return constF32(nb, loc, 1.0);
   Value w = tensor::ExtractOp::create(nb, loc, weight, ValueRange{index});
   return toF32(nb, loc, w);
 }
 
-Value DecompositionEmitter::emitSmoothedProbability(OpBuilder &nb,
+Value DecompositionEmitter::readSmoothedProbability(OpBuilder &nb,
                                                     Location loc,
                                                     Value q) const {
   q = toF32(nb, loc, q);
   if (!config.hasLabelSmoothing())
     return q;
-  Value eps = buildLabelSmoothing(nb, loc, config);
-  Value keep = buildLabelSmoothing(nb, loc, config, -1, 1);
-  Value c = tensor::DimOp::create(nb, loc, logits, axis);
-  Value cF = indexToF32(nb, loc, c);
-  Value share = arith::DivFOp::create(nb, loc, eps, cF);
-  return arith::AddFOp::create(
-      nb, loc, arith::MulFOp::create(nb, loc, q, keep), share);
+  // C is re-read inside the body so that dynamic class counts work too.
+  auto numClasses = [&] {
+    return indexToF32(nb, loc, tensor::DimOp::create(nb, loc, logits, axis));
+  };
+  MathDialectLossMath math(nb, loc, config, numClasses);
+  return smoothedProbability(math, q);
 }
 
 //===----------------------------------------------------------------------===//
@@ -258,7 +258,7 @@ void DecompositionEmitter::emitRowSums(RowStats &stats, bool withExtras,
   auto generic = linalg::GenericOp::create(
       b, types, inputs, outputs, maps, iterators,
       [&](OpBuilder &nb, Location loc, ValueRange args) {
-        Value x = emitLogit(nb, loc, args[0]);
+        Value x = readLogit(nb, loc, args[0]);
         Value m = args[1];
         Value shifted = arith::SubFOp::create(nb, loc, x, m);
         Value e = math::ExpOp::create(nb, loc, shifted);
@@ -271,7 +271,7 @@ void DecompositionEmitter::emitRowSums(RowStats &stats, bool withExtras,
           if (probArg >= 0)
             factor = arith::MulFOp::create(
                 nb, loc, factor,
-                emitSmoothedProbability(nb, loc, args[probArg]));
+                readSmoothedProbability(nb, loc, args[probArg]));
           unsigned out = numInputs + 1;
           if (withGap) {
             Value gap = arith::SubFOp::create(nb, loc, m, x);
@@ -333,8 +333,8 @@ ElementTerms DecompositionEmitter::emitClassIndexTerms(const RowStats &stats,
       b, types, inputs, outputs, maps, iterators,
       [&](OpBuilder &nb, Location loc, ValueRange args) {
         Value zero = constF32(nb, loc, 0.0);
-        TargetIndex t = emitTargetIndex(nb, loc, args[0]);
-        Value wt = emitClassWeight(nb, loc, t.index);
+        ClassTarget t = readClassTarget(nb, loc, args[0]);
+        Value wt = readTargetWeight(nb, loc, t.index);
         SmallVector<Value> terms; // per-element values, in output order
         if (withLoss) {
           Value m = args[1], s = args[2];
@@ -344,7 +344,7 @@ ElementTerms DecompositionEmitter::emitClassIndexTerms(const RowStats &stats,
           for (int64_t d = 0; d < rank - 1; ++d)
             indices.push_back(linalg::IndexOp::create(nb, loc, d));
           indices.insert(indices.begin() + axis, t.index);
-          Value xt = emitLogit(
+          Value xt = readLogit(
               nb, loc, tensor::ExtractOp::create(nb, loc, logits, indices));
           Value loss = buildClassIndexLoss(
               nb, loc, config, m, xt, logS, wt, t.valid,
@@ -469,12 +469,10 @@ DecompositionEmitter::emitForward(TypeRange resultTypes,
     if (terms.zLoss || wantZ)
       z = arith::DivFOp::create(b, z, extractScalar(terms.kept));
   }
-  if (terms.zLoss)
-    loss = arith::AddFOp::create(b, loss, z);
-  SmallVector<Value> results = {
-      buildScalarTensor(b, b.getLoc(), loss, resultTypes[0])};
-  if (wantZ)
-    results.push_back(buildScalarTensor(b, b.getLoc(), z, resultTypes[1]));
+  SmallVector<Value> results =
+      buildReducedLossResults(b, b.getLoc(), loss, z,
+                              static_cast<bool>(terms.zLoss), wantZ,
+                              resultTypes);
   llvm::append_range(results, rows);
   return results;
 }
@@ -515,72 +513,15 @@ Value DecompositionEmitter::emitGradient(Value gradOutput) {
     }
   }
 
-  SmallVector<utils::IteratorType> iterators(rank,
-                                             utils::IteratorType::parallel);
-  SmallVector<Value> inputs = {logits, target, stats.max, stats.sumExp};
-  SmallVector<AffineMap> maps = {fullMap(), probs ? fullMap() : rowMap(),
-                                 rowMap(), rowMap()};
-  int weightArg = -1, massArg = -1, gradArg = -1;
-  if (weight) {
-    weightArg = inputs.size();
-    inputs.push_back(weight);
-    maps.push_back(classMap());
-  }
-  if (stats.weightSum) {
-    massArg = inputs.size();
-    inputs.push_back(stats.weightSum);
-    maps.push_back(rowMap());
-  }
-  if (reduction == Reduction::none) {
-    gradArg = inputs.size();
-    inputs.push_back(gradOutput);
-    maps.push_back(rowMap());
-  }
-  unsigned numInputs = inputs.size();
-  Type logitsElt = config.logitsType.getElementType();
-  Value init = tensor::EmptyOp::create(
-      b, tensor::getMixedSizes(b, b.getLoc(), logits), logitsElt);
-  maps.push_back(fullMap());
-
-  Value numClasses = numClassesF32();
-
-  auto generic = linalg::GenericOp::create(
-      b, init.getType(), inputs, ValueRange{init}, maps, iterators,
-      [&](OpBuilder &nb, Location loc, ValueRange args) {
-        auto cst = [&](double v) { return constF32(nb, loc, v); };
-        Value zero = cst(0.0);
-        Value x = emitLogit(nb, loc, args[0]);
-        Value m = args[2], s = args[3];
-        // p = exp(x - m) / s
-        Value p = buildProbability(nb, loc, x, m, s);
-        Value wc = weightArg >= 0 ? toF32(nb, loc, args[weightArg]) : cst(1.0);
-        Value g = lossScale, gz = zScaleFactor;
-        if (gradArg >= 0)
-          g = gz = toF32(nb, loc, args[gradArg]);
-
-        Value coef;
-        Value kept, valid;
-        if (probs) {
-          Value q = emitSmoothedProbability(nb, loc, args[1]);
-          coef = buildProbabilityCoefficient(nb, loc, p, args[massArg], wc, q);
-        } else {
-          TargetIndex t = emitTargetIndex(nb, loc, args[1]);
-          kept = t.kept;
-          valid = t.valid;
-          Value c = linalg::IndexOp::create(nb, loc, axis);
-          Value isTarget = arith::CmpIOp::create(
-              nb, loc, arith::CmpIPredicate::eq, c, t.index);
-          Value onehot = arith::SelectOp::create(nb, loc, isTarget, cst(1.0),
-                                                 zero);
-          Value wt = emitClassWeight(nb, loc, t.index);
-          Value mass = massArg >= 0 ? args[massArg] : numClasses;
-          coef = buildClassIndexCoefficient(nb, loc, config, p, onehot, wt, wc,
-                                            mass, numClasses);
-        }
-        buildGradientYield(nb, loc, config, coef, g, gz, x, m, s, p, kept,
-                           valid, zero, args[numInputs].getType());
-      });
-  return generic.getResult(0);
+  GradientOperands operands = {logits,       target,     stats.max,
+                               stats.sumExp, weight,     Value(),
+                               stats.weightSum, gradOutput, lossScale,
+                               zScaleFactor};
+  operands.init = tensor::EmptyOp::create(
+      b, tensor::getMixedSizes(b, b.getLoc(), logits),
+      config.logitsType.getElementType());
+  operands.numClasses = numClassesF32();
+  return buildGradientGeneric(b, b.getLoc(), config, operands, *this);
 }
 
 //===----------------------------------------------------------------------===//

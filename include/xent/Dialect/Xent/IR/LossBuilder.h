@@ -49,13 +49,9 @@ Value buildSoftcap(OpBuilder &b, Location loc,
 Value buildIgnoreIndex(OpBuilder &b, Location loc,
                        const CrossEntropyConfig &config);
 /// A logit as the computation sees it: widened to f32 and soft-capped (a
-/// run-time softcap of 0 is none).
+/// run-time softcap of 0 is none; loss::softcapLogit, LossMath.h).
 Value buildLogit(OpBuilder &b, Location loc, const CrossEntropyConfig &config,
                  Value raw);
-/// `capped`, or `uncapped` where the softcap is a run-time value of 0.
-Value selectUncapped(OpBuilder &b, Location loc,
-                     const CrossEntropyConfig &config, Value uncapped,
-                     Value capped);
 /// Derivative of the softcap at the capped value `x`: 1 - (x / cap)² (1
 /// for a run-time softcap of 0).
 Value buildSoftcapSlope(OpBuilder &b, Location loc,
@@ -77,6 +73,12 @@ void appendLossTerms(OpBuilder &b, Location loc,
                      const CrossEntropyConfig &config, bool reduce, Value m,
                      Value logS, Value loss, Value kept, Value zero,
                      SmallVectorImpl<Value> &terms);
+/// The reduced results of a forward decomposition from the f32 scalars
+/// `loss` and `z`: the loss (plus z when `addZ`: the op's loss includes the
+/// z-loss) and, when `wantZ`, z, as tensors of `resultTypes`.
+SmallVector<Value> buildReducedLossResults(OpBuilder &b, Location loc,
+                                           Value loss, Value z, bool addZ,
+                                           bool wantZ, TypeRange resultTypes);
 /// Ends an element generic: each f32 term is added to its accumulator
 /// (`reduce`) or rounded to its output's element type (per element).
 void buildTermsYield(OpBuilder &b, Location loc, ValueRange terms,
@@ -91,13 +93,57 @@ Value buildClassIndexCoefficient(OpBuilder &b, Location loc,
 /// The dlogits coefficient for probability targets: p_c mass - w_c q'_c.
 Value buildProbabilityCoefficient(OpBuilder &b, Location loc, Value p,
                                   Value mass, Value wc, Value q);
-/// Ends the dlogits generic: g·coef plus the z-loss term gz·2z·lse·p,
-/// through the softcap, NaN where not `valid` and `zero` where not `kept`
-/// (when given), rounded to `type`.
-void buildGradientYield(OpBuilder &b, Location loc,
-                        const CrossEntropyConfig &config, Value coef, Value g,
-                        Value gz, Value x, Value m, Value s, Value p,
-                        Value kept, Value valid, Value zero, Type type);
+/// The operands of the dlogits generic (buildGradientGeneric); null where
+/// the configuration has no such value.
+struct GradientOperands {
+  Value logits;
+  Value target;       // class indices per row, or probabilities per element
+  Value max, sumExp;  // m and s per row
+  Value weight;       // class weights [C]
+  Value targetWeight; // w_t per row, where the caller has it
+  Value mass;         // Σ_c w_c (smoothing) or Σ_c w_c q'_c per row
+  Value gradOutput;   // the op's; per row for reduction none
+  Value lossScale, zLossScale; // f32 g and gz of mean / sum
+  Value numClasses;   // C as f32
+  Value init;         // the dlogits tensor the generic writes
+};
+/// A class-index target inside a generic body: kept (t != ignore_index),
+/// valid (0 <= t < C) and a safe index (t when valid, else 0).
+struct ClassTarget {
+  Value kept, valid, index;
+};
+/// How a decomposition reads, inside a generic body, what the canonical and
+/// the sharded one read differently (the sharded one holds a slice of the
+/// classes).
+class ElementReader {
+public:
+  virtual ~ElementReader() = default;
+  /// A raw logit as the loss sees it (buildLogit).
+  virtual Value readLogit(OpBuilder &b, Location loc, Value raw) const = 0;
+  /// A probability target widened and smoothed.
+  virtual Value readSmoothedProbability(OpBuilder &b, Location loc,
+                                        Value q) const = 0;
+  virtual ClassTarget readClassTarget(OpBuilder &b, Location loc,
+                                      Value t) const = 0;
+  /// The class of the generic's class index `c`.
+  virtual Value readGlobalClass(OpBuilder &b, Location loc, Value c) const {
+    return c;
+  }
+  /// w_t at the target's `index`, where GradientOperands::targetWeight is
+  /// null.
+  virtual Value readTargetWeight(OpBuilder &b, Location loc,
+                                 Value index) const {
+    return constF32(b, loc, 1.0);
+  }
+};
+/// The dlogits generic, parallel over the logits: per element the class-index
+/// or probability coefficient times g, plus the z-loss term gz·2z·lse·p,
+/// through the softcap's slope, NaN where the target is not valid and 0
+/// where it is not kept, rounded to the element type of `init`.
+Value buildGradientGeneric(OpBuilder &b, Location loc,
+                           const CrossEntropyConfig &config,
+                           const GradientOperands &operands,
+                           const ElementReader &reader);
 
 //===----------------------------------------------------------------------===//
 // Shapes

@@ -28,6 +28,7 @@
 #include "ShardedLoss.h"
 
 #include "xent/Dialect/Xent/IR/LossBuilder.h"
+#include "xent/Dialect/Xent/IR/LossMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -61,7 +62,7 @@ struct Totals {
   Value loss, zLoss, weight, kept;
 };
 
-class ShardedLossEmitter {
+class ShardedLossEmitter final : public ElementReader {
 public:
   ShardedLossEmitter(OpBuilder &builder, CrossEntropyOpInterface op,
                      const LossSharding &sharding, ValueRange operands);
@@ -70,19 +71,25 @@ public:
 
 private:
   //===--- Scalars ------------------------------------------------------===//
-  Value emitLogit(OpBuilder &nb, Location loc, Value raw) const {
+  // The ElementReader's: what the dlogits generic reads (LossBuilder.h).
+  Value readLogit(OpBuilder &nb, Location loc, Value raw) const override {
     return buildLogit(nb, loc, config, raw);
   }
   /// A class-index target: kept (t != ignore_index), valid (0 <= t < C),
   /// `index` (t when valid, else 0, as index), and where this device holds
   /// that class: `owned` and the local index (0 when not owned).
-  struct TargetIndex {
-    Value kept, valid, index, owned, localIndex;
+  struct TargetIndex : ClassTarget {
+    Value owned, localIndex;
   };
   TargetIndex emitTargetIndex(OpBuilder &nb, Location loc, Value t) const;
-  Value emitSmoothedProbability(OpBuilder &nb, Location loc, Value q) const;
+  ClassTarget readClassTarget(OpBuilder &nb, Location loc,
+                              Value t) const override {
+    return emitTargetIndex(nb, loc, t);
+  }
+  Value readSmoothedProbability(OpBuilder &nb, Location loc,
+                                Value q) const override;
   /// The class index of the local class `c` in the unsharded logits.
-  Value emitGlobalClass(OpBuilder &nb, Location loc, Value c) const {
+  Value readGlobalClass(OpBuilder &nb, Location loc, Value c) const override {
     if (sharding.classAxes.empty())
       return c;
     return arith::AddIOp::create(nb, loc, c, classOffset);
@@ -231,16 +238,15 @@ ShardedLossEmitter::emitTargetIndex(OpBuilder &nb, Location loc,
   return r;
 }
 
-Value ShardedLossEmitter::emitSmoothedProbability(OpBuilder &nb, Location loc,
+Value ShardedLossEmitter::readSmoothedProbability(OpBuilder &nb, Location loc,
                                                   Value q) const {
   q = toF32(nb, loc, q);
   if (!config.hasLabelSmoothing())
     return q;
-  Value share = arith::DivFOp::create(
-      nb, loc, buildLabelSmoothing(nb, loc, config), numClassesF32);
-  Value keep = buildLabelSmoothing(nb, loc, config, -1, 1);
-  return arith::AddFOp::create(nb, loc, arith::MulFOp::create(nb, loc, q, keep),
-                               share);
+  // ε / C of the global C.
+  auto numClasses = [&] { return numClassesF32; };
+  MathDialectLossMath math(nb, loc, config, numClasses);
+  return smoothedProbability(math, q);
 }
 
 //===----------------------------------------------------------------------===//
@@ -347,7 +353,7 @@ void ShardedLossEmitter::emitRowSums(RowStats &stats, bool withGap,
   auto generic = linalg::GenericOp::create(
       b, types, inputs, outputs, maps, iterators,
       [&](OpBuilder &nb, Location loc, ValueRange args) {
-        Value x = emitLogit(nb, loc, args[0]);
+        Value x = readLogit(nb, loc, args[0]);
         Value m = args[1];
         Value e = math::ExpOp::create(nb, loc,
                                       arith::SubFOp::create(nb, loc, x, m));
@@ -358,7 +364,7 @@ void ShardedLossEmitter::emitRowSums(RowStats &stats, bool withGap,
                                       : constF32(nb, loc, 1.0);
         if (probArg >= 0)
           factor = arith::MulFOp::create(
-              nb, loc, factor, emitSmoothedProbability(nb, loc, args[probArg]));
+              nb, loc, factor, readSmoothedProbability(nb, loc, args[probArg]));
         if (withGap) {
           Value gap = arith::MulFOp::create(
               nb, loc, factor, arith::SubFOp::create(nb, loc, m, x));
@@ -401,7 +407,7 @@ void ShardedLossEmitter::emitTargetTerms(RowStats &stats, bool withLogit,
           for (int64_t d = 0; d < rowRank; ++d)
             indices.push_back(linalg::IndexOp::create(nb, loc, d));
           indices.insert(indices.begin() + axis, t.localIndex);
-          Value x = emitLogit(
+          Value x = readLogit(
               nb, loc, tensor::ExtractOp::create(nb, loc, logits, indices));
           yields.push_back(arith::SelectOp::create(nb, loc, t.owned, x, zero));
         }
@@ -550,13 +556,9 @@ SmallVector<Value> ShardedLossEmitter::emitForward(const RowStats &stats,
     if (terms.zLoss || wantZ)
       z = arith::DivFOp::create(b, z, totals.kept);
   }
-  if (terms.zLoss)
-    loss = arith::AddFOp::create(b, loss, z);
-  SmallVector<Value> results = {
-      buildScalarTensor(b, b.getLoc(), loss, resultTypes[0])};
-  if (wantZ)
-    results.push_back(buildScalarTensor(b, b.getLoc(), z, resultTypes[1]));
-  return results;
+  return buildReducedLossResults(b, b.getLoc(), loss, z,
+                                 static_cast<bool>(terms.zLoss), wantZ,
+                                 resultTypes);
 }
 
 //===----------------------------------------------------------------------===//
@@ -582,7 +584,6 @@ Totals ShardedLossEmitter::emitGradientTotals(const RowStats &stats) {
 
 Value ShardedLossEmitter::emitGradient(const RowStats &stats, Totals totals,
                                        Type resultType) {
-  bool probs = config.probabilityTargets;
   Reduction reduction = config.reduction;
 
   Value lossScale, zScale; // f32 scalars, or null for per-element
@@ -597,67 +598,18 @@ Value ShardedLossEmitter::emitGradient(const RowStats &stats, Totals totals,
     }
   }
 
-  SmallVector<Value> inputs = {logits, target, stats.max, stats.sumExp};
-  SmallVector<AffineMap> maps = {fullMap(), probs ? fullMap() : rowMap(),
-                                 rowMap(), rowMap()};
-  int weightArg = -1, targetWeightArg = -1, massArg = -1, gradArg = -1;
-  auto addInput = [&](int &arg, Value v, AffineMap map) {
-    arg = inputs.size();
-    inputs.push_back(v);
-    maps.push_back(map);
-  };
-  if (weight)
-    addInput(weightArg, weight, classMap());
-  if (stats.targetWeight)
-    addInput(targetWeightArg, stats.targetWeight, rowMap());
-  if (stats.weightSum)
-    addInput(massArg, stats.weightSum, rowMap());
-  if (reduction == Reduction::none)
-    addInput(gradArg, gradOutput, rowMap());
-  unsigned numInputs = inputs.size();
-  Type logitsElt = cast<RankedTensorType>(resultType).getElementType();
-  Value init = tensor::EmptyOp::create(
-      b, tensor::getMixedSizes(b, b.getLoc(), logits), logitsElt);
-  maps.push_back(fullMap());
-
-  auto generic = linalg::GenericOp::create(
-      b, init.getType(), inputs, ValueRange{init}, maps,
-      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-      [&](OpBuilder &nb, Location loc, ValueRange args) {
-        auto cst = [&](double v) { return constF32(nb, loc, v); };
-        Value zero = cst(0.0);
-        Value x = emitLogit(nb, loc, args[0]);
-        Value m = args[2], s = args[3];
-        Value p = buildProbability(nb, loc, x, m, s);
-        Value wc = weightArg >= 0 ? toF32(nb, loc, args[weightArg]) : cst(1.0);
-        Value g = lossScale, gz = zScale;
-        if (gradArg >= 0)
-          g = gz = toF32(nb, loc, args[gradArg]);
-
-        Value coef, kept, valid;
-        if (probs) {
-          Value q = emitSmoothedProbability(nb, loc, args[1]);
-          coef = buildProbabilityCoefficient(nb, loc, p, args[massArg], wc, q);
-        } else {
-          TargetIndex t = emitTargetIndex(nb, loc, args[1]);
-          kept = t.kept;
-          valid = t.valid;
-          Value c = emitGlobalClass(nb, loc,
-                                    linalg::IndexOp::create(nb, loc, axis));
-          Value isTarget = arith::CmpIOp::create(
-              nb, loc, arith::CmpIPredicate::eq, c, t.index);
-          Value onehot =
-              arith::SelectOp::create(nb, loc, isTarget, cst(1.0), zero);
-          Value wt =
-              targetWeightArg >= 0 ? args[targetWeightArg] : cst(1.0);
-          Value mass = massArg >= 0 ? args[massArg] : numClassesF32;
-          coef = buildClassIndexCoefficient(nb, loc, config, p, onehot, wt, wc,
-                                            mass, numClassesF32);
-        }
-        buildGradientYield(nb, loc, config, coef, g, gz, x, m, s, p, kept,
-                           valid, zero, args[numInputs].getType());
-      });
-  return castTo(generic.getResult(0), resultType);
+  // The target's weight is a row sum of the local classes (w_t where this
+  // device holds t).
+  GradientOperands operands = {
+      logits,          target,     stats.max, stats.sumExp,
+      weight,          stats.targetWeight,   stats.weightSum,
+      gradOutput,      lossScale,  zScale};
+  operands.init = tensor::EmptyOp::create(
+      b, tensor::getMixedSizes(b, b.getLoc(), logits),
+      cast<RankedTensorType>(resultType).getElementType());
+  operands.numClasses = numClassesF32;
+  return castTo(buildGradientGeneric(b, b.getLoc(), config, operands, *this),
+                resultType);
 }
 
 //===----------------------------------------------------------------------===//
