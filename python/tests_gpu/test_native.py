@@ -350,7 +350,9 @@ def test_one_library_serves_every_value(nat):
         torch.testing.assert_close(loss.double(), ref.detach(), rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(x.grad.double(), x64.grad, rtol=1e-4, atol=1e-7)
         plan = ops._call_plan(x, t2, None, "mean", ii, eps, 0.0, None, True)
-        assert plan[5] == ii and plan[6] == [eps]
+        # The package's libraries take every float scalar at run time
+        # (smoothing, z-loss scale, softcap; 0 turns a feature off).
+        assert plan[5] == ii and plan[6] == [eps, 0.0, 0.0], plan[5:7]
         libraries.add(plan[0].path)
     assert len(libraries) == 1, libraries
     for cap in (10.0, 30.0):
