@@ -34,6 +34,10 @@ LossScalars LossScalars::remap(ValueRange values) const {
 CrossEntropyConfig
 CrossEntropyConfig::withOperands(ValueRange operands) const {
   CrossEntropyConfig c = *this;
-  c.scalars = scalars.remap(operands.take_back(scalars.getValues().size()));
+  unsigned numScalars = scalars.getValues().size();
+  c.scalars = scalars.remap(operands.take_back(numScalars));
+  // The class offset comes right before the run-time scalars.
+  if (classOffset)
+    c.classOffset = operands[operands.size() - numScalars - 1];
   return c;
 }

@@ -31,6 +31,9 @@ LogicalResult verifyLossScalars(Operation *op, LossScalars scalars);
 /// Two shapes are compatible when they have the same rank and every pair
 /// of static dimensions agrees.
 bool areShapesCompatible(ArrayRef<int64_t> a, ArrayRef<int64_t> b);
+/// Checks the per-row statistics and the class slice (`return_row_stats`,
+/// `row_stats`, `class_offset`, `num_classes`; RowStatsVerification.cpp).
+LogicalResult verifyRowStats(CrossEntropyOpInterface op);
 
 } // namespace mlir::xent::detail
 

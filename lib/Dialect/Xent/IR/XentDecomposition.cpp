@@ -201,6 +201,9 @@ Value DecompositionEmitter::readSmoothedProbability(OpBuilder &nb,
 //===----------------------------------------------------------------------===//
 
 Value DecompositionEmitter::numClassesIndex() {
+  // A class slice's label smoothing spreads ε over the classes of the row.
+  if (config.globalNumClasses)
+    return arith::ConstantIndexOp::create(b, *config.globalNumClasses);
   return tensor::DimOp::create(b, logits, axis);
 }
 
@@ -555,6 +558,8 @@ SmallVector<Value>
 mlir::xent::buildCanonicalDecomposition(OpBuilder &b,
                                         CrossEntropyOpInterface op,
                                         ValueRange operands) {
+  if (op.getRowStats() || op.isClassSlice())
+    return buildRowStatsDecomposition(b, op, operands);
   // Operands in order: grad_output when the op computes a gradient, logits,
   // target, weight when present.
   unsigned first = op.computesGradient() ? 1 : 0;

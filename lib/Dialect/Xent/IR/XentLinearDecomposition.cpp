@@ -234,6 +234,12 @@ Operation *mlir::xent::buildLinearLoss(OpBuilder &b, Location loc,
   SmallVector<int32_t> segments(operands.size(), 1);
   if (!classWeight)
     segments.push_back(0);
+  // No row statistics and no class slice: the forward op's class_offset,
+  // the gradient op's row_stats and class_offset.
+  if (!op.computesGradient())
+    segments.push_back(0);
+  else if (!op.computesLoss())
+    segments.append({0, 0});
   for (Value v : {scalars.ignoreIndex, scalars.labelSmoothing,
                   scalars.zLossScale, scalars.softcap}) {
     segments.push_back(v ? 1 : 0);

@@ -94,6 +94,10 @@ CrossEntropyConfig CrossEntropyConfig::get(CrossEntropyOpInterface op) {
   c.logitsType = op.getLogits().getType();
   c.targetType = op.getTarget().getType();
   c.scalars = op.getLossScalars();
+  c.rowStats = static_cast<bool>(op.getRowStats());
+  c.classOffset = op.getClassOffset();
+  if (IntegerAttr n = op.getNumClassesAttr())
+    c.globalNumClasses = n.getInt();
   return c;
 }
 
@@ -104,7 +108,9 @@ bool CrossEntropyConfig::operator==(const CrossEntropyConfig &other) const {
          axis == other.axis && weighted == other.weighted &&
          probabilityTargets == other.probabilityTargets &&
          logitsType == other.logitsType && targetType == other.targetType &&
-         scalars == other.scalars;
+         scalars == other.scalars && rowStats == other.rowStats &&
+         classOffset == other.classOffset &&
+         globalNumClasses == other.globalNumClasses;
 }
 
 //===----------------------------------------------------------------------===//
@@ -408,14 +414,19 @@ void mlir::xent::detail::getResultNames(CrossEntropyOpInterface op,
                              {op.getLse(), "lse"},
                              {op.getArgmax(), "argmax"},
                              {op.getAccuracy(), "accuracy"},
+                             {op.returnsRowStats() ? op.getRowStats()
+                                                   : Value(),
+                              "row_stats"},
                              {op.getDlogits(), "dlogits"}})
     if (value)
       setNameFn(value, name);
 }
 
-/// The number of results of `op` between `loss` and `dlogits`.
+/// The number of results of `op` between `loss` and `dlogits`, the row
+/// statistics left out.
 static unsigned getNumExtraResults(CrossEntropyOpInterface op) {
-  return op->getNumResults() - 1 - (op.computesGradient() ? 1 : 0);
+  return op->getNumResults() - 1 - (op.computesGradient() ? 1 : 0) -
+         (op.returnsRowStats() ? 1 : 0);
 }
 
 /// Checks the per-row outputs selected by the `return_*` attributes: their
@@ -493,7 +504,7 @@ static LogicalResult verifyGradient(CrossEntropyOpInterface op) {
 
 LogicalResult mlir::xent::detail::verifyCrossEntropyOp(
     CrossEntropyOpInterface op) {
-  if (failed(verifyOperands(op)))
+  if (failed(verifyOperands(op)) || failed(verifyRowStats(op)))
     return failure();
   if (op.computesLoss() &&
       (failed(verifyRowOutputs(op)) || failed(verifyLossResults(op))))

@@ -21,10 +21,15 @@ using namespace mlir::xent;
 
 /// The forward op in `grad`'s block computing the same loss, if any.
 static CrossEntropyOp findForward(CrossEntropyGradOp grad) {
+  // The joint op computes its statistics itself, over whole rows: a pair on
+  // a class slice or with statistics in between stays apart.
+  if (grad.getRowStats() || grad.getClassOffset())
+    return nullptr;
   CrossEntropyConfig config = grad.getConfig();
   for (Operation *user : grad.getLogits().getUsers()) {
     auto fwd = dyn_cast<CrossEntropyOp>(user);
-    if (!fwd || fwd->getBlock() != grad->getBlock())
+    if (!fwd || fwd->getBlock() != grad->getBlock() || fwd.getRowStats() ||
+        fwd.getClassOffset())
       continue;
     if (fwd.getTarget() == grad.getTarget() &&
         fwd.getWeight() == grad.getWeight() && fwd.getConfig() == config)

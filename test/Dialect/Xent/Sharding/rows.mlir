@@ -81,8 +81,9 @@ func.func @joint_mean_2(%g: tensor<f32>, %x: tensor<8x64xf32>, %t: tensor<8xi64>
 // totals over axis 0.
 // CHECK-LABEL: func.func @rows_and_classes
 // CHECK-SAME: -> tensor<f32>
-// CHECK: shard.all_reduce %{{.*}} on @grid2x2 grid_axes = [1] reduction = max : tensor<4xf32> -> tensor<4xf32>
-// CHECK: shard.all_reduce %{{.*}} on @grid2x2 grid_axes = [1] : tensor<4x2xf32> -> tensor<4x2xf32>
+// CHECK: xent.cross_entropy sum {{.*}} class_offset {{.*}} -> (tensor<f32>, tensor<4x3xf32>)
+// CHECK: shard.all_reduce %{{.*}} on @grid2x2 grid_axes = [1] reduction = max : tensor<4x2xf32> -> tensor<4x2xf32>
+// CHECK: shard.all_reduce %{{.*}} on @grid2x2 grid_axes = [1] : tensor<4x1xf32> -> tensor<4x1xf32>
 // CHECK: shard.all_reduce %{{.*}} on @grid2x2 grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
 shard.grid @grid2x2(shape = 2x2)
 func.func @rows_and_classes(%x: tensor<8x64xf32>, %t: tensor<8xi64>) -> tensor<f32> {
@@ -92,9 +93,28 @@ func.func @rows_and_classes(%x: tensor<8x64xf32>, %t: tensor<8xi64>) -> tensor<f
   return %l : tensor<f32>
 }
 
+// A mean gradient over split rows: the slice's gradient op takes the sum's
+// form, grad_output over the global kept weight, and a z-loss scale that
+// gives the z-loss its divisor (the kept count).
+// CHECK-LABEL: func.func @rows_and_classes_grad
+// CHECK: %[[TOT:.*]] = shard.all_reduce %{{.*}} on @grid2x2 grid_axes = [0] : tensor<2xf32> -> tensor<2xf32>
+// CHECK: %[[G:.*]] = tensor.from_elements %{{.*}} : tensor<f32>
+// CHECK: %[[Z:.*]] = arith.divf
+// CHECK: xent.cross_entropy_grad sum %[[G]], %{{.*}}, %{{.*}} weight %{{.*}} row_stats %{{.*}} class_offset %{{.*}} z_loss_scale %[[Z]] {num_classes = 64 : i64} : (tensor<f32>, tensor<4x32xf32>, tensor<4xi64>, tensor<32xf32>, tensor<4x4xf32>, i64, f32) -> tensor<4x32xf32>
+func.func @rows_and_classes_grad(%g: tensor<f32>, %x: tensor<8x64xf32>, %t: tensor<8xi64>, %w: tensor<64xf32>) -> tensor<8x64xf32> {
+  %s = shard.sharding @grid2x2 split_axes = [[0], [1]] : !shard.sharding
+  %xs = shard.shard %x to %s : tensor<8x64xf32>
+  %d = xent.cross_entropy_grad mean %g, %xs, %t weight %w {z_loss_scale = 1.0e-04 : f32}
+      : (tensor<f32>, tensor<8x64xf32>, tensor<8xi64>, tensor<64xf32>) -> tensor<8x64xf32>
+  return %d : tensor<8x64xf32>
+}
+
 // COMM:      all_reduce {{.*}} : tensor<2xf32> -> tensor<2xf32>
 // COMM-NEXT: all_reduce {{.*}} : tensor<4xf32> -> tensor<4xf32>
-// COMM-NEXT: all_reduce {{.*}} reduction = max : tensor<4xf32> -> tensor<4xf32>
-// COMM-NEXT: all_reduce {{.*}} : tensor<4x2xf32> -> tensor<4x2xf32>
+// COMM-NEXT: all_reduce {{.*}} reduction = max : tensor<4x2xf32> -> tensor<4x2xf32>
+// COMM-NEXT: all_reduce {{.*}} : tensor<4x1xf32> -> tensor<4x1xf32>
 // COMM-NEXT: all_reduce {{.*}} : tensor<4xf32> -> tensor<4xf32>
+// COMM-NEXT: all_reduce {{.*}} reduction = max : tensor<4x2xf32> -> tensor<4x2xf32>
+// COMM-NEXT: all_reduce {{.*}} : tensor<4x2xf32> -> tensor<4x2xf32>
+// COMM-NEXT: all_reduce {{.*}} : tensor<2xf32> -> tensor<2xf32>
 // COMM-NOT: shard.

@@ -53,6 +53,14 @@ Value buildCrossEntropyGrad(OpBuilder &b, Location loc,
                             const CrossEntropyConfig &config, Value gradOutput,
                             Value logits, Value target, Value weight);
 
+/// Emits the canonical decomposition of an op with per-row statistics or on
+/// a class slice (RowStatsDecomposition.cpp): a forward op's results on the
+/// slice followed by its `row_stats`, or a gradient op's `dlogits` from its
+/// merged `row_stats` operand. `operands` as for buildCanonicalDecomposition.
+SmallVector<Value> buildRowStatsDecomposition(OpBuilder &b,
+                                              CrossEntropyOpInterface op,
+                                              ValueRange operands);
+
 /// Fills the empty decomposition region of `op` with the canonical one
 /// (CrossEntropyOpInterface::buildDecomposition). Does nothing when the
 /// region already has a body.

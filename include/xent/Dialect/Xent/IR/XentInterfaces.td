@@ -150,6 +150,22 @@ def Xent_CrossEntropyOpInterface
     InterfaceMethod<"The gradient with respect to the logits, or null when "
                     "the op computes no gradient.",
       "::mlir::Value", "getDlogits", (ins), [{ return $_op.getDlogits(); }]>,
+    InterfaceMethod<"The per-row statistics: the `row_stats` result of a "
+                    "forward op (`return_row_stats`), or the merged "
+                    "`row_stats` operand of a gradient op; null otherwise.",
+      "::mlir::Value", "getRowStats", (ins), [{
+        return $_op.getRowStats();
+      }]>,
+    InterfaceMethod<"The index of the slice's first class (an i64 operand) "
+                    "when the logits hold a slice of the classes, or null.",
+      "::mlir::Value", "getClassOffset", (ins), [{
+        return $_op.getClassOffset();
+      }]>,
+    InterfaceMethod<"The `num_classes` attribute (the classes of the whole "
+                    "row, of which the logits hold a slice), or null.",
+      "::mlir::IntegerAttr", "getNumClassesAttr", (ins), [{
+        return $_op.getNumClassesAttr();
+      }]>,
     InterfaceMethod<"The `axis` attribute, or null (the default class axis).",
       "::mlir::IntegerAttr", "getAxisAttr", (ins), [{
         return $_op.getAxisAttr();
@@ -185,6 +201,16 @@ def Xent_CrossEntropyOpInterface
     bool computesRowOutputs() {
       return $_op.getLse() || $_op.getArgmax() || $_op.getAccuracy();
     }
+    /// True when a forward op returns its per-row statistics.
+    bool returnsRowStats() {
+      return $_op.getRowStats() && !$_op.getDlogits();
+    }
+    /// True when a gradient op takes merged per-row statistics.
+    bool takesRowStats() {
+      return $_op.getRowStats() && $_op.getDlogits();
+    }
+    /// True when the logits hold a slice of the classes (`class_offset`).
+    bool isClassSlice() { return static_cast<bool>($_op.getClassOffset()); }
     /// True when the op computes `dlogits` (and so takes `grad_output`).
     bool computesGradient() { return static_cast<bool>($_op.getDlogits()); }
     /// The semantic configuration of this op, shared with the builders of

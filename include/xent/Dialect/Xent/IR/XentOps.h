@@ -68,6 +68,13 @@ struct CrossEntropyConfig {
   /// The values given at run time; the fields above then hold the defaults
   /// and are not read for those features.
   LossScalars scalars;
+  /// The op returns (a forward op) or takes (a gradient op) per-row
+  /// statistics (`return_row_stats`, `row_stats`).
+  bool rowStats = false;
+  /// A slice of the classes: the index of its first class (an i64 value)
+  /// and the classes of the whole row; null and nullopt for whole rows.
+  Value classOffset;
+  std::optional<int64_t> globalNumClasses;
 
   static CrossEntropyConfig get(CrossEntropyOpInterface op);
 
@@ -91,6 +98,11 @@ struct CrossEntropyConfig {
 
   /// Number of classes, or ShapedType::kDynamic.
   int64_t getNumClasses() const { return logitsType.getDimSize(axis); }
+  /// The number of per-row statistics (K): m, s, x_t, then w_t when
+  /// weighted, then Σ w (m - x) and Σ w with label smoothing.
+  int64_t getRowStatsWidth() const {
+    return 3 + (weighted ? 1 : 0) + (hasLabelSmoothing() ? 2 : 0);
+  }
   /// Shape of the per-element loss: the logits' shape without the class axis.
   SmallVector<int64_t> getElementShape() const;
 };

@@ -55,6 +55,11 @@ defvar xentRowOutputAttrs = (ins
     UnitAttr:$return_argmax,
     UnitAttr:$return_accuracy);
 
+// A loss op on a slice of the classes (docs/scale-out.md): the logits hold
+// classes [class_offset, class_offset + C) of `num_classes`, the targets are
+// global class indices. Given together or not at all.
+defvar xentSliceFormat = [{ (`class_offset` $class_offset^)? }];
+
 // Accessors of the results after `loss` (`extra_results`: z_loss when
 // present, then the selected per-row outputs); null when absent.
 defvar xentLossExtrasAccessors = [{
@@ -143,6 +148,29 @@ def Xent_CrossEntropyOp : Xent_CrossEntropyOpBase<"cross_entropy"> {
     there is one more result than selected outputs, then the selected ones;
     without any of the three attributes the op is as before.
 
+    Per-row statistics for a loss over a vocabulary split into slices
+    (docs/scale-out.md): `return_row_stats` adds a last result `row_stats`,
+    f32, shaped like the per-element loss with a trailing dimension of K
+    values per row, in this order:
+    * `m`, the largest (soft-capped) logit of the row;
+    * `s = Σ_c exp(x_c - m)`;
+    * `x_t`, the target's (soft-capped) logit, or -inf where the target is
+      ignored or not one of the op's classes;
+    * with `weight`: `w_t`, the target's weight, or 0 where `x_t` is -inf;
+    * with label smoothing: `Σ_c w_c (m - x_c)` and `Σ_c w_c` (`w_c` = 1
+      without weights);
+    so K = 3 + [weight] + 2·[label smoothing]. Class-index targets only.
+    `class_offset %o` (i64) with `num_classes = C` says that the logits hold
+    the classes `[o, o + c)` of C (c the class axis's size): targets are
+    global class indices in `[0, C)`, a target outside the slice is one
+    whose statistics are elsewhere (its `x_t` is -inf, its `w_t` 0), and
+    label smoothing's ε/C uses the global C. The op's `loss` (and `z_loss`)
+    is then the loss of the slice alone, a target outside it counting as
+    ignored. Slices' statistics merge exactly: with `M = max m_i`,
+    `S = Σ s_i exp(m_i - M)`, `x_t = max x_t_i`, `w_t = Σ w_t_i`,
+    `Σ w (M - x) = Σ (G_i + F_i (M - m_i))` and `Σ w = Σ F_i`, the merged
+    values are those of the whole row, the operand the gradient op takes.
+
     `ignore_index` (i64) and `label_smoothing`, `z_loss_scale`, `softcap`
     (f32) may be given at run time instead, as SSA scalar operands written
     after the tensor operands (`ignore_index %i label_smoothing %eps
@@ -181,14 +209,21 @@ def Xent_CrossEntropyOp : Xent_CrossEntropyOpBase<"cross_entropy"> {
         {return_lse, return_argmax, return_accuracy}
         : (tensor<8x32000xbf16>, tensor<8xi64>)
         -> (tensor<f32>, tensor<8xf32>, tensor<8xi64>, tensor<f32>)
+    // The statistics of the classes [%o, %o + 16000) of 32000.
+    %loss, %stats = xent.cross_entropy sum %logits, %target class_offset %o
+        {num_classes = 32000 : i64, return_row_stats}
+        : (tensor<8x16000xbf16>, tensor<8xi64>, i64)
+        -> (tensor<f32>, tensor<8x3xf32>)
     ```
   }];
 
   let arguments = !con((ins
     Xent_FloatTensor:$logits,
     Xent_TargetTensor:$target,
-    Optional<Xent_FloatTensor>:$weight), xentScalarOperands, xentCommonAttrs,
-    xentRowOutputAttrs);
+    Optional<Xent_FloatTensor>:$weight,
+    Optional<I64>:$class_offset), xentScalarOperands, xentCommonAttrs,
+    xentRowOutputAttrs,
+    (ins UnitAttr:$return_row_stats, OptionalAttr<I64Attr>:$num_classes));
   let results = (outs Xent_FloatTensor:$loss,
                       Variadic<AnyRankedTensor>:$extra_results);
   let builders = [
@@ -205,19 +240,39 @@ def Xent_CrossEntropyOp : Xent_CrossEntropyOpBase<"cross_entropy"> {
       if (zLoss)
         extras.push_back(zLoss);
       build($_builder, $_state, loss, extras, logits, target, weight,
-            scalars.ignoreIndex, scalars.labelSmoothing, scalars.zLossScale,
-            scalars.softcap, reduction, ignore_index, label_smoothing, z_loss_scale, softcap,
+            /*class_offset=*/nullptr, scalars.ignoreIndex,
+            scalars.labelSmoothing, scalars.zLossScale, scalars.softcap,
+            reduction, ignore_index, label_smoothing, z_loss_scale, softcap,
             axis, /*return_lse=*/nullptr, /*return_argmax=*/nullptr,
-            /*return_accuracy=*/nullptr);
+            /*return_accuracy=*/nullptr, /*return_row_stats=*/nullptr,
+            /*num_classes=*/nullptr);
     }]>];
   let assemblyFormat = !strconcat([{
     custom<Reduction>($reduction) $logits `,` $target (`weight` $weight^)?
-  }], xentScalarsFormat, [{
+  }], xentSliceFormat, xentScalarsFormat, [{
     attr-dict `:` functional-type(operands, results)
     (`decomposition` $decomposition^)?
   }]);
 
-  let extraClassDeclaration = xentLossExtrasAccessors # [{
+  let extraClassDeclaration = [{
+    // The results after `loss` but the row statistics, which come last.
+    ::mlir::xent::detail::LossExtras getLossExtras() {
+      ::mlir::ValueRange extras = getExtraResults();
+      if (getReturnRowStats() && !extras.empty())
+        extras = extras.drop_back();
+      return ::mlir::xent::detail::getLossExtras(
+          extras, getReturnLse(), getReturnArgmax(), getReturnAccuracy());
+    }
+    ::mlir::Value getZLoss() { return getLossExtras().zLoss; }
+    ::mlir::Value getLse() { return getLossExtras().lse; }
+    ::mlir::Value getArgmax() { return getLossExtras().argmax; }
+    ::mlir::Value getAccuracy() { return getLossExtras().accuracy; }
+    /// The `row_stats` result (`return_row_stats`), or null.
+    ::mlir::Value getRowStats() {
+      if (!getReturnRowStats() || getExtraResults().empty())
+        return {};
+      return getExtraResults().back();
+    }
     // Absent on the forward op; CrossEntropyOpInterface returns them null.
     ::mlir::Value getGradOutput() { return {}; }
     ::mlir::Value getDlogits() { return {}; }
@@ -236,6 +291,18 @@ def Xent_CrossEntropyGradOp : Xent_CrossEntropyOpBase<"cross_entropy_grad"> {
     are not finite), and so does every element when all targets are ignored
     under `mean`.
 
+    `row_stats` (optional) gives the statistics of each row that the op
+    would otherwise compute, in the layout of `xent.cross_entropy`'s
+    `row_stats` result, merged over the whole row: the gradient is then
+    computed from them (the softmax from `m + log s`, `w_t` and `Σ w` from
+    the operand) without a pass over the row for its statistics, and a
+    `mean` divides by the kept weight `Σ w_t` of the op's rows. With
+    `class_offset %o` and `num_classes = C` the logits hold the classes
+    `[o, o + c)` of C, as on `xent.cross_entropy`: `dlogits` is the
+    gradient of the whole row's loss on those classes, the one-hot term
+    applying only where the target is one of them; `class_offset` needs
+    `row_stats`. Class-index targets only.
+
     Example:
 
     ```mlir
@@ -243,6 +310,11 @@ def Xent_CrossEntropyGradOp : Xent_CrossEntropyOpBase<"cross_entropy_grad"> {
         {label_smoothing = 1.0e-01 : f32}
         : (tensor<f32>, tensor<8x32000xbf16>, tensor<8xi64>)
         -> tensor<8x32000xbf16>
+    // The slice [%o, %o + 16000) of 32000 classes, from merged statistics.
+    %d = xent.cross_entropy_grad mean %grad, %logits, %target
+        row_stats %stats class_offset %o {num_classes = 32000 : i64}
+        : (tensor<f32>, tensor<8x16000xbf16>, tensor<8xi64>, tensor<8x3xf32>,
+           i64) -> tensor<8x16000xbf16>
     ```
   }];
 
@@ -250,7 +322,10 @@ def Xent_CrossEntropyGradOp : Xent_CrossEntropyOpBase<"cross_entropy_grad"> {
     Xent_FloatTensor:$grad_output,
     Xent_FloatTensor:$logits,
     Xent_TargetTensor:$target,
-    Optional<Xent_FloatTensor>:$weight), xentScalarOperands, xentCommonAttrs);
+    Optional<Xent_FloatTensor>:$weight,
+    Optional<Xent_FloatTensor>:$row_stats,
+    Optional<I64>:$class_offset), xentScalarOperands, xentCommonAttrs,
+    (ins OptionalAttr<I64Attr>:$num_classes));
   let results = (outs Xent_FloatTensor:$dlogits);
   let builders = [
     // The attributes as ODS takes them; `scalars` the features given at run
@@ -263,14 +338,15 @@ def Xent_CrossEntropyGradOp : Xent_CrossEntropyOpBase<"cross_entropy_grad"> {
       "::mlir::FloatAttr":$softcap, "::mlir::IntegerAttr":$axis,
       CArg<"::mlir::xent::LossScalars", "{}">:$scalars), [{
       build($_builder, $_state, dlogits, grad_output, logits, target, weight,
+            /*row_stats=*/nullptr, /*class_offset=*/nullptr,
             scalars.ignoreIndex, scalars.labelSmoothing, scalars.zLossScale,
             scalars.softcap, reduction, ignore_index, label_smoothing,
-            z_loss_scale, softcap, axis);
+            z_loss_scale, softcap, axis, /*num_classes=*/nullptr);
     }]>];
   let assemblyFormat = !strconcat([{
     custom<Reduction>($reduction) $grad_output `,` $logits `,` $target
-    (`weight` $weight^)?
-  }], xentScalarsFormat, [{
+    (`weight` $weight^)? (`row_stats` $row_stats^)?
+  }], xentSliceFormat, xentScalarsFormat, [{
     attr-dict `:` functional-type(operands, results)
     (`decomposition` $decomposition^)?
   }]);
@@ -331,8 +407,12 @@ def Xent_CrossEntropyAndGradOp : Xent_CrossEntropyOpBase<"cross_entropy_and_grad
     (`decomposition` $decomposition^)?
   }]);
 
-  let extraClassDeclaration = xentLossExtrasAccessors;
-
+  let extraClassDeclaration = xentLossExtrasAccessors # [{
+    // A joint op computes its statistics itself, over whole rows.
+    ::mlir::Value getRowStats() { return {}; }
+    ::mlir::Value getClassOffset() { return {}; }
+    ::mlir::IntegerAttr getNumClassesAttr() { return {}; }
+  }];
 }
 
 def Xent_LaunchOp : Xent_Op<"launch", [

@@ -6,7 +6,9 @@
 //
 // One device's part of a cross-entropy op whose logits are split over rows
 // and/or classes, as linalg / tensor / arith / math on tensors plus
-// `shard.all_reduce`. Per row ("row" as in XentDecomposition.cpp: the C
+// `shard.all_reduce`; where the classes are split and the targets are class
+// indices, the slices' work stays in xent ops instead (ShardedSlices.cpp)
+// and only steps 3-4 below are emitted here. Per row ("row" as in XentDecomposition.cpp: the C
 // logits of one element):
 //
 //   1. m_local = max over the local classes;   m = all_reduce max (classes)
@@ -25,7 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ShardedLoss.h"
+#include "ShardedLossEmitter.h"
 
 #include "xent/Dialect/Xent/IR/LossBuilder.h"
 #include "xent/Dialect/Xent/IR/LossMath.h"
@@ -44,125 +46,7 @@ using namespace mlir;
 using namespace mlir::xent;
 using namespace mlir::xent::loss;
 
-namespace {
-
-/// Per-row statistics, f32 tensors shaped like the local rows; null when the
-/// configuration does not need them. After combineRowSums they are global.
-struct RowStats {
-  Value max;          // m = max_c x_c
-  Value sumExp;       // Σ_c exp(x_c - m)
-  Value targetLogit;  // x_t
-  Value targetWeight; // w_t
-  Value weightedGap;  // Σ_c f_c (m - x_c), f_c = w_c or w_c q'_c
-  Value weightSum;    // Σ_c f_c
-};
-
-/// Global totals of a reduced loss, f32 scalars.
-struct Totals {
-  Value loss, zLoss, weight, kept;
-};
-
-class ShardedLossEmitter final : public ElementReader {
-public:
-  ShardedLossEmitter(OpBuilder &builder, CrossEntropyOpInterface op,
-                     const LossSharding &sharding, ValueRange operands);
-
-  SmallVector<Value> emit(TypeRange resultTypes);
-
-private:
-  //===--- Scalars ------------------------------------------------------===//
-  // The ElementReader's: what the dlogits generic reads (LossBuilder.h).
-  Value readLogit(OpBuilder &nb, Location loc, Value raw) const override {
-    return buildLogit(nb, loc, config, raw);
-  }
-  /// A class-index target: kept (t != ignore_index), valid (0 <= t < C),
-  /// `index` (t when valid, else 0, as index), and where this device holds
-  /// that class: `owned` and the local index (0 when not owned).
-  struct TargetIndex : ClassTarget {
-    Value owned, localIndex;
-  };
-  TargetIndex emitTargetIndex(OpBuilder &nb, Location loc, Value t) const;
-  ClassTarget readClassTarget(OpBuilder &nb, Location loc,
-                              Value t) const override {
-    return emitTargetIndex(nb, loc, t);
-  }
-  Value readSmoothedProbability(OpBuilder &nb, Location loc,
-                                Value q) const override;
-  /// The class index of the local class `c` in the unsharded logits.
-  Value readGlobalClass(OpBuilder &nb, Location loc, Value c) const override {
-    if (sharding.classAxes.empty())
-      return c;
-    return arith::AddIOp::create(nb, loc, c, classOffset);
-  }
-
-  //===--- Shapes -------------------------------------------------------===//
-  AffineMap fullMap() const {
-    return AffineMap::getMultiDimIdentityMap(rank, b.getContext());
-  }
-  AffineMap rowMap() const { return getRowMap(b.getContext(), rank, axis); }
-  AffineMap classMap() const {
-    return getClassMap(b.getContext(), rank, axis);
-  }
-  SmallVector<OpFoldResult> rowSizes() {
-    return getRowSizes(b, b.getLoc(), logits, axis);
-  }
-  Value emptyRows(Type elementType) {
-    return tensor::EmptyOp::create(b, rowSizes(), elementType);
-  }
-  Value filledRows(double value) {
-    return buildFilledRows(b, b.getLoc(), logits, axis, value);
-  }
-  Value filledScalar(double value) {
-    Value init = tensor::EmptyOp::create(b, ArrayRef<int64_t>{}, f32);
-    return linalg::FillOp::create(b, constF32(b, b.getLoc(), value), init)
-        .getResult(0);
-  }
-  Value extractScalar(Value rank0) {
-    return tensor::ExtractOp::create(b, rank0, ValueRange{});
-  }
-  Value castTo(Value v, Type type) {
-    return castTensor(b, b.getLoc(), v, type);
-  }
-
-  //===--- Communication ------------------------------------------------===//
-  Value allReduce(Value v, ArrayRef<shard::GridAxis> axes,
-                  shard::ReductionKind kind) {
-    if (axes.empty())
-      return v;
-    return shard::AllReduceOp::create(b, v, sharding.grid, axes, kind)
-        .getResult();
-  }
-  /// Packs per-row tensors into one tensor<rows x k>, all-reduces it with a
-  /// sum over the class axes and unpacks it into `values`.
-  void allReduceRowSums(ArrayRef<Value *> values);
-  /// All-reduces f32 scalars with one sum over the row axes.
-  void allReduceTotals(ArrayRef<Value *> scalars);
-
-  //===--- Steps --------------------------------------------------------===//
-  Value emitRowMax();
-  void emitRowSums(RowStats &stats, bool withGap, bool withMass);
-  void emitTargetTerms(RowStats &stats, bool withLogit, bool withWeight);
-  ElementTerms emitElementTerms(const RowStats &stats, bool reduce,
-                                bool withLoss, Type lossType, Type zType);
-  SmallVector<Value> emitForward(const RowStats &stats, TypeRange resultTypes,
-                                 Totals &totals);
-  Totals emitGradientTotals(const RowStats &stats);
-  Value emitGradient(const RowStats &stats, Totals totals, Type resultType);
-
-  mutable ImplicitLocOpBuilder b;
-  CrossEntropyOpInterface op;
-  const LossSharding &sharding;
-  CrossEntropyConfig config;
-  Value gradOutput, logits, target, weight;
-  int64_t rank, axis;
-  Type f32;
-  Value classOffset;       // index of this device's first class
-  Value localClasses;      // local C (index)
-  Value numClasses;        // global C (index)
-  Value numClassesF32;     // global C (f32)
-};
-
-} // namespace
+using namespace mlir::xent::sharding;
 
 //===----------------------------------------------------------------------===//
 // Set-up
@@ -175,6 +59,7 @@ ShardedLossEmitter::ShardedLossEmitter(OpBuilder &builder,
     : b(op.getLoc(), builder), op(op), sharding(sharding),
       config(op.getConfig().withOperands(operands)),
       f32(builder.getF32Type()) {
+  localOperands.assign(operands.begin(), operands.end());
   unsigned first = op.computesGradient() ? 1 : 0;
   if (first)
     gradOutput = operands[0];
@@ -617,6 +502,8 @@ Value ShardedLossEmitter::emitGradient(const RowStats &stats, Totals totals,
 //===----------------------------------------------------------------------===//
 
 SmallVector<Value> ShardedLossEmitter::emit(TypeRange resultTypes) {
+  if (usesSliceOps())
+    return emitWithSliceOps(resultTypes);
   bool forward = op.computesLoss(), gradient = op.computesGradient();
   bool probs = config.probabilityTargets;
   bool smoothing = config.hasLabelSmoothing();

@@ -16,7 +16,9 @@
 //   * rows split, `none` or `sum`: each device runs the op on its rows;
 //     `sum` totals are all-reduced (one tensor<2xf32> at most);
 //   * classes split, or `mean` (whose divisor is global): ShardedLoss.cpp
-//     emits the partitioned computation with O(rows) communication.
+//     emits the partitioned computation with O(rows) communication; with
+//     class-index targets and split classes, the slices' work stays in xent
+//     ops with per-row statistics (ShardedSlices.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,7 +79,15 @@ static SmallVector<AffineMap> getLossIndexingMaps(CrossEntropyOpInterface op) {
   maps.push_back(op.hasProbabilityTargets() ? full : rows);
   if (op.getWeight())
     maps.push_back(AffineMap::get(rank, 0, getAffineDimExpr(axis, ctx), ctx));
-  // The run-time scalars are replicated.
+  // Per-row statistics: the rows, then K values that no loop indexes.
+  SmallVector<AffineExpr> statsExprs(rowExprs);
+  statsExprs.push_back(getAffineConstantExpr(0, ctx));
+  AffineMap stats = AffineMap::get(rank, 0, statsExprs, ctx);
+  if (op.takesRowStats())
+    maps.push_back(stats);
+  // The class offset and the run-time scalars are replicated.
+  if (op.isClassSlice())
+    maps.push_back(none);
   maps.append(op.getLossScalars().getValues().size(), none);
   if (op.computesLoss()) {
     maps.push_back(perElement);
@@ -89,6 +99,8 @@ static SmallVector<AffineMap> getLossIndexingMaps(CrossEntropyOpInterface op) {
       maps.push_back(rows);
     if (op.getAccuracy())
       maps.push_back(perElement);
+    if (op.returnsRowStats())
+      maps.push_back(stats);
   }
   if (op.computesGradient())
     maps.push_back(full);
@@ -139,6 +151,9 @@ getLossSharding(CrossEntropyOpInterface op, FlatSymbolRefAttr gridName,
     return op.emitOpError("cannot be partitioned: the per-row outputs (lse, "
                           "argmax, accuracy) are not supported on split "
                           "logits");
+  if (op.getRowStats() || op.isClassSlice())
+    return op.emitOpError("cannot be partitioned: it already computes on "
+                          "per-row statistics or a class slice");
   shard::GridOp grid = shard::getGridOrNull(op, gridName, symbolTable);
   if (!grid)
     return op.emitOpError("cannot be partitioned: no shard.grid named ")
@@ -188,6 +203,10 @@ static StringRef getOperandName(CrossEntropyOpInterface op, unsigned index) {
   SmallVector<StringRef> names = {"logits", "target"};
   if (op.getWeight())
     names.push_back("weight");
+  if (op.takesRowStats())
+    names.push_back("row_stats");
+  if (op.isClassSlice())
+    names.push_back("class_offset");
   LossScalars scalars = op.getLossScalars();
   for (auto [value, name] :
        {std::pair<Value, StringRef>{scalars.ignoreIndex, "ignore_index"},
@@ -207,7 +226,8 @@ static StringRef getResultName(CrossEntropyOpInterface op, unsigned index) {
          {std::pair<Value, StringRef>{op.getZLoss(), "z_loss"},
           {op.getLse(), "lse"},
           {op.getArgmax(), "argmax"},
-          {op.getAccuracy(), "accuracy"}})
+          {op.getAccuracy(), "accuracy"},
+          {op.returnsRowStats() ? op.getRowStats() : Value(), "row_stats"}})
       if (value && value == op->getResult(index))
         return name;
   }
