@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -349,6 +350,57 @@ SmallVector<OpFoldResult> loss::getRowSizes(OpBuilder &b, Location loc,
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, logits);
   sizes.erase(sizes.begin() + axis);
   return sizes;
+}
+
+Value loss::buildPackedRows(OpBuilder &b, Location loc, ValueRange columns,
+                            ArrayRef<OpFoldResult> rowSizes) {
+  MLIRContext *ctx = b.getContext();
+  int64_t rowRank = rowSizes.size(), k = columns.size();
+  SmallVector<OpFoldResult> sizes(rowSizes);
+  sizes.push_back(b.getIndexAttr(k));
+  Value init = tensor::EmptyOp::create(b, loc, sizes, b.getF32Type());
+  SmallVector<AffineExpr> rowExprs;
+  for (int64_t d = 0; d < rowRank; ++d)
+    rowExprs.push_back(getAffineDimExpr(d, ctx));
+  SmallVector<AffineMap> maps(k, AffineMap::get(rowRank + 1, 0, rowExprs, ctx));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rowRank + 1, ctx));
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), columns, ValueRange{init}, maps,
+             SmallVector<utils::IteratorType>(rowRank + 1,
+                                              utils::IteratorType::parallel),
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               // Column j of the packed row: args[j], by a select chain.
+               Value j = linalg::IndexOp::create(nb, nloc, rowRank);
+               Value v = args[0];
+               for (int64_t i = 1; i < k; ++i) {
+                 Value isI = arith::CmpIOp::create(
+                     nb, nloc, arith::CmpIPredicate::eq, j,
+                     arith::ConstantIndexOp::create(nb, nloc, i));
+                 v = arith::SelectOp::create(nb, nloc, isI, args[i], v);
+               }
+               linalg::YieldOp::create(nb, nloc, v);
+             })
+      .getResult(0);
+}
+
+SmallVector<Value> loss::buildUnpackedRows(OpBuilder &b, Location loc,
+                                           Value packed, int64_t k,
+                                           ArrayRef<OpFoldResult> rowSizes) {
+  int64_t rowRank = rowSizes.size();
+  auto rowType = RankedTensorType::get(
+      cast<RankedTensorType>(packed.getType()).getShape().drop_back(),
+      b.getF32Type());
+  SmallVector<OpFoldResult> offsets(rowRank + 1, b.getIndexAttr(0));
+  SmallVector<OpFoldResult> strides(rowRank + 1, b.getIndexAttr(1));
+  SmallVector<OpFoldResult> sizes(rowSizes);
+  sizes.push_back(b.getIndexAttr(1));
+  SmallVector<Value> columns;
+  for (int64_t j = 0; j < k; ++j) {
+    offsets.back() = b.getIndexAttr(j);
+    columns.push_back(tensor::ExtractSliceOp::create(b, loc, rowType, packed,
+                                                     offsets, sizes, strides));
+  }
+  return columns;
 }
 
 Value loss::buildFilledRows(OpBuilder &b, Location loc, Value logits,

@@ -259,32 +259,8 @@ Value RowStatsEmitter::emitStatistics() {
     columns.push_back(terms.getResult(1));
   if (smoothing)
     columns.append({sums.getResult(1), sums.getResult(2)});
-  int64_t k = columns.size();
-  SmallVector<OpFoldResult> sizes = getRowSizes(b, b.getLoc(), logits, axis);
-  sizes.push_back(b.getIndexAttr(k));
-  Value init = tensor::EmptyOp::create(b, sizes, f32);
-  SmallVector<AffineExpr> rowExprs;
-  for (int64_t d = 0; d < rowRank; ++d)
-    rowExprs.push_back(getAffineDimExpr(d, ctx));
-  SmallVector<AffineMap> packMaps(k, AffineMap::get(rowRank + 1, 0, rowExprs,
-                                                    ctx));
-  packMaps.push_back(AffineMap::getMultiDimIdentityMap(rowRank + 1, ctx));
-  return linalg::GenericOp::create(
-             b, init.getType(), columns, ValueRange{init}, packMaps,
-             SmallVector<utils::IteratorType>(rowRank + 1,
-                                              utils::IteratorType::parallel),
-             [&](OpBuilder &nb, Location loc, ValueRange args) {
-               Value j = linalg::IndexOp::create(nb, loc, rowRank);
-               Value v = args[0];
-               for (int64_t i = 1; i < k; ++i) {
-                 Value isI = arith::CmpIOp::create(
-                     nb, loc, arith::CmpIPredicate::eq, j,
-                     arith::ConstantIndexOp::create(nb, loc, i));
-                 v = arith::SelectOp::create(nb, loc, isI, args[i], v);
-               }
-               linalg::YieldOp::create(nb, loc, v);
-             })
-      .getResult(0);
+  return buildPackedRows(b, b.getLoc(), columns,
+                         getRowSizes(b, b.getLoc(), logits, axis));
 }
 
 SmallVector<Value> RowStatsEmitter::emitForward(CrossEntropyOpInterface op) {

@@ -16,7 +16,7 @@ shard.grid @grid4(shape = 4)
 // CHECK: %[[RANK:.*]] = shard.process_multi_index on @grid2 axes = [0]
 // CHECK: %[[OFFSET:.*]] = arith.muli %[[RANK]], %c32
 // CHECK: %[[O:.*]] = arith.index_cast %[[OFFSET]] : index to i64
-// CHECK: %{{.*}}:2 = xent.cross_entropy sum %[[X]], %[[T]] weight %[[W]] class_offset %[[O]] {ignore_index = 0 : i64, label_smoothing = 1.000000e-01 : f32, num_classes = 64 : i64, return_row_stats, softcap = 3.000000e+01 : f32, z_loss_scale = {{.*}}} : (tensor<8x32xf32>, tensor<8xi64>, tensor<32xf32>, i64) -> (tensor<f32>, tensor<8x6xf32>)
+// CHECK: %[[LOSS:[^ ,]+]], %[[STATS:[^ ,]+]] = xent.cross_entropy sum %[[X]], %[[T]] weight %[[W]] class_offset %[[O]] {ignore_index = 0 : i64, label_smoothing = 1.000000e-01 : f32, num_classes = 64 : i64, return_row_stats, softcap = 3.000000e+01 : f32, z_loss_scale = {{.*}}} : (tensor<8x32xf32>, tensor<8xi64>, tensor<32xf32>, i64) -> (tensor<f32>, tensor<8x6xf32>)
 // CHECK-NOT: tensor<8x32xf32>
 // CHECK: shard.all_reduce %{{.*}} on @grid2 grid_axes = [0] reduction = max : tensor<8x2xf32> -> tensor<8x2xf32>
 // CHECK: shard.all_reduce %{{.*}} on @grid2 grid_axes = [0] : tensor<8x4xf32> -> tensor<8x4xf32>

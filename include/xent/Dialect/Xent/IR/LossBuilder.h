@@ -156,6 +156,15 @@ AffineMap getClassMap(MLIRContext *ctx, int64_t rank, int64_t axis);
 /// The sizes of `logits` without the class axis.
 SmallVector<OpFoldResult> getRowSizes(OpBuilder &b, Location loc, Value logits,
                                       int64_t axis);
+/// The f32 per-row tensors `columns` (each of the row shape `rowSizes`)
+/// packed as one tensor (rows..., k): element (r, j) is columns[j][r].
+Value buildPackedRows(OpBuilder &b, Location loc, ValueRange columns,
+                      ArrayRef<OpFoldResult> rowSizes);
+/// The `k` columns of a tensor packed by buildPackedRows, each a rank-reduced
+/// slice of the row shape `rowSizes`.
+SmallVector<Value> buildUnpackedRows(OpBuilder &b, Location loc, Value packed,
+                                     int64_t k,
+                                     ArrayRef<OpFoldResult> rowSizes);
 /// An f32 tensor of the row shape filled with `value`.
 Value buildFilledRows(OpBuilder &b, Location loc, Value logits, int64_t axis,
                       double value);

@@ -141,49 +141,12 @@ Value ShardedLossEmitter::readSmoothedProbability(OpBuilder &nb, Location loc,
 void ShardedLossEmitter::allReduceRowSums(ArrayRef<Value *> values) {
   if (sharding.classAxes.empty() || values.empty())
     return;
-  MLIRContext *ctx = b.getContext();
-  int64_t rowRank = rank - 1, k = values.size();
-  // Pack: (rows..., j) -> values[j][rows...].
-  SmallVector<OpFoldResult> sizes = rowSizes();
-  sizes.push_back(b.getIndexAttr(k));
-  Value init = tensor::EmptyOp::create(b, sizes, f32);
-  SmallVector<AffineExpr> rowExprs;
-  for (int64_t d = 0; d < rowRank; ++d)
-    rowExprs.push_back(getAffineDimExpr(d, ctx));
-  AffineMap in = AffineMap::get(rowRank + 1, 0, rowExprs, ctx);
-  SmallVector<AffineMap> maps(k, in);
-  maps.push_back(AffineMap::getMultiDimIdentityMap(rowRank + 1, ctx));
-  SmallVector<Value> inputs =
+  SmallVector<Value> columns =
       llvm::map_to_vector(values, [](Value *v) { return *v; });
-  Value packed =
-      linalg::GenericOp::create(
-          b, init.getType(), inputs, ValueRange{init}, maps,
-          SmallVector<utils::IteratorType>(rowRank + 1,
-                                           utils::IteratorType::parallel),
-          [&](OpBuilder &nb, Location loc, ValueRange args) {
-            Value j = linalg::IndexOp::create(nb, loc, rowRank);
-            Value v = args[0];
-            for (int64_t i = 1; i < k; ++i) {
-              Value isI = arith::CmpIOp::create(
-                  nb, loc, arith::CmpIPredicate::eq, j,
-                  arith::ConstantIndexOp::create(nb, loc, i));
-              v = arith::SelectOp::create(nb, loc, isI, args[i], v);
-            }
-            linalg::YieldOp::create(nb, loc, v);
-          })
-          .getResult(0);
-  Value sums = allReduce(packed, sharding.classAxes, shard::ReductionKind::Sum);
-  // Unpack column j as a rank-reduced slice.
-  auto rowType = cast<RankedTensorType>(values[0]->getType());
-  SmallVector<OpFoldResult> offsets(rowRank + 1, b.getIndexAttr(0));
-  SmallVector<OpFoldResult> strides(rowRank + 1, b.getIndexAttr(1));
-  SmallVector<OpFoldResult> sliceSizes = rowSizes();
-  sliceSizes.push_back(b.getIndexAttr(1));
-  for (auto [j, v] : llvm::enumerate(values)) {
-    offsets.back() = b.getIndexAttr(j);
-    *v = tensor::ExtractSliceOp::create(b, rowType, sums, offsets, sliceSizes,
-                                        strides);
-  }
+  Value sums = allReduce(packRows(columns), sharding.classAxes,
+                         shard::ReductionKind::Sum);
+  for (auto [v, column] : llvm::zip(values, unpackRows(sums, values.size())))
+    *v = column;
 }
 
 void ShardedLossEmitter::allReduceTotals(ArrayRef<Value *> scalars) {

@@ -38,49 +38,11 @@ bool ShardedLossEmitter::usesSliceOps() const {
 }
 
 Value ShardedLossEmitter::packRows(ArrayRef<Value> values) {
-  MLIRContext *ctx = b.getContext();
-  int64_t rowRank = rank - 1, k = values.size();
-  SmallVector<OpFoldResult> sizes = rowSizes();
-  sizes.push_back(b.getIndexAttr(k));
-  Value init = tensor::EmptyOp::create(b, sizes, f32);
-  SmallVector<AffineExpr> rowExprs;
-  for (int64_t d = 0; d < rowRank; ++d)
-    rowExprs.push_back(getAffineDimExpr(d, ctx));
-  SmallVector<AffineMap> maps(k, AffineMap::get(rowRank + 1, 0, rowExprs, ctx));
-  maps.push_back(AffineMap::getMultiDimIdentityMap(rowRank + 1, ctx));
-  return linalg::GenericOp::create(
-             b, init.getType(), values, ValueRange{init}, maps,
-             SmallVector<utils::IteratorType>(rowRank + 1,
-                                              utils::IteratorType::parallel),
-             [&](OpBuilder &nb, Location loc, ValueRange args) {
-               Value j = linalg::IndexOp::create(nb, loc, rowRank);
-               Value v = args[0];
-               for (int64_t i = 1; i < k; ++i) {
-                 Value isI = arith::CmpIOp::create(
-                     nb, loc, arith::CmpIPredicate::eq, j,
-                     arith::ConstantIndexOp::create(nb, loc, i));
-                 v = arith::SelectOp::create(nb, loc, isI, args[i], v);
-               }
-               linalg::YieldOp::create(nb, loc, v);
-             })
-      .getResult(0);
+  return buildPackedRows(b, b.getLoc(), values, rowSizes());
 }
 
 SmallVector<Value> ShardedLossEmitter::unpackRows(Value packed, int64_t k) {
-  int64_t rowRank = rank - 1;
-  auto rowType = RankedTensorType::get(
-      cast<RankedTensorType>(packed.getType()).getShape().drop_back(), f32);
-  SmallVector<OpFoldResult> offsets(rowRank + 1, b.getIndexAttr(0));
-  SmallVector<OpFoldResult> strides(rowRank + 1, b.getIndexAttr(1));
-  SmallVector<OpFoldResult> sizes = rowSizes();
-  sizes.push_back(b.getIndexAttr(1));
-  SmallVector<Value> columns;
-  for (int64_t j = 0; j < k; ++j) {
-    offsets.back() = b.getIndexAttr(j);
-    columns.push_back(tensor::ExtractSliceOp::create(b, rowType, packed,
-                                                     offsets, sizes, strides));
-  }
-  return columns;
+  return buildUnpackedRows(b, b.getLoc(), packed, k, rowSizes());
 }
 
 /// The loss attributes of `op` that the slice ops keep (not the reduction,
