@@ -775,8 +775,8 @@ std::string moduleText(const OpDesc &op) {
     s += std::string("\"") + opName + "\"(" + operandList + ")";
     std::string attrs = attributeList(op, /*withReduction=*/true);
     // The ops' operand groups (AttrSizedOperandSegments): grad_output,
-    // logits, target, weight, then the four run-time scalars, which the
-    // fuzzer never gives. The operands fill them by position, as the
+    // logits, target, weight, the slice operands, then the four run-time
+    // scalars; the fuzzer gives neither of the last two. The operands fill them by position, as the
     // generic form did before the groups existed: one for each required
     // group while they last, the rest (0, 1 or a surplus) to `weight`.
     size_t remaining = operands.size();
@@ -786,7 +786,15 @@ std::string moduleText(const OpDesc &op) {
       remaining -= n;
       segments += std::to_string(n) + ", ";
     }
-    segments += std::to_string(remaining) + ", 0, 0, 0, 0>";
+    segments += std::to_string(remaining);
+    // The slice operands the fuzzer never gives: the forward's
+    // class_offset; the gradient's row_stats and class_offset.
+    int sliceGroups = op.kind == OpKind::Forward ? 1
+                      : op.kind == OpKind::Grad  ? 2
+                                                 : 0;
+    for (int g = 0; g < sliceGroups; ++g)
+      segments += ", 0";
+    segments += ", 0, 0, 0, 0>";
     attrs += (attrs.empty() ? "" : ", ") + segments;
     std::string discardable = op.discardableAttr ? "xent_fuzz.tag = 7 : i64" : "";
     if (op.propertiesSyntax)
