@@ -788,9 +788,10 @@ std::string moduleText(const OpDesc &op) {
     }
     segments += std::to_string(remaining);
     // The slice operands the fuzzer never gives: the forward's
-    // class_offset; the gradient's row_stats and class_offset.
-    int sliceGroups = op.kind == OpKind::Forward ? 1
-                      : op.kind == OpKind::Grad  ? 2
+    // class_offset and num_classes; the gradient's row_stats, class_offset
+    // and num_classes.
+    int sliceGroups = op.kind == OpKind::Forward ? 2
+                      : op.kind == OpKind::Grad  ? 3
                                                  : 0;
     for (int g = 0; g < sliceGroups; ++g)
       segments += ", 0";

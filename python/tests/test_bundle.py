@@ -223,3 +223,35 @@ def test_pip_install_copies_the_bundle(tmp_path):
     where, dirs = probe.stdout.splitlines()
     assert where.startswith(target)
     assert eval(dirs) == [installed]
+
+
+def test_every_slice_call_signature_once():
+    """Every call of vocab_parallel_cross_entropy's class-slice kernels
+    (xent.runtime.slices) names an entry of a bundled library: one library
+    per logits dtype x statistics or gradient, an entry per class weights x
+    label smoothing (x reduction for the gradient); the offset, C and the
+    scalars are the entries' last arguments. The module is what
+    xent-gpu-pipeline compiles (to PTX here: no ptxas needed)."""
+    from xent.runtime import slices
+    from xent.testing import default_xent_opt
+    libs = [c for c in bundle.package_configs() if c["op"] == slices.LIBRARY_OP]
+    assert len(libs) == 3 * 2
+    for dtype, grad in itertools.product(("f32", "bf16", "f16"), (False, True)):
+        lib = slices.library_config(dtype, grad)
+        assert json.dumps(lib, sort_keys=True) in PACKAGE
+        entries = slices.library_entries(lib)
+        assert len(entries) == (12 if grad else 4)
+        text = slices.module(lib)
+        for e in entries:
+            head = text.split(f"func.func @{slices.entry_name(lib, e)}(")[1].split(")")[0]
+            scalars = ["%ii: i64"] + (["%ls: f32"] if e["smoothing"] else []) + \
+                (["%zs: f32"] if grad else []) + ["%sc: f32", "%o: i64", "%n: i64"]
+            assert head.endswith(", ".join(scalars)), head
+            k = slices.row_stats_width(e["weighted"], e["smoothing"])
+            assert f"tensor<?x{k}xf32>" in text.split(f"@{slices.entry_name(lib, e)}(")[1]
+    out = subprocess.run([default_xent_opt(), "-", "--xent-gpu-pipeline=chip=sm_90 "
+                          "runtime-dispatch=true format=isa"],
+                         input=slices.module(slices.library_config("bf16", True)),
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "xent." not in out.stdout.replace("xent_", "")

@@ -45,8 +45,10 @@ def _width(c):
     return 3 + (1 if c["weighted"] else 0) + (2 if c["label_smoothing"] else 0)
 
 
-def _attrs(c, extra):
-    attrs = [f"ignore_index = {c['ignore_index']} : i64", f"num_classes = {C} : i64"] + extra
+def _attrs(c, extra, dynamic=False):
+    attrs = [f"ignore_index = {c['ignore_index']} : i64"] + extra
+    if not dynamic:
+        attrs.append(f"num_classes = {C} : i64")
     if c["label_smoothing"]:
         attrs.append(f"label_smoothing = {c['label_smoothing']!r} : f32")
     if c["z_loss_scale"]:
@@ -56,8 +58,15 @@ def _attrs(c, extra):
     return "{" + ", ".join(attrs) + "}"
 
 
-def _functions(i, c):
+def _functions(i, c, dynamic=False):
+    """The statistics and gradient functions of configuration `c`; with
+    `dynamic`, num_classes is a run-time operand (the functions' last
+    argument, a tensor<i64>) instead of the attribute."""
     k = _width(c)
+    prefix = "dyn_" if dynamic else ""
+    narg = ", %n: tensor<i64>" if dynamic else ""
+    nload = "\n  %nc = tensor.extract %n[] : tensor<i64>" if dynamic else ""
+    nop, ntype = (" num_classes %nc", ", i64") if dynamic else ("", "")
     red = c["reduction"]
     x, t, w, s = "tensor<6x?xf32>", "tensor<6xi64>", "tensor<?xf32>", f"tensor<6x{k}xf32>"
     g = "tensor<6xf32>" if red == "none" else "tensor<f32>"
@@ -66,15 +75,15 @@ def _functions(i, c):
     wtype = f", {w}" if c["weighted"] else ""
     warg = f", %w: {w}" if c["weighted"] else ""
     stats = f"""
-func.func @stats_{i}(%x: {x}, %t: {t}{warg}, %o: tensor<i64>) -> ({loss}, {s}) attributes {{llvm.emit_c_interface}} {{
-  %off = tensor.extract %o[] : tensor<i64>
-  %l, %s = xent.cross_entropy {red} %x, %t{weight} class_offset %off {_attrs(c, ["return_row_stats"])} : ({x}, {t}{wtype}, i64) -> ({loss}, {s})
+func.func @{prefix}stats_{i}(%x: {x}, %t: {t}{warg}, %o: tensor<i64>{narg}) -> ({loss}, {s}) attributes {{llvm.emit_c_interface}} {{
+  %off = tensor.extract %o[] : tensor<i64>{nload}
+  %l, %s = xent.cross_entropy {red} %x, %t{weight} class_offset %off{nop} {_attrs(c, ["return_row_stats"], dynamic)} : ({x}, {t}{wtype}, i64{ntype}) -> ({loss}, {s})
   return %l, %s : {loss}, {s}
 }}"""
     grad = f"""
-func.func @grad_{i}(%g: {g}, %x: {x}, %t: {t}{warg}, %s: {s}, %o: tensor<i64>) -> {x} attributes {{llvm.emit_c_interface}} {{
-  %off = tensor.extract %o[] : tensor<i64>
-  %d = xent.cross_entropy_grad {red} %g, %x, %t{weight} row_stats %s class_offset %off {_attrs(c, [])} : ({g}, {x}, {t}{wtype}, {s}, i64) -> {x}
+func.func @{prefix}grad_{i}(%g: {g}, %x: {x}, %t: {t}{warg}, %s: {s}, %o: tensor<i64>{narg}) -> {x} attributes {{llvm.emit_c_interface}} {{
+  %off = tensor.extract %o[] : tensor<i64>{nload}
+  %d = xent.cross_entropy_grad {red} %g, %x, %t{weight} row_stats %s class_offset %off{nop} {_attrs(c, [], dynamic)} : ({g}, {x}, {t}{wtype}, {s}, i64{ntype}) -> {x}
   return %d : {x}
 }}"""
     return [stats, grad], (loss, s, x)
@@ -85,7 +94,13 @@ def lib(cache_dir):
     functions = []
     for i, c in enumerate(CONFIGS):
         functions += _functions(i, c)[0]
+        if i in DYNAMIC:
+            functions += _functions(i, c, dynamic=True)[0]
     return build_library(functions, cache_dir, XENT_OPT)
+
+
+# The configurations also compiled with num_classes as a run-time operand.
+DYNAMIC = range(0, len(CONFIGS), 2)
 
 
 def _merge(parts, c):
@@ -124,7 +139,19 @@ def _loss_from_stats(stats, target, c):
 @pytest.mark.parametrize("p", sorted(SPLITS))
 @pytest.mark.parametrize("index", range(len(CONFIGS)))
 def test_slices_merge_to_the_whole_row(lib, index, p):
+    _check_slices(lib, index, p, dynamic=False)
+
+
+@pytest.mark.parametrize("index", DYNAMIC)
+def test_run_time_num_classes(lib, index):
+    """num_classes as an operand computes what the attribute does."""
+    _check_slices(lib, index, 3, dynamic=True)
+
+
+def _check_slices(lib, index, p, dynamic):
     c = CONFIGS[index]
+    prefix = "dyn_" if dynamic else ""
+    extra = [np.array(C, dtype=np.int64)] if dynamic else []
     rng = np.random.default_rng(300 + index)
     x = (rng.standard_normal((N, C)) * 3.0).astype(np.float32)
     target = rng.integers(0, C, size=N).astype(np.int64)
@@ -144,7 +171,7 @@ def test_slices_merge_to_the_whole_row(lib, index, p):
         if c["weighted"]:
             args.append(np.ascontiguousarray(weight[lo:hi]))
         args.append(np.array(lo, dtype=np.int64))
-        loss, stats = lib.call(f"stats_{index}", args, [loss_t, stats_t])
+        loss, stats = lib.call(f"{prefix}stats_{index}", args + extra, [loss_t, stats_t])
         parts.append(stats.astype(np.float64))
         slice_losses.append((lo, hi, loss))
     merged = _merge(parts, c)
@@ -160,7 +187,7 @@ def test_slices_merge_to_the_whole_row(lib, index, p):
         if c["weighted"]:
             args.append(np.ascontiguousarray(weight[lo:hi]))
         args += [merged.astype(np.float32), np.array(lo, dtype=np.int64)]
-        grads.append(lib.call(f"grad_{index}", args, x_t))
+        grads.append(lib.call(f"{prefix}grad_{index}", args + extra, x_t))
     exp_grad = reference.cross_entropy_grad(g.astype(np.float64), x.astype(np.float64), target,
                                             weight=w64, reduction=c["reduction"], **ref_kwargs)
     np.testing.assert_allclose(np.concatenate(grads, axis=1), exp_grad, rtol=2e-5, atol=1e-6,

@@ -37,6 +37,23 @@ def test_cross_entropy_op_line():
                     "softcap %sc {return_lse} : (a, b, c, d, i64, f32) -> b")
 
 
+def test_cross_entropy_op_slice_operands():
+    """A gradient of a class slice: weight, row_stats, class_offset and a
+    run-time num_classes in the assembly format's order, before the
+    scalars."""
+    text = optext.cross_entropy_op(
+        "cross_entropy_grad", "sum", results=["%d"], grad_output="%g", logits="%x",
+        target="%t", weight="%w", row_stats="%s", class_offset="%o", num_classes="%n",
+        scalars={"ignore_index": "%ii"},
+        operand_types=["tensor<f32>", "tensor<?x?xf32>", "tensor<?xi64>", "tensor<?xf32>",
+                       "tensor<?x4xf32>", "i64", "i64", "i64"],
+        result_types="tensor<?x?xf32>")
+    assert text == ("%d = xent.cross_entropy_grad sum %g, %x, %t weight %w row_stats %s "
+                    "class_offset %o num_classes %n ignore_index %ii : (tensor<f32>, "
+                    "tensor<?x?xf32>, tensor<?xi64>, tensor<?xf32>, tensor<?x4xf32>, i64, i64, "
+                    "i64) -> tensor<?x?xf32>")
+
+
 def test_linear_op_block():
     text = optext.linear_cross_entropy_op(
         "linear_cross_entropy", "sum", results=["%l"], hidden="%h", weight="%w", bias="%b",

@@ -66,12 +66,13 @@ KernelEmitter::emitGradientCoefficients(const RowStats &stats,
     // An out-of-range target makes the whole row NaN (never a wild read).
     g = select(target.valid, g,
                cstF(std::numeric_limits<double>::quiet_NaN()));
-    coef.targetWeight = loadWeight(target.index);
+    coef.targetWeight =
+        target.weight ? target.weight : loadWeight(target.index);
     coef.targetTerm = mul(
         g, mul(args.smoothing ? args.keepShare : cstF(1.0), coef.targetWeight));
     coef.scale = coef.targetTerm;
     if (args.smoothing) {
-      coef.smoothMass = stats.mass ? stats.mass : at.numClassesF;
+      coef.smoothMass = stats.mass ? stats.mass : at.globalClassesF;
       coef.scale =
           add(coef.scale, mul(g, mul(args.smoothShare, coef.smoothMass)));
       coef.mass = mul(g, args.smoothShare);
@@ -142,6 +143,9 @@ void KernelEmitter::emitGradientPass(RowWalk &walk, const RowStats &stats,
     Value writer = walk.emitWritesTarget(
         arith::CmpIOp::create(b, arith::CmpIPredicate::eq, at.tid, cstIdx(0)),
         target.index);
+    // A class slice has the one-hot term only where it holds the target.
+    if (spec.classSlice())
+      writer = arith::AndIOp::create(b, writer, target.owned);
     auto fix = scf::IfOp::create(b, writer, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(fix.thenBlock());

@@ -157,6 +157,8 @@ static KernelSpec getKernelSpec(CrossEntropyOpInterface op) {
     spec.argmaxType = getElementTypeOrSelf(op.getArgmax().getType());
   if (op.getAccuracy())
     spec.accuracyType = getElementTypeOrSelf(op.getAccuracy().getType());
+  if (config.rowStats)
+    spec.rowStatsWidth = config.getRowStatsWidth();
   return spec;
 }
 
@@ -331,6 +333,10 @@ private:
   /// attribute otherwise; null for a feature the kernels do not compute.
   Value ignoreIndex, labelSmoothing, zLossScale, softcap;
   Value loss, zLoss, lse, argmax, accuracy, dlogits;
+  /// The statistics (the forward's result or the gradient's operand); a
+  /// class slice's offset and C (i64: the body's scalar arguments, or a
+  /// constant of the num_classes attribute).
+  Value rowStats, classOffset, numClasses;
   Value numRows;
   /// The kernels' scratch (ScratchSlot; KernelSpec::needsScratch).
   Value scratch;
@@ -364,9 +370,16 @@ LaunchOp HostEmitter::createLaunch() {
     inputs.push_back(op.getWeight());
   if (op.getGradOutput())
     inputs.push_back(op.getGradOutput());
-  // Run-time scalars after the tensors, passed to the body as they are.
+  if (op.takesRowStats())
+    inputs.push_back(op.getRowStats());
+  // Run-time scalars after the tensors, passed to the body as they are,
+  // then a class slice's offset and run-time C.
   const CrossEntropyConfig &config = spec.config;
   llvm::append_range(inputs, config.scalars.getValues());
+  if (config.classOffset)
+    inputs.push_back(config.classOffset);
+  if (config.dynamicNumClasses)
+    inputs.push_back(config.dynamicNumClasses);
 
   // Results materialized into a caller's buffer are written there; the
   // gradient may take the logits' buffer, which bufferization grants when
@@ -390,11 +403,19 @@ LaunchOp HostEmitter::createLaunch() {
     auto type = cast<RankedTensorType>(result.getType());
     // The result's sizes are the logits' (dlogits) or those of every dim but
     // the class axis (per-element losses).
-    for (int64_t k = 0; k < type.getRank(); ++k)
-      if (type.isDynamicDim(k))
+    // The statistics' last dim holds their K values per row.
+    for (int64_t k = 0; k < type.getRank(); ++k) {
+      if (!type.isDynamicDim(k))
+        continue;
+      if (result != op.getDlogits() &&
+          k == static_cast<int64_t>(elementDims.size()))
+        dims.push_back(arith::ConstantIndexOp::create(rewriter, loc,
+                                                      spec.rowStatsWidth));
+      else
         dims.push_back(tensor::DimOp::create(
             rewriter, loc, logits,
             result == op.getDlogits() ? k : elementDims[k]));
+    }
     if (auto sink = getDestination(result)) {
       tied.push_back(inputs.size() + inits.size());
       inits.push_back(getDestinationTensor(rewriter, loc, sink, type));
@@ -430,12 +451,20 @@ LaunchOp HostEmitter::createLaunch() {
     weight = args[next++];
   if (op.getGradOutput())
     gradOutput = args[next++];
+  if (op.takesRowStats())
+    rowStats = args[next++];
   LossScalars scalars = config.scalars.remap(
       args.slice(next, config.scalars.getValues().size()));
   next += config.scalars.getValues().size();
+  if (config.classOffset)
+    classOffset = args[next++];
+  if (config.dynamicNumClasses)
+    numClasses = args[next++];
   for (Value result : op->getResults()) {
     Value arg = args[next++];
-    if (result == op.getLoss())
+    if (op.returnsRowStats() && result == op.getRowStats())
+      rowStats = arg;
+    else if (result == op.getLoss())
       loss = arg;
     else if (result == op.getZLoss())
       zLoss = arg;
@@ -456,6 +485,9 @@ LaunchOp HostEmitter::createLaunch() {
   labelSmoothing = kernelScalars.labelSmoothing;
   zLossScale = kernelScalars.zLossScale;
   softcap = kernelScalars.softcap;
+  if (config.classOffset && !numClasses)
+    numClasses = arith::ConstantOp::create(
+        rewriter, loc, rewriter.getI64IntegerAttr(*config.globalNumClasses));
   numRows = arith::ConstantIndexOp::create(rewriter, loc, 1);
   for (int64_t d : elementDims)
     numRows = arith::MulIOp::create(rewriter, loc, numRows,
@@ -472,10 +504,18 @@ void HostEmitter::launchPrologue() {
       buildKernel("xent_prologue", [&](OpBuilder &b, StringRef name) {
         return buildPrologueKernel(b, loc, name, spec, geometry);
       });
-  auto args = getSharedArgs(
-      getPrologueKernelArgTypes(rewriter.getContext(), spec));
+  PrologueKernelArgs<Type> types =
+      getPrologueKernelArgTypes(rewriter.getContext(), spec);
+  auto args = getSharedArgs(types);
   if (spec.needsStats())
     args.ignoreIndex = ignoreIndex;
+  if (types.x) {
+    args.x = x;
+    args.classOffset = classOffset;
+    args.numClasses = numClasses;
+  }
+  if (types.rowStats)
+    args.rowStats = rowStats;
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
   launch(prologue, one, args.list(), geometry.threads);
 }
@@ -506,12 +546,20 @@ Value mlir::xent::getRuntimeFeature(const CrossEntropyConfig &config,
   return feature == 0 ? config.scalars.labelSmoothing : config.scalars.softcap;
 }
 
+/// Whether runtime-dispatch picks a kernel without `feature` for a run-time
+/// value of 0. Not label smoothing where the kernel writes the row's
+/// statistics: their layout has the smoothing sums whatever ε is.
+static bool isDispatched(const KernelSpec &spec, unsigned feature) {
+  return getRuntimeFeature(spec.config, feature) &&
+         !(feature == 0 && spec.writesRowStats());
+}
+
 SmallVector<KernelSpec> HostEmitter::getFeatureVariants() const {
   SmallVector<KernelSpec> variants = {spec};
   if (!runtimeDispatch)
     return variants;
   for (unsigned feature = 0; feature < kDispatchedFeatures; ++feature) {
-    if (!getRuntimeFeature(spec.config, feature))
+    if (!isDispatched(spec, feature))
       continue;
     for (unsigned i = 0, e = variants.size(); i < e; ++i)
       variants.push_back(withoutFeature(variants[i], feature));
@@ -534,7 +582,7 @@ void mlir::xent::dispatchRuntimeFeatures(
     Value softcap, function_ref<void(const KernelSpec &)> launch,
     unsigned first) {
   for (unsigned feature = first; feature < kDispatchedFeatures; ++feature) {
-    if (!getRuntimeFeature(variant.config, feature))
+    if (!isDispatched(variant, feature))
       continue;
     Value value = feature == 0 ? labelSmoothing : softcap;
     Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
@@ -662,6 +710,9 @@ void HostEmitter::launchRowVariant(const KernelSpec &opVariant,
   args.lse = lse;
   args.argmax = argmax;
   args.dlogits = dlogits;
+  args.rowStats = rowStats;
+  args.classOffset = classOffset;
+  args.numClasses = numClasses;
   args.ignoreIndex = ignoreIndex;
   // The scalars of the features this variant computes.
   args.labelSmoothing = types.labelSmoothing ? labelSmoothing : Value();

@@ -41,6 +41,8 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
   args.lse = kernelArgs.lse;
   args.argmax = kernelArgs.argmax;
   args.dlogits = kernelArgs.dlogits;
+  args.rowStats = kernelArgs.rowStats;
+  args.classOffset = kernelArgs.classOffset;
 
   bindThread();
   Value row = gpu::BlockIdOp::create(b, gpu::Dimension::x);
@@ -55,6 +57,7 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
   }
   at.numClasses = memref::DimOp::create(b, args.x, config.axis);
   at.numClassesF = indexToF32(at.numClasses);
+  bindGlobalClasses(kernelArgs.numClasses);
   bindScalars(kernelArgs);
   at.numRows = emitRowCount(args.x, config.axis);
   // The host launches max(rows, 1) blocks (a grid cannot be empty).
@@ -111,8 +114,11 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
 }
 
 TargetInfo KernelEmitter::emitTarget() {
+  return emitTargetOf(memref::LoadOp::create(b, args.target, at.rowIdx));
+}
+
+TargetInfo KernelEmitter::emitTargetOf(Value t) {
   TargetInfo target;
-  Value t = memref::LoadOp::create(b, args.target, at.rowIdx);
   Type i64 = b.getI64Type();
   if (t.getType() != i64)
     t = arith::ExtSIOp::create(b, i64, t);
@@ -120,15 +126,93 @@ TargetInfo KernelEmitter::emitTarget() {
   auto cstI64 = [&](int64_t v) -> Value {
     return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
   };
-  target.kept =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ne, t, args.ignoreIndex);
-  Value cI64 = arith::IndexCastUIOp::create(b, i64, at.numClasses);
+  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
+    return arith::CmpIOp::create(b, p, x, y);
+  };
+  target.kept = cmp(arith::CmpIPredicate::ne, t, args.ignoreIndex);
+  // In range of the whole row's classes (a slice's num_classes).
   target.valid = arith::AndIOp::create(
-      b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, t, cstI64(0)),
-      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, t, cI64));
-  target.index = arith::IndexCastOp::create(
-      b, b.getIndexType(), select(target.valid, t, cstI64(0)));
+      b, cmp(arith::CmpIPredicate::sge, t, cstI64(0)),
+      cmp(arith::CmpIPredicate::slt, t, at.globalClasses));
+  Value safe = select(target.valid, t, cstI64(0));
+  target.index = arith::IndexCastOp::create(b, b.getIndexType(), safe);
+  if (!spec.rowStatsWidth && !spec.classSlice())
+    return target;
+  // Whether the row's classes hold the target: kept, valid and, for a
+  // slice, one of [offset, offset + c), its index then local.
+  Value owned = arith::AndIOp::create(b, target.kept, target.valid);
+  if (spec.classSlice()) {
+    Value local = arith::SubIOp::create(b, safe, args.classOffset);
+    Value width = arith::IndexCastUIOp::create(b, i64, at.numClasses);
+    owned = arith::AndIOp::create(
+        b, owned,
+        arith::AndIOp::create(b, cmp(arith::CmpIPredicate::sge, local, cstI64(0)),
+                              cmp(arith::CmpIPredicate::slt, local, width)));
+    Value localIndex = select(owned, local, cstI64(0));
+    target.index = arith::IndexCastOp::create(b, b.getIndexType(), localIndex);
+    if (!spec.withGrad) {
+      // The slice's own loss (the op's `loss`): a target that the slice
+      // does not hold counts as ignored, one out of range too, as the
+      // decomposition's local targets (-1 there, the ignore_index).
+      target.kept = owned;
+      target.valid = arith::ConstantOp::create(b, b.getBoolAttr(true));
+      target.value = select(owned, local, cstI64(-1));
+    }
+  }
+  target.owned = owned;
   return target;
+}
+
+void KernelEmitter::bindGlobalClasses(Value numClassesArg) {
+  if (numClassesArg) {
+    at.globalClasses = numClassesArg;
+    at.globalClassesF = arith::SIToFPOp::create(b, f32, numClassesArg);
+    return;
+  }
+  at.globalClasses =
+      arith::IndexCastUIOp::create(b, b.getI64Type(), at.numClasses);
+  at.globalClassesF = at.numClassesF;
+}
+
+Value KernelEmitter::loadRowStat(ArrayRef<Value> rowIdx, int64_t j) {
+  SmallVector<Value> index(rowIdx);
+  index.push_back(cstIdx(j));
+  return memref::LoadOp::create(b, args.rowStats, index);
+}
+
+RowStats KernelEmitter::emitMergedRowStats() {
+  RowStats stats;
+  stats.max = loadRowStat(at.rowIdx, 0);
+  stats.sumExp = loadRowStat(at.rowIdx, 1);
+  // Σ w of weighted label smoothing (unweighted: the whole row's C).
+  if (args.weight && config.hasLabelSmoothing())
+    stats.mass = loadRowStat(at.rowIdx, spec.rowStatsWidth - 1);
+  stats.logSumExp = emitAccurateLog(stats.sumExp);
+  stats.lse = add(stats.max, stats.logSumExp);
+  return stats;
+}
+
+void KernelEmitter::emitRowStatsOutput(Value isWriter, const RowStats &stats,
+                                       const TargetInfo &target) {
+  auto ifOp = scf::IfOp::create(b, isWriter, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  SmallVector<Value> values = {
+      stats.max, stats.sumExp,
+      select(target.owned, getTargetLogit(target),
+             cstF(-std::numeric_limits<double>::infinity()))};
+  if (args.weight)
+    values.push_back(
+        select(target.owned, loadWeight(target.index), cstF(0.0)));
+  if (config.hasLabelSmoothing())
+    values.append({stats.gap, stats.mass});
+  assert(static_cast<int64_t>(values.size()) == spec.rowStatsWidth &&
+         "the statistics' layout");
+  for (auto [j, v] : llvm::enumerate(values)) {
+    SmallVector<Value> index(at.rowIdx);
+    index.push_back(cstIdx(j));
+    memref::StoreOp::create(b, v, args.rowStats, index);
+  }
 }
 
 void KernelEmitter::emitRowBody(RowWalk &walk, TargetInfo target,
@@ -142,11 +226,26 @@ void KernelEmitter::emitRowBody(RowWalk &walk, TargetInfo target,
   target.logit = Value();
   if (!probs && walk.mayWriteInPlace() && (spec.lossType || spec.withGrad))
     target.logit = loadLogit(target.index);
-  RowStats stats = emitRowStatistics(walk);
+  RowStats stats;
+  if (spec.readsRowStats()) {
+    // The merged statistics instead of a walk over the row; w_t from them
+    // (the target may be another slice's class).
+    stats = emitMergedRowStats();
+    if (args.weight)
+      target.weight = loadRowStat(at.rowIdx, 3);
+    // No statistics walk, so no reduction's barrier between every thread's
+    // read of x_t and the gradient's writes (maybe over the logits).
+    if (target.logit)
+      gpu::BarrierOp::create(b);
+  } else {
+    stats = emitRowStatistics(walk);
+  }
   // Thread 0 (of block 0 of the cluster) writes the row's results.
   Value isThread0 = walk.emitIsRowWriter(
       arith::CmpIOp::create(b, arith::CmpIPredicate::eq, at.tid, cstIdx(0)));
   emitRowOutputs(isThread0, stats, target, preloaded);
+  if (spec.writesRowStats())
+    emitRowStatsOutput(isThread0, stats, target);
   if (spec.lossType)
     emitRowLoss(isThread0, stats, target, preloaded);
   if (spec.accumulates() && spec.finalizes)
@@ -355,7 +454,8 @@ void KernelEmitter::bindScalars(const RowKernelArgs<Value> &kernelArgs) {
     args.invSoftcap = div(cstF(1.0), args.softcap);
   if (args.smoothing) {
     args.keepShare = sub(cstF(1.0), args.smoothing);
-    args.smoothShare = div(args.smoothing, at.numClassesF);
+    // ε / C of the whole row (a slice's num_classes).
+    args.smoothShare = div(args.smoothing, at.globalClassesF);
   }
   if (args.softcap && spec.softcapMayBeOff)
     args.softcapOff = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
@@ -385,8 +485,18 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
       getPrologueKernelArgTypes(b.getContext(), spec), func.getArguments());
   bindSharedArgs(func, kernelArgs);
 
+  args.x = kernelArgs.x;
+  args.rowStats = kernelArgs.rowStats;
+  args.classOffset = kernelArgs.classOffset;
+
   bindThread();
   at.numRows = emitRowCount(args.target, probs ? config.axis : -1);
+  if (args.x) {
+    // A class slice's count: its classes and the whole row's.
+    at.numClasses = memref::DimOp::create(b, args.x, config.axis);
+    at.numClassesF = indexToF32(at.numClasses);
+    bindGlobalClasses(kernelArgs.numClasses);
+  }
   Value zero = cstF(0.0);
 
   Value weightTotal, count;
@@ -396,15 +506,24 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
         [&](OpBuilder &nb, Location loc, Value r, ValueRange acc) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          Value t = memref::LoadOp::create(
-              b, args.target, emitDelinearize(r, args.target, /*skip=*/-1));
+          SmallVector<Value> rowIdx = emitDelinearize(r, args.target, /*skip=*/-1);
+          Value t = memref::LoadOp::create(b, args.target, rowIdx);
           Type i64 = b.getI64Type();
           if (t.getType() != i64)
             t = arith::ExtSIOp::create(b, i64, t);
           Value isKept = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, t,
                                                args.ignoreIndex);
           Value w = cstF(1.0);
-          if (args.weight) {
+          if (spec.readsRowStats()) {
+            // A gradient from merged statistics: w_t from them.
+            if (args.weight)
+              w = loadRowStat(rowIdx, 3);
+          } else if (spec.classSlice()) {
+            // A slice's own loss keeps the targets it holds.
+            TargetInfo target = emitTargetOf(t);
+            isKept = target.kept;
+            w = loadWeight(target.index);
+          } else if (args.weight) {
             // Out-of-range classes read weight[0]; their loss is NaN anyway.
             Value numClasses = memref::DimOp::create(b, args.weight, 0);
             Value cI64 = arith::IndexCastUIOp::create(b, i64, numClasses);
@@ -554,18 +673,23 @@ RowKernelArgs<Type> mlir::xent::getRowKernelArgTypes(MLIRContext *ctx,
     args.argmax = getBufferType(ctx, spec.rowRank(), spec.argmaxType);
   if (spec.accuracyType && results)
     args.accuracy = reducedOrElements(spec.accuracyType);
+  Type f32 = Float32Type::get(ctx);
+  if (spec.rowStatsWidth)
+    args.rowStats = getBufferType(ctx, spec.rowRank() + 1, f32);
   if (spec.withGrad)
     args.dlogits = getBufferType(ctx, spec.rank(), spec.getDlogitsType());
   const CrossEntropyConfig &config = spec.config;
-  Type f32 = Float32Type::get(ctx);
+  Type i64 = IntegerType::get(ctx, 64);
   if (!config.probabilityTargets)
-    args.ignoreIndex = IntegerType::get(ctx, 64);
+    args.ignoreIndex = i64;
   if (config.hasLabelSmoothing())
     args.labelSmoothing = f32;
   if (config.hasZLoss())
     args.zLossScale = f32;
   if (config.hasSoftcap())
     args.softcap = f32;
+  if (spec.classSlice())
+    args.classOffset = args.numClasses = i64;
   return args;
 }
 
@@ -585,8 +709,18 @@ mlir::xent::getPrologueKernelArgTypes(MLIRContext *ctx,
     if (spec.accuracyType)
       args.accuracy = getBufferType(ctx, 0, spec.accuracyType);
   }
+  Type i64 = IntegerType::get(ctx, 64);
   if (spec.needsStats())
-    args.ignoreIndex = IntegerType::get(ctx, 64);
+    args.ignoreIndex = i64;
+  // What the count of a slice's own loss needs; the merged w_t of a
+  // weighted gradient from statistics.
+  if (spec.needsStats() && spec.classSlice() && !spec.readsRowStats()) {
+    args.x = getBufferType(ctx, spec.rank(), spec.logitsType);
+    args.classOffset = args.numClasses = i64;
+  }
+  if (spec.needsStats() && spec.readsRowStats() && spec.weightType)
+    args.rowStats =
+        getBufferType(ctx, spec.rowRank() + 1, Float32Type::get(ctx));
   return args;
 }
 

@@ -69,7 +69,19 @@ struct KernelSpec {
   /// runs: without runtime-dispatch, which launches the kernel without the
   /// softcap for that value.
   bool softcapMayBeOff = false;
+  /// K, the per-row statistics' values per row (the op's layout,
+  /// CrossEntropyConfig::getRowStatsWidth, whatever features a run-time
+  /// variant drops); 0 without them.
+  int64_t rowStatsWidth = 0;
   Type getDlogitsType() const { return dlogitsType ? dlogitsType : logitsType; }
+  /// The forward writes the row's statistics (return_row_stats).
+  bool writesRowStats() const { return rowStatsWidth > 0 && !withGrad; }
+  /// The gradient takes merged statistics (row_stats): no walk over the row
+  /// for them.
+  bool readsRowStats() const { return rowStatsWidth > 0 && withGrad; }
+  /// The logits hold the classes [class_offset, class_offset + c) of
+  /// num_classes (both i64 arguments of the kernels).
+  bool classSlice() const { return static_cast<bool>(config.classOffset); }
   int64_t rank() const { return config.logitsType.getRank(); }
   /// Rank of a per-row buffer (class-index target, per-row loss).
   int64_t rowRank() const { return rank() - 1; }
@@ -219,11 +231,14 @@ template <typename T> struct RowKernelArgs {
   T lse;        // return_lse
   T argmax;     // return_argmax
   T accuracy;   // [] or, return_accuracy
+  T rowStats;   // x K f32: written (return_row_stats) or read
   T dlogits;    // [R], for the gradient
   T ignoreIndex;    // i64, class-index targets
   T labelSmoothing; // f32 ε, CrossEntropyConfig::hasLabelSmoothing
   T zLossScale;     // f32 z, CrossEntropyConfig::hasZLoss
   T softcap;        // f32 s, CrossEntropyConfig::hasSoftcap
+  T classOffset;    // i64, KernelSpec::classSlice
+  T numClasses;     // i64 (the whole row's C), KernelSpec::classSlice
   T lossIsNarrow;   // i1, KernelSpec::narrowLossType
 
   /// Pointers to every member of `self`, in the kernel's argument order.
@@ -233,10 +248,11 @@ template <typename T> struct RowKernelArgs {
                       &self.gradOutput,  &self.loss,
                       &self.narrowLoss,  &self.zLoss,
                       &self.lse,         &self.argmax,
-                      &self.accuracy,    &self.dlogits,
-                      &self.ignoreIndex, &self.labelSmoothing,
-                      &self.zLossScale,  &self.softcap,
-                      &self.lossIsNarrow};
+                      &self.accuracy,    &self.rowStats,
+                      &self.dlogits,     &self.ignoreIndex,
+                      &self.labelSmoothing, &self.zLossScale,
+                      &self.softcap,     &self.classOffset,
+                      &self.numClasses,  &self.lossIsNarrow};
   }
   /// The present arguments, in order.
   SmallVector<T> list() const { return listPresent(members(*this)); }
@@ -245,21 +261,29 @@ template <typename T> struct RowKernelArgs {
 /// The arguments of the prologue (KernelSpec::needsScratch), like
 /// RowKernelArgs: the reduced results when the row kernel takes them (the
 /// prologue writes their initial values, which stand when there is no row);
-/// ignore_index (i64) when it counts the kept rows (KernelSpec::needsStats).
+/// ignore_index (i64) when it counts the kept rows (KernelSpec::needsStats),
+/// and then for a class slice the logits (their class count), the slice's
+/// offset and C (whose targets it keeps), and the merged statistics (w_t)
+/// of a weighted gradient that reads them.
 template <typename T> struct PrologueKernelArgs {
+  T x;
   T target;
   T weight;
+  T rowStats;
   T scratch;
   T loss;
   T zLoss;
   T accuracy;
   T ignoreIndex;
+  T classOffset;
+  T numClasses;
 
   /// Pointers to every member of `self`, in the kernel's argument order.
   template <typename Self> static auto members(Self &self) {
-    return std::array{&self.target,   &self.weight, &self.scratch,
-                      &self.loss,     &self.zLoss,  &self.accuracy,
-                      &self.ignoreIndex};
+    return std::array{&self.x,           &self.target,     &self.weight,
+                      &self.rowStats,    &self.scratch,    &self.loss,
+                      &self.zLoss,       &self.accuracy,   &self.ignoreIndex,
+                      &self.classOffset, &self.numClasses};
   }
   /// The present arguments, in order.
   SmallVector<T> list() const { return listPresent(members(*this)); }

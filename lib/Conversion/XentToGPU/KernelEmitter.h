@@ -106,8 +106,12 @@ struct RowStats {
 /// in range, a safe index, and x_t where it is read before the statistics'
 /// last barrier (the two-pass walk: before any thread writes dlogits, which
 /// may be the logits' buffer). Empty for probability targets.
+/// With per-row statistics or a class slice also `owned`, whether the
+/// row's classes hold the kept, valid target (its index then local to the
+/// slice); and `weight`, w_t where it comes from merged statistics instead
+/// of the weight buffer (null: loadWeight(index)).
 struct TargetInfo {
-  Value value, kept, valid, index, logit;
+  Value value, kept, valid, index, logit, owned, weight;
 };
 
 /// What a reduction divides the row's loss and z-loss by (f32): for a mean
@@ -142,13 +146,18 @@ struct KernelArgs {
   Value softcapOff;
   /// The block reduction's workgroup memref<kMaxComponents x kMaxWarps x f32>.
   Value reduceScratch;
+  /// The per-row statistics (written or read; KernelSpec::rowStatsWidth),
+  /// and a class slice's first class (i64).
+  Value rowStats, classOffset;
 };
 
 /// Where the thread and its row are: `tid` (thread in block), its lane and
 /// warp, C (numClasses, and as f32), the number of rows and `rowIdx`, the
-/// block's row (its index in every dim but the class axis).
+/// block's row (its index in every dim but the class axis). The classes of
+/// the whole row (i64, f32): num_classes for a class slice, else C.
 struct KernelCoordinates {
   Value tid, lane, warp, numClasses, numClassesF, numRows;
+  Value globalClasses, globalClassesF;
   SmallVector<Value> rowIdx;
 };
 
@@ -441,6 +450,22 @@ private:
   void bindScalars(const RowKernelArgs<Value> &kernelArgs);
   /// The class-index target of the row.
   TargetInfo emitTarget();
+  /// The class-index target `t` (as loaded) of a row, as the kernel's
+  /// class slice and statistics see it (emitTarget; the prologue's count).
+  TargetInfo emitTargetOf(Value t);
+  /// Binds at.globalClasses(F) (after at.numClasses, when the kernel reads
+  /// the logits) from the kernel's `numClasses` argument of a class slice.
+  void bindGlobalClasses(Value numClassesArg);
+  /// Value `j` of the statistics of the row at `rowIdx`.
+  Value loadRowStat(ArrayRef<Value> rowIdx, int64_t j);
+  /// The row's statistics from the merged ones (KernelSpec::readsRowStats):
+  /// m, Σ and, with weighted label smoothing, Σ w.
+  RowStats emitMergedRowStats();
+  /// Writes the row's statistics (KernelSpec::writesRowStats): m, Σ, x_t
+  /// (-inf where the row's classes do not hold the target), [w_t], [Σ w
+  /// (m - x), Σ w].
+  void emitRowStatsOutput(Value isWriter, const RowStats &stats,
+                          const TargetInfo &target);
   /// Statistics, loss and gradient of the block's row (after the target).
   void emitRowBody(RowWalk &walk, TargetInfo target,
                    std::optional<Divisors> preloaded);

@@ -55,7 +55,9 @@ bool mlir::xent::hasResidentPath(const KernelSpec &spec,
                        (!spec.weightType && !spec.needsArgmax());
   bool softcapFits = !config.hasSoftcap() || !spec.logitsType.isF32();
   bool light = !config.probabilityTargets && softcapFits && smoothingFits;
-  return light && spec.withGrad && spec.contiguousRows &&
+  // A gradient from merged statistics reads its row once anyway.
+  return light && spec.withGrad && !spec.readsRowStats() &&
+         spec.contiguousRows &&
          geometry.residentRows && geometry.vectorBytes == 16 &&
          geometry.vectorWidth(spec.logitsType) > 1;
 }

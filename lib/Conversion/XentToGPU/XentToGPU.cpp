@@ -140,10 +140,6 @@ std::optional<std::string> mlir::xent::getKernelUnsupportedReason(
         .str();
   if (linear)
     return getLinearUnsupportedReason(linear, module);
-  if (family.getRowStats() || family.isClassSlice())
-    return std::string("the kernels do not compute or take per-row "
-                       "statistics (return_row_stats, row_stats, "
-                       "class_offset) yet");
   return std::nullopt;
 }
 

@@ -87,3 +87,21 @@ func.func @grad_stats_rows(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<4xi
       : (tensor<f32>, tensor<4x10xf32>, tensor<4xi64>, tensor<5x3xf32>) -> tensor<4x10xf32>
   return
 }
+
+// -----
+
+func.func @num_classes_twice(%x: tensor<4x10xf32>, %t: tensor<4xi64>, %o: i64, %n: i64) {
+  // expected-error @+1 {{num_classes must be given by its attribute or its operand, not both}}
+  %l, %s = xent.cross_entropy sum %x, %t class_offset %o num_classes %n {num_classes = 20 : i64, return_row_stats}
+      : (tensor<4x10xf32>, tensor<4xi64>, i64, i64) -> (tensor<f32>, tensor<4x3xf32>)
+  return
+}
+
+// -----
+
+func.func @num_classes_operand_without_offset(%g: tensor<f32>, %x: tensor<4x10xf32>, %t: tensor<4xi64>, %s: tensor<4x3xf32>, %n: i64) {
+  // expected-error @+1 {{class_offset and num_classes must be given together}}
+  %d = xent.cross_entropy_grad sum %g, %x, %t row_stats %s num_classes %n
+      : (tensor<f32>, tensor<4x10xf32>, tensor<4xi64>, tensor<4x3xf32>, i64) -> tensor<4x10xf32>
+  return
+}

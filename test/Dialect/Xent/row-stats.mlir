@@ -44,3 +44,20 @@ func.func @gradient_whole_rows(%g: tensor<4xf32>, %x: tensor<4x10xf32>,
          tensor<4x4xf32>) -> tensor<4x10xf32>
   return %d : tensor<4x10xf32>
 }
+
+// num_classes at run time: an i64 operand after class_offset (one compiled
+// op serves every vocabulary and split).
+// CHECK-LABEL: func.func @dynamic_num_classes
+// CHECK: xent.cross_entropy none %{{.*}}, %{{.*}} class_offset %[[O:[^ ]*]] num_classes %[[N:[^ ]*]] ignore_index %{{.*}} {return_row_stats}
+// CHECK-SAME: (tensor<?x?xbf16>, tensor<?xi64>, i64, i64, i64) -> (tensor<?xf32>, tensor<?x3xf32>)
+// CHECK: xent.cross_entropy_grad sum %{{.*}}, %{{.*}}, %{{.*}} row_stats %{{.*}} class_offset %[[O]] num_classes %[[N]] :
+func.func @dynamic_num_classes(%x: tensor<?x?xbf16>, %t: tensor<?xi64>, %g: tensor<f32>,
+                               %o: i64, %n: i64, %ii: i64) -> tensor<?x?xbf16> {
+  %l, %s = xent.cross_entropy none %x, %t class_offset %o num_classes %n ignore_index %ii
+      {return_row_stats}
+      : (tensor<?x?xbf16>, tensor<?xi64>, i64, i64, i64) -> (tensor<?xf32>, tensor<?x3xf32>)
+  %d = xent.cross_entropy_grad sum %g, %x, %t row_stats %s class_offset %o num_classes %n
+      : (tensor<f32>, tensor<?x?xbf16>, tensor<?xi64>, tensor<?x3xf32>, i64, i64)
+      -> tensor<?x?xbf16>
+  return %d : tensor<?x?xbf16>
+}

@@ -36,8 +36,12 @@ CrossEntropyConfig::withOperands(ValueRange operands) const {
   CrossEntropyConfig c = *this;
   unsigned numScalars = scalars.getValues().size();
   c.scalars = scalars.remap(operands.take_back(numScalars));
-  // The class offset comes right before the run-time scalars.
+  // The class offset and a run-time num_classes come right before the
+  // run-time scalars.
+  unsigned last = operands.size() - numScalars;
+  if (dynamicNumClasses)
+    c.dynamicNumClasses = operands[--last];
   if (classOffset)
-    c.classOffset = operands[operands.size() - numScalars - 1];
+    c.classOffset = operands[--last];
   return c;
 }

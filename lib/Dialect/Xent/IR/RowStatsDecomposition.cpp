@@ -117,7 +117,11 @@ RowStatsEmitter::RowStatsEmitter(OpBuilder &builder,
   if (config.classOffset) {
     offset = arith::IndexCastOp::create(b, b.getIndexType(),
                                         config.classOffset);
-    numClasses = arith::ConstantIndexOp::create(b, *config.globalNumClasses);
+    numClasses = config.dynamicNumClasses
+                     ? Value(arith::IndexCastOp::create(
+                           b, b.getIndexType(), config.dynamicNumClasses))
+                     : Value(arith::ConstantIndexOp::create(
+                           b, *config.globalNumClasses));
   } else {
     offset = arith::ConstantIndexOp::create(b, 0);
     numClasses = localClasses;

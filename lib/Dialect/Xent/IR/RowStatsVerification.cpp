@@ -42,10 +42,15 @@ LogicalResult mlir::xent::detail::verifyRowStats(CrossEntropyOpInterface op) {
   bool returnsStats = operation->hasAttr("return_row_stats");
   bool slice = op.isClassSlice();
   IntegerAttr numClasses = op.getNumClassesAttr();
-  if (!returnsStats && !op.getRowStats() && !slice && !numClasses)
+  Value dynamicNumClasses = op.getDynamicNumClasses();
+  if (!returnsStats && !op.getRowStats() && !slice && !numClasses &&
+      !dynamicNumClasses)
     return success();
 
-  if (slice != static_cast<bool>(numClasses))
+  if (numClasses && dynamicNumClasses)
+    return op.emitOpError("num_classes must be given by its attribute or "
+                          "its operand, not both");
+  if (slice != (numClasses || dynamicNumClasses))
     return op.emitOpError("class_offset and num_classes must be given "
                           "together");
   if (op.hasProbabilityTargets())

@@ -204,6 +204,9 @@ Value DecompositionEmitter::numClassesIndex() {
   // A class slice's label smoothing spreads ε over the classes of the row.
   if (config.globalNumClasses)
     return arith::ConstantIndexOp::create(b, *config.globalNumClasses);
+  if (config.dynamicNumClasses)
+    return arith::IndexCastOp::create(b, b.getIndexType(),
+                                      config.dynamicNumClasses);
   return tensor::DimOp::create(b, logits, axis);
 }
 

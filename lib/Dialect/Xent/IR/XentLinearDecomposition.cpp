@@ -234,12 +234,13 @@ Operation *mlir::xent::buildLinearLoss(OpBuilder &b, Location loc,
   SmallVector<int32_t> segments(operands.size(), 1);
   if (!classWeight)
     segments.push_back(0);
-  // No row statistics and no class slice: the forward op's class_offset,
-  // the gradient op's row_stats and class_offset.
+  // No row statistics and no class slice: the forward op's class_offset
+  // and num_classes, the gradient op's row_stats, class_offset and
+  // num_classes.
   if (!op.computesGradient())
-    segments.push_back(0);
-  else if (!op.computesLoss())
     segments.append({0, 0});
+  else if (!op.computesLoss())
+    segments.append({0, 0, 0});
   for (Value v : {scalars.ignoreIndex, scalars.labelSmoothing,
                   scalars.zLossScale, scalars.softcap}) {
     segments.push_back(v ? 1 : 0);

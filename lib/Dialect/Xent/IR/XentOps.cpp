@@ -98,6 +98,7 @@ CrossEntropyConfig CrossEntropyConfig::get(CrossEntropyOpInterface op) {
   c.classOffset = op.getClassOffset();
   if (IntegerAttr n = op.getNumClassesAttr())
     c.globalNumClasses = n.getInt();
+  c.dynamicNumClasses = op.getDynamicNumClasses();
   return c;
 }
 
@@ -110,7 +111,8 @@ bool CrossEntropyConfig::operator==(const CrossEntropyConfig &other) const {
          logitsType == other.logitsType && targetType == other.targetType &&
          scalars == other.scalars && rowStats == other.rowStats &&
          classOffset == other.classOffset &&
-         globalNumClasses == other.globalNumClasses;
+         globalNumClasses == other.globalNumClasses &&
+         dynamicNumClasses == other.dynamicNumClasses;
 }
 
 //===----------------------------------------------------------------------===//

@@ -49,9 +49,11 @@ def package_configs() -> List[Dict]:
     dtypes and per-row outputs. Values, in place and the launch geometry are
     chosen at run time by each library's host code. The gradient scaling
     kernels are part of each gradient library. Then those of
-    xent.torch.linear_cross_entropy (xent.runtime.linear.call_configs)."""
-    from . import linear  # noqa: PLC0415 - linear imports this module
-    return call_configs(ranks=(2, 3)) + linear.call_configs()
+    xent.torch.linear_cross_entropy (xent.runtime.linear.call_configs) and
+    of xent.torch.vocab_parallel_cross_entropy's slices
+    (xent.runtime.slices.call_configs)."""
+    from . import linear, slices  # noqa: PLC0415 - linear imports this module
+    return call_configs(ranks=(2, 3)) + linear.call_configs() + slices.call_configs()
 
 
 def bundle_directories() -> List[str]:

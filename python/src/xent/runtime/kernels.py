@@ -425,6 +425,10 @@ def precompile(configs: Iterable[Dict], cache_dir: Optional[str] = None, *, jobs
     opt = opt_tool or os.environ.get("XENT_OPT")
 
     def compile_one(config):
+        if config.get("op") == "xent.torch.slices":
+            from . import slices  # noqa: PLC0415 - slices imports this module
+            slices.precompile(config, cache, opt)
+            return
         if str(config.get("op", "")).startswith("linear_"):
             # xent.runtime.linear's configurations (the package's bundle
             # holds both kinds).

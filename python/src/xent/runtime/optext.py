@@ -107,15 +107,21 @@ def cross_entropy_op(name: str, reduction: str, *, results: Sequence[str], logit
                      target: str, operand_types: Sequence[str],
                      result_types: Union[str, Sequence[str]], grad_output: Optional[str] = None,
                      weight: Optional[str] = None, scalars: Optional[Mapping[str, str]] = None,
-                     attributes: Sequence[str] = (), layout: str = "line") -> str:
+                     attributes: Sequence[str] = (), layout: str = "line",
+                     row_stats: Optional[str] = None, class_offset: Optional[str] = None,
+                     num_classes: Optional[str] = None) -> str:
     """One op of the cross-entropy family (`name`: ``cross_entropy``,
     ``cross_entropy_grad`` or ``cross_entropy_and_grad``), without
     indentation or newline. Operands are SSA names; `grad_output` for the
-    ops that take it; `scalars` maps keywords of SCALAR_KEYWORDS to SSA
-    names; `attributes` are entries (loss_attributes)."""
+    ops that take it; `row_stats` (the gradient's merged statistics),
+    `class_offset` and a run-time `num_classes` for a class slice;
+    `scalars` maps keywords of SCALAR_KEYWORDS to SSA names; `attributes`
+    are entries (loss_attributes)."""
     operands = (f"{grad_output}, " if grad_output is not None else "") + f"{logits}, {target}"
-    if weight is not None:
-        operands += f" weight {weight}"
+    for keyword, value in (("weight", weight), ("row_stats", row_stats),
+                           ("class_offset", class_offset), ("num_classes", num_classes)):
+        if value is not None:
+            operands += f" {keyword} {value}"
     operands += _scalars(scalars)
     return _op(name, reduction, results, operands, attributes, operand_types, result_types,
                layout)

@@ -29,18 +29,27 @@ partitions ``xent.cross_entropy`` with):
 No host synchronization (nothing is read back); the backward uses no
 collective (the loss is replicated, so is its gradient).
 
-The shard steps run as PyTorch operations for now (a few in-place passes
-over an f32 copy of the slice in each direction), not xent kernels; the
+On CUDA, with class-index targets, each step of the slice is one xent
+kernel (xent.runtime.slices, in the package's bundle): the statistics
+read the slice once (``xent.cross_entropy ... class_offset num_classes
+{return_row_stats}``), the gradient reads it once more and writes it
+(``xent.cross_entropy_grad ... row_stats class_offset num_classes``); the
+offset, C and every scalar are run-time values. Probability targets, CPU
+tensors, a differentiated ``z_loss`` output beside the loss (its own
+gradient scale) and ``XENT_VOCAB_KERNELS=0`` take the same steps as PyTorch
+operations (a few in-place passes over an f32 copy of the slice). The
 collectives carry 3 floats per row and rank, 5 with the smoothing sums.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Optional, Tuple
 
 import torch
 import torch.distributed as dist
 
+from ..runtime import slices as _slices
 from ._checks import check_loss_scalars, check_targets, validation_on
 from .ops import _REDUCTIONS
 
@@ -94,6 +103,7 @@ class _Problem:
             self.q = _rows(target, self.axis).float()
         else:
             t = target.reshape(-1).long()
+            self.t = t
             self.kept = t != ignore_index
             self.valid = (t >= 0) & (t < num_classes)
             local = (t >= offset) & (t < offset + self.width)
@@ -102,6 +112,13 @@ class _Problem:
             safe = torch.where(self.valid, t, torch.zeros_like(t))
             self.w_t = (weight.float()[safe] if weight is not None
                         else torch.ones_like(t, dtype=torch.float32))
+
+    def use_kernels(self, logits: torch.Tensor) -> bool:
+        """Whether the slice's steps run as xent kernels (the module's
+        docstring says when)."""
+        return (logits.is_cuda and not self.probs
+                and logits.dtype in (torch.float32, torch.bfloat16, torch.float16)
+                and os.environ.get("XENT_VOCAB_KERNELS", "1") != "0")
 
     def factors(self) -> Optional[torch.Tensor]:
         """f_c of the smoothing / probability sums ((R, V) or (1, V)), None
@@ -136,6 +153,44 @@ def _statistics(x: torch.Tensor, prob: _Problem, scratch: bool) -> torch.Tensor:
     e = x.sub_(shift.unsqueeze(1)) if scratch else x - shift.unsqueeze(1)
     s = e.exp_().sum(dim=1)
     return torch.stack([m, s, xt, gap, mass], dim=1)
+
+
+def _kernel_statistics(raw: torch.Tensor, prob: _Problem, offset: int, ignore_index: int):
+    """_statistics' (R, 5) from the slice's statistics kernel, which reads
+    the slice once in its own dtype. Its x_t is -inf where the slice does
+    not hold the target; the protocol's sum takes 0 there."""
+    smoothing = prob.eps != 0.0
+    weight = None if prob.weight_slice is None else prob.weight_slice.contiguous()
+    k = _slices.statistics(raw, prob.t, weight, offset=offset, num_classes=prob.num_classes,
+                           ignore_index=ignore_index,
+                           label_smoothing=prob.eps if smoothing else None,
+                           softcap=prob.softcap)
+    owned = prob.local & prob.kept & prob.valid
+    xt = torch.where(owned, k[:, 2], torch.zeros_like(k[:, 2]))
+    zeros = torch.zeros_like(xt)
+    sums = [k[:, -2], k[:, -1]] if smoothing else [zeros, zeros]
+    return torch.stack([k[:, 0], k[:, 1], xt] + sums, dim=1)
+
+
+def _kernel_gradient(logits, raw, merged, prob, grad, reduction, offset, ignore_index,
+                     z_loss_scale):
+    """The slice's gradient from the gradient kernel: the merged statistics
+    in the kernel's layout (max, Σ relative to it, x_t, [w_t], [Σ f (M - x),
+    Σ f]), one read of the slice and one write."""
+    smoothing = prob.eps != 0.0
+    weighted = prob.weight_slice is not None
+    columns = [_shift(merged[:, 0]), merged[:, 1], merged[:, 2]]
+    if weighted:
+        columns.append(prob.w_t)
+    if smoothing:
+        columns += [merged[:, 3], merged[:, 4]]
+    stats = torch.stack(columns, dim=1).float()
+    weight = prob.weight_slice.contiguous() if weighted else None
+    return _slices.gradient(grad, raw, prob.t, stats, weight, reduction=reduction,
+                            offset=offset, num_classes=prob.num_classes,
+                            ignore_index=ignore_index,
+                            label_smoothing=prob.eps if smoothing else None,
+                            z_loss_scale=z_loss_scale, softcap=prob.softcap)
 
 
 def _merge(stats: torch.Tensor, group, world: int, merge: str, sums: bool) -> torch.Tensor:
@@ -212,10 +267,13 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
         prob = _Problem(logits, target, weight, offset, num_classes, ignore_index,
                         label_smoothing, softcap)
         raw = _rows(logits, prob.axis)
-        x = _capped(raw, softcap)
-        merged = _merge(_statistics(x, prob, scratch=x.data_ptr() != raw.data_ptr()),
-                        group, world, merge,
-                        sums=prob.probs or label_smoothing != 0.0)
+        kernels = prob.use_kernels(logits)
+        if kernels:
+            stats = _kernel_statistics(raw, prob, offset, ignore_index)
+        else:
+            x = _capped(raw, softcap)
+            stats = _statistics(x, prob, scratch=x.data_ptr() != raw.data_ptr())
+        merged = _merge(stats, group, world, merge, sums=prob.probs or label_smoothing != 0.0)
         ce, z, kept_weight, kept, lse = _row_losses(merged, prob, z_loss_scale)
         element_shape = logits.movedim(prob.axis, -1).shape[:-1]
         if reduction == "none":
@@ -230,6 +288,10 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
                 ce_scale = z_scale = torch.ones((), dtype=torch.float64, device=logits.device)
             loss, zl = total + z_total, z_total
         ctx.prob, ctx.reduction, ctx.z_loss_scale = prob, reduction, z_loss_scale
+        ctx.kernels, ctx.offset, ctx.ignore_index = kernels, offset, ignore_index
+        # An output that the loss does not use gets None, not zeros: the
+        # kernel path needs to know that z_loss adds no gradient of its own.
+        ctx.set_materialize_grads(False)
         ctx.save_for_backward(logits, merged, lse.float(),
                               *(() if ce_scale is None else (ce_scale, z_scale)))
         return loss.to(loss_dtype), zl.to(loss_dtype)
@@ -238,7 +300,20 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
     def backward(ctx, grad_loss, grad_z):
         prob = ctx.prob
         logits, merged, lse, *scales = ctx.saved_tensors
+        if grad_loss is None and grad_z is None:
+            return (None,) * 13
         raw = _rows(logits, prob.axis)
+        moved = logits.movedim(prob.axis, -1)
+        if ctx.kernels and grad_loss is not None and (grad_z is None
+                                                      or ctx.z_loss_scale == 0.0):
+            # One kernel: grad_output scales the loss, z-loss included.
+            g = grad_loss.float()
+            g = g.reshape(-1) if ctx.reduction == "none" else g.reshape(())
+            d = _kernel_gradient(logits, raw, merged, prob, g, ctx.reduction, ctx.offset,
+                                 ctx.ignore_index, ctx.z_loss_scale)
+            return (d.reshape(moved.shape).movedim(-1, prob.axis),) + (None,) * 12
+        if grad_loss is None:
+            grad_loss = torch.zeros_like(grad_z)
         x = _capped(raw, prob.softcap)
         big, s = _shift(merged[:, 0]), merged[:, 1]
         rows = x.shape[0]
@@ -283,7 +358,6 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
         if not prob.probs:
             # Ignored rows are exact zeros, whatever their logits.
             d.masked_fill_(~prob.kept.unsqueeze(1), 0.0)
-        moved = logits.movedim(prob.axis, -1)
         grad = d.to(logits.dtype).reshape(moved.shape).movedim(-1, prob.axis)
         return (grad,) + (None,) * 12
 

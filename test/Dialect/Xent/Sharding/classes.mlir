@@ -1,6 +1,21 @@
 // RUN: xent-opt %s --pass-pipeline='builtin.module(func.func(sharding-propagation,shard-partition))' | FileCheck %s
 // RUN: xent-opt %s --pass-pipeline='builtin.module(func.func(sharding-propagation,shard-partition))' \
 // RUN:   | grep -E 'shard\.(all_|gather|scatter|reduce|broadcast|send|recv|shift)' | FileCheck %s --check-prefix=COMM
+// RUN: xent-opt %s --pass-pipeline='builtin.module(func.func(sharding-propagation,shard-partition),convert-xent-to-gpu{mode=kernel})' \
+// RUN:   | FileCheck %s --check-prefix=GPU
+
+// On a GPU each shard's xent ops are kernels (mode=kernel: an op that the
+// kernels did not take would be an error): the statistics' forward, then
+// the gradient from the merged statistics.
+// GPU-LABEL: func.func @forward_mean_2
+// GPU:         gpu.launch_func @xent_kernels::@xent_loss_{{[0-9]+}}
+// GPU-NOT:     linalg.generic {{.*}}tensor<8x32x
+// GPU-LABEL: func.func @grad_mean_4
+// GPU:         gpu.launch_func @xent_kernels::@xent_loss_{{[0-9]+}}
+// GPU:         gpu.launch_func @xent_kernels::@xent_grad_{{[0-9]+}}
+// GPU-LABEL: func.func @joint_sum_4
+// GPU:         gpu.launch_func @xent_kernels::@xent_loss_{{[0-9]+}}
+// GPU:         gpu.launch_func @xent_kernels::@xent_grad_{{[0-9]+}}
 
 // Class-sharded (vocabulary-parallel) losses: with class-index targets each
 // device runs xent ops on its slice of the classes (statistics, then the

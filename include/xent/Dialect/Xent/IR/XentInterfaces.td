@@ -166,6 +166,11 @@ def Xent_CrossEntropyOpInterface
       "::mlir::IntegerAttr", "getNumClassesAttr", (ins), [{
         return $_op.getNumClassesAttr();
       }]>,
+    InterfaceMethod<"The `num_classes` given at run time (an i64 operand) "
+                    "instead of the attribute, or null.",
+      "::mlir::Value", "getDynamicNumClasses", (ins), [{
+        return $_op.getDynamicNumClasses();
+      }]>,
     InterfaceMethod<"The `axis` attribute, or null (the default class axis).",
       "::mlir::IntegerAttr", "getAxisAttr", (ins), [{
         return $_op.getAxisAttr();

@@ -72,9 +72,11 @@ struct CrossEntropyConfig {
   /// statistics (`return_row_stats`, `row_stats`).
   bool rowStats = false;
   /// A slice of the classes: the index of its first class (an i64 value)
-  /// and the classes of the whole row; null and nullopt for whole rows.
+  /// and the classes of the whole row, by the `num_classes` attribute or,
+  /// at run time, an i64 value; null and nullopt for whole rows.
   Value classOffset;
   std::optional<int64_t> globalNumClasses;
+  Value dynamicNumClasses;
 
   static CrossEntropyConfig get(CrossEntropyOpInterface op);
 

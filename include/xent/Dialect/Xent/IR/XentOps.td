@@ -57,8 +57,12 @@ defvar xentRowOutputAttrs = (ins
 
 // A loss op on a slice of the classes (docs/scale-out.md): the logits hold
 // classes [class_offset, class_offset + C) of `num_classes`, the targets are
-// global class indices. Given together or not at all.
-defvar xentSliceFormat = [{ (`class_offset` $class_offset^)? }];
+// global class indices. Given together or not at all; `num_classes` by its
+// attribute or, at run time, by the i64 operand `num_classes %n`.
+defvar xentSliceFormat = [{
+    (`class_offset` $class_offset^)?
+    (`num_classes` $dynamic_num_classes^)?
+}];
 
 // Accessors of the results after `loss` (`extra_results`: z_loss when
 // present, then the selected per-row outputs); null when absent.
@@ -160,7 +164,9 @@ def Xent_CrossEntropyOp : Xent_CrossEntropyOpBase<"cross_entropy"> {
     * with label smoothing: `Σ_c w_c (m - x_c)` and `Σ_c w_c` (`w_c` = 1
       without weights);
     so K = 3 + [weight] + 2·[label smoothing]. Class-index targets only.
-    `class_offset %o` (i64) with `num_classes = C` says that the logits hold
+    `class_offset %o` (i64) with `num_classes = C` (or `num_classes %n`, an
+    i64 operand, where C is a run-time value: one compiled op then serves
+    every vocabulary and split; never both) says that the logits hold
     the classes `[o, o + c)` of C (c the class axis's size): targets are
     global class indices in `[0, C)`, a target outside the slice is one
     whose statistics are elsewhere (its `x_t` is -inf, its `w_t` 0), and
@@ -221,7 +227,8 @@ def Xent_CrossEntropyOp : Xent_CrossEntropyOpBase<"cross_entropy"> {
     Xent_FloatTensor:$logits,
     Xent_TargetTensor:$target,
     Optional<Xent_FloatTensor>:$weight,
-    Optional<I64>:$class_offset), xentScalarOperands, xentCommonAttrs,
+    Optional<I64>:$class_offset,
+    Optional<I64>:$dynamic_num_classes), xentScalarOperands, xentCommonAttrs,
     xentRowOutputAttrs,
     (ins UnitAttr:$return_row_stats, OptionalAttr<I64Attr>:$num_classes));
   let results = (outs Xent_FloatTensor:$loss,
@@ -240,7 +247,8 @@ def Xent_CrossEntropyOp : Xent_CrossEntropyOpBase<"cross_entropy"> {
       if (zLoss)
         extras.push_back(zLoss);
       build($_builder, $_state, loss, extras, logits, target, weight,
-            /*class_offset=*/nullptr, scalars.ignoreIndex,
+            /*class_offset=*/nullptr, /*dynamic_num_classes=*/nullptr,
+            scalars.ignoreIndex,
             scalars.labelSmoothing, scalars.zLossScale, scalars.softcap,
             reduction, ignore_index, label_smoothing, z_loss_scale, softcap,
             axis, /*return_lse=*/nullptr, /*return_argmax=*/nullptr,
@@ -297,7 +305,8 @@ def Xent_CrossEntropyGradOp : Xent_CrossEntropyOpBase<"cross_entropy_grad"> {
     computed from them (the softmax from `m + log s`, `w_t` and `Σ w` from
     the operand) without a pass over the row for its statistics, and a
     `mean` divides by the kept weight `Σ w_t` of the op's rows. With
-    `class_offset %o` and `num_classes = C` the logits hold the classes
+    `class_offset %o` and `num_classes = C` (or `num_classes %n` at run
+    time) the logits hold the classes
     `[o, o + c)` of C, as on `xent.cross_entropy`: `dlogits` is the
     gradient of the whole row's loss on those classes, the one-hot term
     applying only where the target is one of them; `class_offset` needs
@@ -324,7 +333,8 @@ def Xent_CrossEntropyGradOp : Xent_CrossEntropyOpBase<"cross_entropy_grad"> {
     Xent_TargetTensor:$target,
     Optional<Xent_FloatTensor>:$weight,
     Optional<Xent_FloatTensor>:$row_stats,
-    Optional<I64>:$class_offset), xentScalarOperands, xentCommonAttrs,
+    Optional<I64>:$class_offset,
+    Optional<I64>:$dynamic_num_classes), xentScalarOperands, xentCommonAttrs,
     (ins OptionalAttr<I64Attr>:$num_classes));
   let results = (outs Xent_FloatTensor:$dlogits);
   let builders = [
@@ -339,6 +349,7 @@ def Xent_CrossEntropyGradOp : Xent_CrossEntropyOpBase<"cross_entropy_grad"> {
       CArg<"::mlir::xent::LossScalars", "{}">:$scalars), [{
       build($_builder, $_state, dlogits, grad_output, logits, target, weight,
             /*row_stats=*/nullptr, /*class_offset=*/nullptr,
+            /*dynamic_num_classes=*/nullptr,
             scalars.ignoreIndex, scalars.labelSmoothing, scalars.zLossScale,
             scalars.softcap, reduction, ignore_index, label_smoothing,
             z_loss_scale, softcap, axis, /*num_classes=*/nullptr);
@@ -411,6 +422,7 @@ def Xent_CrossEntropyAndGradOp : Xent_CrossEntropyOpBase<"cross_entropy_and_grad
     // A joint op computes its statistics itself, over whole rows.
     ::mlir::Value getRowStats() { return {}; }
     ::mlir::Value getClassOffset() { return {}; }
+    ::mlir::Value getDynamicNumClasses() { return {}; }
     ::mlir::IntegerAttr getNumClassesAttr() { return {}; }
   }];
 }

@@ -83,7 +83,8 @@ Value ShardedLossEmitter::emitMergedStatistics(RowStats &stats) {
   if (weight)
     operands.push_back(weight);
   operands.push_back(offset);
-  SmallVector<int32_t> segments = {1, 1, weight ? 1 : 0, 1};
+  // logits, target, weight, class_offset, num_classes (the attribute).
+  SmallVector<int32_t> segments = {1, 1, weight ? 1 : 0, 1, 0};
   appendScalars(config.scalars, operands, segments);
   SmallVector<int64_t> statsShape =
       dropAxis(cast<RankedTensorType>(logits.getType()).getShape(), axis);
@@ -220,7 +221,9 @@ Value ShardedLossEmitter::emitGradientOp(const RowStats &stats, Value merged,
   if (weight)
     operands.push_back(weight);
   operands.append({merged, offset});
-  SmallVector<int32_t> segments = {1, 1, 1, weight ? 1 : 0, 1, 1};
+  // grad_output, logits, target, weight, row_stats, class_offset,
+  // num_classes (the attribute).
+  SmallVector<int32_t> segments = {1, 1, 1, weight ? 1 : 0, 1, 1, 0};
   appendScalars(scalars, operands, segments);
   SmallVector<NamedAttribute> attrs = getSliceAttrs(op, withZAttr);
   attrs.push_back(

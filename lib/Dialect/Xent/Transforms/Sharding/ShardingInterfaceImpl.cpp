@@ -85,8 +85,11 @@ static SmallVector<AffineMap> getLossIndexingMaps(CrossEntropyOpInterface op) {
   AffineMap stats = AffineMap::get(rank, 0, statsExprs, ctx);
   if (op.takesRowStats())
     maps.push_back(stats);
-  // The class offset and the run-time scalars are replicated.
+  // The class offset, a run-time num_classes and the run-time scalars are
+  // replicated.
   if (op.isClassSlice())
+    maps.push_back(none);
+  if (op.getDynamicNumClasses())
     maps.push_back(none);
   maps.append(op.getLossScalars().getValues().size(), none);
   if (op.computesLoss()) {
@@ -207,6 +210,8 @@ static StringRef getOperandName(CrossEntropyOpInterface op, unsigned index) {
     names.push_back("row_stats");
   if (op.isClassSlice())
     names.push_back("class_offset");
+  if (op.getDynamicNumClasses())
+    names.push_back("num_classes");
   LossScalars scalars = op.getLossScalars();
   for (auto [value, name] :
        {std::pair<Value, StringRef>{scalars.ignoreIndex, "ignore_index"},
