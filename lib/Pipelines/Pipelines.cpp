@@ -103,8 +103,9 @@ LogicalResult mlir::xent::buildXentCPUPipeline(OpPassManager &pm) {
 xent::ConvertXentToGPUOptions
 mlir::xent::XentGPUPipelineOptions::getConversionOptions() const {
   ConvertXentToGPUOptions conversion = getKernelOptions(*this);
-  // Nothing in the pipeline lowers linalg to the device: neither on host
-  // tensors (that would be host loops over device memory) nor in kernels.
+  // Every xent op takes its kernels: a decomposition would be linalg over
+  // whole rows, which xent-host-compute-to-device would run one thread per
+  // element and row with no row-wise reductions fused.
   conversion.allowDecomposition = false;
   return conversion;
 }
@@ -127,6 +128,10 @@ mlir::xent::buildXentGPUPipeline(OpPassManager &pm,
           "one-shot-bufferize{bufferize-function-boundaries "
           "function-boundary-type-conversion=identity-layout-map},"
           "canonicalize,"
+          // What the host code computes beside the xent ops (a frontend's
+          // label remapping, a mean's division) on the device: the buffers
+          // are device memory.
+          "xent-host-compute-to-device,"
           // Stream-ordered launches, allocations and frees: what gpu-to-llvm
           // lowers (one stream per call, the caller's with xentSetStream).
           "func.func(gpu-async-region),"

@@ -58,6 +58,7 @@ GPU_ONLY = {
     "canonicalize": "clean-ups of the host tensors",
     "cse": "clean-ups of the host tensors",
     "one-shot-bufferize": "host tensors: gpu-dialect modules are written on memrefs",
+    "xent-host-compute-to-device": "an xent pass: host linalg around the xent ops",
     "xent-lower-multi-dynamic-expand-shape": "an xent pass",
     "xent-compress-gpu-binaries": "an xent pass (fatbinary); the cubins stay uncompressed",
 }

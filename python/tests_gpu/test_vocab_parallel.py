@@ -164,6 +164,40 @@ def test_one_process_without_distributed(device):
         _check(config, loss.detach().cpu(), xs.grad.cpu(), ref_loss, ref_grad, config[0])
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the kernels need CUDA")
+@pytest.mark.parametrize("index", range(len(CONFIGS)))
+def test_kernels_match_the_pytorch_steps(monkeypatch, index):
+    """On CUDA the slice's steps are xent kernels (xent.runtime.slices); the
+    same protocol as PyTorch operations (XENT_VOCAB_KERNELS=0) gives the same
+    loss and gradient, for a slice that does not start at class 0 too, and
+    with the z-loss returned: used for logging only (the kernels) or
+    differentiated beside the loss (the PyTorch steps)."""
+    config = CONFIGS[index]
+    if config[-1]:
+        pytest.skip("probability targets take the PyTorch steps either way")
+    x, target, weight, grad = _inputs(config, "cuda", seed=300 + index)
+    kw = _kwargs(config)
+    classes = x.shape[1]
+    for offset, width in ((0, classes), (classes // 4, classes // 2)):
+        xs = x.narrow(1, offset, width)
+        results = []
+        for kernels in ("1", "0"):
+            monkeypatch.setenv("XENT_VOCAB_KERNELS", kernels)
+            for use_z in (False, True):
+                leaf = xs.detach().clone().requires_grad_()
+                loss, z = vocab_parallel_cross_entropy(
+                    leaf, target, weight=weight, class_offset=offset, num_classes=classes,
+                    return_z_loss=True, loss_dtype=torch.float32, **kw)
+                total = (loss * grad).sum() + (z.sum() if use_z else 0.0)
+                total.backward()
+                results.append((loss.detach(), leaf.grad))
+        tol = dict(rtol=1e-5, atol=1e-6) if x.dtype == torch.float32 else \
+            dict(rtol=1e-2, atol=1e-3)
+        for (lk, gk), (lp, gp) in zip(results[:2], results[2:]):
+            torch.testing.assert_close(lk, lp, **tol, equal_nan=True)
+            torch.testing.assert_close(gk.float(), gp.float(), **tol, equal_nan=True)
+
+
 def test_bad_arguments():
     x = torch.randn(4, 8)
     t = torch.randint(0, 8, (4,))

@@ -15,6 +15,7 @@ namespace mlir::xent {
 
 // Each conversion's header declares its pass; the others are declared here.
 #define GEN_PASS_DECL_XENTCOMPRESSGPUBINARIES
+#define GEN_PASS_DECL_XENTHOSTCOMPUTETODEVICE
 #include "xent/Conversion/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION

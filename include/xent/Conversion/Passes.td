@@ -192,4 +192,41 @@ def XentCompressGPUBinaries
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def XentHostComputeToDevice
+    : Pass<"xent-host-compute-to-device", "::mlir::ModuleOp"> {
+  let summary = "Run the host code's buffer computations on the device";
+  let description = [{
+    In `xent-gpu-pipeline` a function's buffers are device memory: its
+    arguments are the caller's device buffers, its results device memory
+    that the caller owns. Whatever a program computes beside its xent ops
+    (a frontend's label remapping, a mean's division, a one-hot mapping:
+    what `xent-recognize` leaves around the op it raised) bufferizes to host
+    code over those buffers. This pass, run on bufferized IR, moves it to
+    the device, in the same stream-ordered chain as the kernels:
+
+    * every linalg op of a host function becomes a kernel: its parallel
+      loops over thread blocks of `threads` threads along the innermost
+      parallel loop (`scf.parallel`, tiled, for `gpu-map-parallel-loops` and
+      `convert-parallel-loops-to-gpu`), its reduction loops inside each
+      thread; one without parallel loops runs in one thread;
+    * `memref.alloc` becomes `gpu.alloc` (freed by `gpu.dealloc` after its
+      last use when it does not leave the function), `memref.dealloc`
+      `gpu.dealloc`, `memref.copy` `gpu.memcpy`; a host constant
+      (`memref.get_global`) that a kernel reads is copied to the device;
+    * any other read or write of a buffer on the host is an error naming
+      the op (it would read device memory from the CPU).
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", /*default=*/"256",
+           "Threads per block of the kernels made from host loops">,
+  ];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::affine::AffineDialect",
+  ];
+}
+
 #endif // XENT_CONVERSION_PASSES_TD

@@ -33,6 +33,16 @@
 // ignore_index is the lowest i64, which no i32 label equals. optax's mean
 // divides by N, the op's mean (nothing ignored) too.
 // RUN: xent-opt %S/Inputs/frontends/jax/optax_int_mean.fused.mlir --xent-recognize | FileCheck %s --check-prefixes=GATHER,GATHER3 -DRED=mean '-DTY=tensor<f32>'
+// The raised program on a GPU, where the label wrap that stays around the op is
+// a kernel too (xent-host-compute-to-device), in the same stream as the
+// fused loss; no host loop over the device buffers, no host allocation.
+// RUN: xent-opt %S/Inputs/frontends/jax/optax_int_mean.fused.mlir --xent-recognize --xent-gpu-pipeline=format=isa | FileCheck %s --check-prefix=GPU
+// RUN: xent-opt %S/Inputs/frontends/jax/optax_int_mean.linalg.mlir --xent-recognize --xent-gpu-pipeline=format=isa | FileCheck %s --check-prefix=GPU
+// GPU-NOT:     llvm.call @malloc
+// GPU:         gpu.launch_func <%[[S:.*]] : !llvm.ptr> @main_kernel{{(_[0-9]+)?}}::@main_kernel
+// GPU-NOT:     llvm.call @malloc
+// GPU:         gpu.launch_func <%[[S]] : !llvm.ptr> @xent_kernels::@xent_loss_0
+// GPU-NOT:     llvm.call @malloc
 // RUN: xent-opt %S/Inputs/frontends/jax/optax_int_sum.fused.mlir --xent-recognize | FileCheck %s --check-prefixes=GATHER,GATHER3 -DRED=sum '-DTY=tensor<f32>'
 // RUN: xent-opt %S/Inputs/frontends/jax/optax_int_none.fused.mlir --xent-recognize | FileCheck %s --check-prefixes=GATHER,GATHER3 -DRED=none '-DTY=tensor<8xf32>'
 // RUN: xent-opt %S/Inputs/frontends/jax/take_along_axis_mean.fused.mlir --xent-recognize | FileCheck %s --check-prefixes=GATHER,GATHER3 -DRED=mean '-DTY=tensor<f32>'

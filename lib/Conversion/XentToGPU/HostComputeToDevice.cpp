@@ -1,0 +1,279 @@
+//===- HostComputeToDevice.cpp - Host buffer code onto the device ---------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// xent-host-compute-to-device: in xent-gpu-pipeline a function's buffers are
+// device memory, so what the host code computes on them (the linalg that a
+// frontend leaves around the ops xent-recognize raised) runs on the device:
+// linalg ops become parallel loops, tiled along their innermost parallel loop
+// and mapped to thread blocks by upstream's gpu-map-parallel-loops and
+// convert-parallel-loops-to-gpu; host allocations become device ones. What
+// still reads or writes a buffer on the host is an error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xent/Conversion/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::xent {
+#define GEN_PASS_DEF_XENTHOSTCOMPUTETODEVICE
+#include "xent/Conversion/Passes.h.inc"
+} // namespace mlir::xent
+
+using namespace mlir;
+
+/// Host code: neither device code nor inside a launch's body.
+static bool isHostCode(Operation *op) {
+  return !op->getParentOfType<gpu::GPUModuleOp>() &&
+         !op->getParentOfType<gpu::LaunchOp>();
+}
+
+/// The buffer `v` is a view of (through view-like ops), or `v` itself.
+static Value getRootBuffer(Value v) {
+  while (true) {
+    if (auto cast = v.getDefiningOp<memref::CastOp>())
+      v = cast.getSource();
+    else if (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+      v = view.getViewSource();
+    else
+      return v;
+  }
+}
+
+/// Host memory: a stack buffer or a global of the host module.
+static bool isHostMemory(Value buffer) {
+  Operation *def = getRootBuffer(buffer).getDefiningOp();
+  return isa_and_nonnull<memref::AllocaOp, memref::GetGlobalOp>(def);
+}
+
+/// `op` and every view of its results, transitively.
+static void collectAliases(Value buffer, SmallVectorImpl<Value> &aliases) {
+  aliases.push_back(buffer);
+  for (Operation *user : buffer.getUsers()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(user);
+    if (isa<memref::CastOp>(user) || (view && view.getViewSource() == buffer))
+      for (Value result : user->getResults())
+        collectAliases(result, aliases);
+  }
+}
+
+namespace {
+
+struct XentHostComputeToDevicePass
+    : public xent::impl::XentHostComputeToDeviceBase<
+          XentHostComputeToDevicePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal())
+        funcs.push_back(func);
+    for (func::FuncOp func : funcs)
+      if (failed(lowerLinalg(func)))
+        return signalPassFailure();
+    // The loops onto the device (their bodies become kernels, outlined).
+    OpPassManager pm(ModuleOp::getOperationName());
+    pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+    pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+    pm.addPass(createGpuKernelOutliningPass());
+    if (failed(runPipeline(pm, module)))
+      return signalPassFailure();
+    for (func::FuncOp func : funcs) {
+      moveAllocations(func);
+      if (failed(checkHostAccesses(func)))
+        return signalPassFailure();
+    }
+  }
+
+  /// Each linalg op of `func`'s host code as parallel loops, tiled for
+  /// thread blocks; host constants that they read copied to the device.
+  LogicalResult lowerLinalg(func::FuncOp func);
+  /// memref.alloc / dealloc / copy of the host code as their gpu forms.
+  void moveAllocations(func::FuncOp func);
+  /// An error for each host read or write of a buffer left.
+  LogicalResult checkHostAccesses(func::FuncOp func);
+};
+
+} // namespace
+
+LogicalResult XentHostComputeToDevicePass::lowerLinalg(func::FuncOp func) {
+  SmallVector<linalg::LinalgOp> ops;
+  func.walk([&](linalg::LinalgOp op) {
+    if (isHostCode(op) && op.hasPureBufferSemantics())
+      ops.push_back(op);
+  });
+  for (linalg::LinalgOp op : ops)
+    if (!op.hasPureBufferSemantics())
+      return op->emitOpError("computes on tensors after bufferization; "
+                             "xent-host-compute-to-device takes buffers");
+  IRRewriter rewriter(func.getContext());
+  for (linalg::LinalgOp op : ops) {
+    Location loc = op.getLoc();
+    rewriter.setInsertionPoint(op);
+    // A host constant that the op reads: a copy in device memory.
+    for (OpOperand &operand : op->getOpOperands()) {
+      Value buffer = operand.get();
+      if (!isa<MemRefType>(buffer.getType()) ||
+          !getRootBuffer(buffer).getDefiningOp<memref::GetGlobalOp>())
+        continue;
+      auto type = cast<MemRefType>(buffer.getType());
+      if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+        return op->emitOpError("reads a host constant of type ")
+               << type << ", which cannot be copied to the device as it is";
+      Value device =
+          gpu::AllocOp::create(rewriter, loc, type, /*asyncToken=*/Type(),
+                               ValueRange{}, ValueRange{}, ValueRange{})
+              .getMemref();
+      gpu::MemcpyOp::create(rewriter, loc, TypeRange{}, ValueRange{}, device,
+                            buffer);
+      operand.set(device);
+    }
+    bool anyParallel = llvm::any_of(op.getIteratorTypesArray(),
+                                    linalg::isParallelIterator);
+    scf::ParallelOp single;
+    if (!anyParallel) {
+      // No parallel loop: one thread, in a parallel loop of one iteration.
+      Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+      Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+      single = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
+                                       ValueRange{one}, ValueRange{one});
+      rewriter.moveOpBefore(op, single.getBody()->getTerminator());
+      rewriter.setInsertionPoint(op);
+    }
+    FailureOr<linalg::LinalgLoops> loops =
+        linalg::linalgOpToParallelLoops(rewriter, op);
+    if (failed(loops))
+      return op->emitOpError("cannot be lowered to parallel loops for the "
+                             "device");
+    rewriter.eraseOp(op);
+    if (single || loops->empty())
+      continue;
+    // The loop nest's parallel loop: blocks of `threads` along its
+    // innermost dim that is not of one iteration (a row of labels, the
+    // classes of a row), the others one per block.
+    auto parallel = dyn_cast<scf::ParallelOp>(loops->front());
+    if (!parallel)
+      continue;
+    unsigned dims = parallel.getNumLoops();
+    unsigned tiled = dims - 1;
+    for (unsigned d = dims; d-- > 0;) {
+      std::optional<int64_t> lb = getConstantIntValue(parallel.getLowerBound()[d]);
+      std::optional<int64_t> ub = getConstantIntValue(parallel.getUpperBound()[d]);
+      if (!(lb && ub && *ub - *lb == 1)) {
+        tiled = d;
+        break;
+      }
+    }
+    SmallVector<int64_t> sizes(dims, 1);
+    sizes[tiled] = threads;
+    scf::tileParallelLoop(parallel, sizes, /*noMinMaxBounds=*/true);
+  }
+  return success();
+}
+
+void XentHostComputeToDevicePass::moveAllocations(func::FuncOp func) {
+  IRRewriter rewriter(func.getContext());
+  SmallVector<Operation *> ops;
+  func.walk([&](Operation *op) {
+    if (isHostCode(op) &&
+        isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp>(op))
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    rewriter.setInsertionPoint(op);
+    Location loc = op->getLoc();
+    if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+      rewriter.replaceOpWithNewOp<gpu::MemcpyOp>(
+          op, TypeRange{}, ValueRange{}, copy.getTarget(), copy.getSource());
+      continue;
+    }
+    if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
+      rewriter.replaceOpWithNewOp<gpu::DeallocOp>(op, Type(), ValueRange{},
+                                                  dealloc.getMemref());
+      continue;
+    }
+    auto alloc = cast<memref::AllocOp>(op);
+    auto device = gpu::AllocOp::create(
+        rewriter, loc, alloc.getType(), /*asyncToken=*/Type(), ValueRange{},
+        alloc.getDynamicSizes(), alloc.getSymbolOperands());
+    rewriter.replaceOp(alloc, device.getMemref());
+    // Freed after its last use in the block, unless it leaves the function
+    // (returned or passed on) or is freed already.
+    SmallVector<Value> aliases;
+    collectAliases(device.getMemref(), aliases);
+    Block *block = device->getBlock();
+    Operation *last = device;
+    bool escapes = false;
+    for (Value alias : aliases) {
+      for (Operation *user : alias.getUsers()) {
+        if (isa<func::ReturnOp, func::CallOp, memref::StoreOp,
+                memref::DeallocOp, gpu::DeallocOp>(user)) {
+          escapes = true;
+          break;
+        }
+        Operation *ancestor = block->findAncestorOpInBlock(*user);
+        if (!ancestor) {
+          escapes = true;
+          break;
+        }
+        if (last->isBeforeInBlock(ancestor))
+          last = ancestor;
+      }
+    }
+    if (escapes)
+      continue;
+    rewriter.setInsertionPointAfter(last);
+    gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange{},
+                           device.getMemref());
+  }
+}
+
+LogicalResult XentHostComputeToDevicePass::checkHostAccesses(func::FuncOp func) {
+  WalkResult result = func.walk([&](Operation *op) {
+    // Device-side ops, calls and ops of unknown effects (unregistered) are
+    // not judged.
+    Dialect *dialect = op->getDialect();
+    if (!isHostCode(op) || !dialect || isa<gpu::GPUDialect>(dialect) ||
+        isa<CallOpInterface>(op))
+      return WalkResult::advance();
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!effects)
+      return WalkResult::advance();
+    SmallVector<MemoryEffects::EffectInstance> instances;
+    effects.getEffects(instances);
+    for (const MemoryEffects::EffectInstance &effect : instances) {
+      if (!isa<MemoryEffects::Read, MemoryEffects::Write>(effect.getEffect()))
+        continue;
+      Value buffer = effect.getValue();
+      if (!buffer || !isa<BaseMemRefType>(buffer.getType()) ||
+          isHostMemory(buffer))
+        continue;
+      op->emitOpError("reads or writes a buffer on the host, where "
+                      "xent-gpu-pipeline's buffers are device memory: only "
+                      "linalg ops and copies move to the device");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
