@@ -53,13 +53,14 @@ static constexpr llvm::StringLiteral kCPUPipeline =
     // shuffles.
     "func.func(convert-vector-to-scf{{full-unroll=true}),"
     "func.func(lower-vector-multi-reduction),"
-    // bf16 arithmetic is emulated in f32 and its conversions expanded to
-    // integer ops: Debian 12's libgcc has no __truncsfbf2.
+    // bf16 arithmetic is emulated in f32 and, unless the target converts
+    // natively (native-bf16), its conversions expanded to integer ops:
+    // Debian 12's libgcc has no __truncsfbf2.
     "math-extend-to-supported-types{{extra-types=f16 target-type=f32},"
     // exp, log, tanh... of f32 as polynomials (vectors too), not libm calls.
     "xent-cpu-approximate-math,"
     "arith-emulate-unsupported-floats{{source-types=bf16 target-type=f32},"
-    "arith-expand{{include-bf16=true},"
+    "arith-expand{{include-bf16={2}},"
     "memref-expand,"
     "convert-vector-to-llvm,"
     "convert-math-to-llvm,"
@@ -87,7 +88,9 @@ std::string mlir::xent::XentCPUPipelineOptions::getPipelineText() const {
                           "num-threads={0}}",
                           unsigned(threads))
                 .str();
-  return llvm::formatv(kCPUPipeline.data(), unsigned(vectorWidth), rows).str();
+  return llvm::formatv(kCPUPipeline.data(), unsigned(vectorWidth), rows,
+                       nativeBF16 ? "false" : "true")
+      .str();
 }
 
 LogicalResult

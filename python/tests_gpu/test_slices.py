@@ -128,9 +128,13 @@ def test_slices_against_float64_and_torch(c):
         exp = _expected_statistics(x, t, w, lo, hi, c)
         finite = torch.isfinite(exp)
         assert torch.equal(torch.isfinite(stats), finite), "where x_t is -inf"
-        rtol = 2e-5 if c["dtype"] == "f32" or not c["softcap"] else 2e-3
-        torch.testing.assert_close(stats.double()[finite], exp[finite], rtol=rtol,
-                                   atol=1e-5 * (hi - lo))
+        # bf16 / f16 logits take the hardware tanh under a softcap (relative
+        # error below 2^-10.9, finer than the logits' own spacing: a capped
+        # logit is off by up to cap * 2^-10.9, and so is each exp(x - m)).
+        narrow_cap = c["dtype"] != "f32" and c["softcap"]
+        rtol = 2e-2 if narrow_cap else 2e-5
+        atol = 2e-2 if narrow_cap else 1e-5 * (hi - lo)
+        torch.testing.assert_close(stats.double()[finite], exp[finite], rtol=rtol, atol=atol)
         parts.append(stats.double())
     merged = _merge(parts, c["weighted"], bool(eps)).float()
 

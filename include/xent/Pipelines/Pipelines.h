@@ -29,6 +29,14 @@ struct XentCPUPipelineOptions
                      "the OpenMP runtime's choice, OMP_NUM_THREADS or the "
                      "host's cores; 1: no OpenMP, rows one after another)"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> nativeBF16{
+      *this, "native-bf16",
+      llvm::cl::desc("Leave bf16 <-> f32 conversions to LLVM, for a target "
+                     "CPU that has them (x86 with AVX512-BF16: "
+                     "vcvtneps2bf16); off: expanded to integer ops, which "
+                     "any CPU runs (LLVM would call __truncsfbf2, which "
+                     "Debian 12's libgcc lacks)"),
+      llvm::cl::init(false)};
 
   /// The pipeline as text (docs/user-guide.md shows it).
   std::string getPipelineText() const;

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..runtime.bf16 import BF16Array, bf16_bits_to_float32, float32_to_bf16_bits
 from ..runtime.driver import Library, compile_module
-from ..runtime.pipelines import xent_cpu_pipeline_args
+from ..runtime.pipelines import host_cpu_options, xent_cpu_pipeline_args
 
 IGNORE = -100
 
@@ -186,7 +186,11 @@ def _errors(loss, grad, ref_loss, ref_grad):
             float(np.linalg.norm(grad - ref_grad) / np.linalg.norm(ref_grad)))
 
 
-def run(rows: int, vocab: int, dtype: str, repeat: int, opt: str, work: str) -> Dict:
+def run(rows: int, vocab: int, dtype: str, repeat: int, opt: str, work: str,
+        portable: bool = False) -> Dict:
+    # The pipeline's options for this host's CPU (the libraries are compiled
+    # for it: native bf16 conversions where it has them), unless `portable`.
+    host_options = {} if portable else host_cpu_options()
     rng = np.random.default_rng(0)
     x = (rng.standard_normal((rows, vocab)) * 3).astype(np.float32)
     t = rng.integers(0, vocab, rows).astype(np.int64)
@@ -207,7 +211,8 @@ def run(rows: int, vocab: int, dtype: str, repeat: int, opt: str, work: str) -> 
     xarg, darg = (BF16Array(xin), BF16Array(out)) if bf16 else (xin, out)
     xent = {}
     for threads in (1, 2):
-        lib = Library(compile_module(text, xent_cpu_pipeline_args(threads=threads), opt))
+        lib = Library(compile_module(
+            text, xent_cpu_pipeline_args(threads=threads, **host_options), opt))
         xent[threads] = lib
         name = f"xent, {threads} thread{'s' if threads > 1 else ''}"
         result["joint"][name] = _best(lambda: lib.call("joint", [g, xarg, t, darg],
@@ -272,12 +277,16 @@ def main(argv=None) -> int:
     parser.add_argument("--dtypes", nargs="+", default=["f32", "bf16"], choices=["f32", "bf16"])
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--json")
+    parser.add_argument("--portable", action="store_true",
+                        help="xent-cpu-pipeline's portable defaults, not the host CPU's options "
+                             "(native-bf16 where it converts bf16 in hardware)")
     args = parser.parse_args(argv)
     opt = os.environ.get("XENT_OPT", "xent-opt")
     results = []
     with tempfile.TemporaryDirectory(prefix="xent_bench_cpu_") as work:
         for dtype in args.dtypes:
-            results.append(run(args.rows, args.vocab, dtype, args.repeat, opt, work))
+            results.append(run(args.rows, args.vocab, dtype, args.repeat, opt, work,
+                               args.portable))
             _print(results[-1])
     if args.json:
         with open(args.json, "w") as f:

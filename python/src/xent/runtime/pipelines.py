@@ -78,7 +78,8 @@ import re
 from typing import List, Optional
 
 __all__ = ["CPU_LOWERING_PASSES", "CPU_LOWERING_PIPELINE", "pass_pipeline_args",
-           "xent_cpu_pipeline_args", "xent_gpu_pipeline_args", "gpu_lowering_pipeline_args"]
+           "xent_cpu_pipeline_args", "xent_gpu_pipeline_args", "gpu_lowering_pipeline_args",
+           "host_cpu_options"]
 
 _CPU_LOWERING_PASS_LIST = (
     "canonicalize",
@@ -141,6 +142,20 @@ def xent_cpu_pipeline_args(*, plugin: Optional[str] = None, **options) -> List[s
     ``threads``, ``vector_width``) in ``xent-opt``, or with `plugin` (the
     path of ``XentPlugin.so``) in the stock ``mlir-opt``."""
     return _xent_pipeline_args("xent-cpu-pipeline", options, plugin)
+
+
+def host_cpu_options() -> dict:
+    """The ``xent-cpu-pipeline`` options this host's CPU allows beyond the
+    portable defaults, for code compiled for it (the driver's
+    ``target_cpu="native"``): ``native_bf16`` where it converts bf16 in
+    hardware (x86 AVX512-BF16, read from ``/proc/cpuinfo``)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    return {"native_bf16": True} if "avx512_bf16" in flags else {}
 
 
 def xent_gpu_pipeline_args(*, plugin: Optional[str] = None, **options) -> List[str]:
