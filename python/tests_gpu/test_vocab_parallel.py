@@ -178,7 +178,14 @@ def test_kernels_match_the_pytorch_steps(monkeypatch, index):
     x, target, weight, grad = _inputs(config, "cuda", seed=300 + index)
     kw = _kwargs(config)
     classes = x.shape[1]
-    for offset, width in ((0, classes), (classes // 4, classes // 2)):
+    slices = [(0, classes)]
+    # In one process the merged statistics are the slice's own; with label
+    # smoothing and no weights the gradient kernel takes Σ w = C (the op's
+    # contract: merged statistics cover the row), the PyTorch steps the
+    # slice's sum: they agree on a slice only where the merge is real.
+    if not (kw["label_smoothing"] and weight is None):
+        slices.append((classes // 4, classes // 2))
+    for offset, width in slices:
         xs = x.narrow(1, offset, width)
         results = []
         for kernels in ("1", "0"):
@@ -191,10 +198,17 @@ def test_kernels_match_the_pytorch_steps(monkeypatch, index):
                 total = (loss * grad).sum() + (z.sum() if use_z else 0.0)
                 total.backward()
                 results.append((loss.detach(), leaf.grad))
-        tol = dict(rtol=1e-5, atol=1e-6) if x.dtype == torch.float32 else \
-            dict(rtol=1e-2, atol=1e-3)
         for (lk, gk), (lp, gp) in zip(results[:2], results[2:]):
-            torch.testing.assert_close(lk, lp, **tol, equal_nan=True)
+            if x.dtype == torch.float32:
+                tol = dict(rtol=1e-5, atol=1e-6)
+            else:
+                # The kernels' softcap of bf16 logits is the hardware tanh
+                # (relative error below 2^-10.9: a capped logit off by up to
+                # cap * 2^-10.9, each p_c by as much relative), the PyTorch
+                # steps' f32 tanh; both are checked against float64 by
+                # test_gloo_matches_whole_logits.
+                tol = dict(rtol=2e-2, atol=2e-2 * gp.float().abs().max().item())
+            torch.testing.assert_close(lk, lp, rtol=1e-5, atol=1e-6, equal_nan=True)
             torch.testing.assert_close(gk.float(), gp.float(), **tol, equal_nan=True)
 
 

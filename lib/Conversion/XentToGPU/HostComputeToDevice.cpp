@@ -75,6 +75,50 @@ static void collectAliases(Value buffer, SmallVectorImpl<Value> &aliases) {
   }
 }
 
+/// `op` (a parallel loop without reductions) as a loop over [0, max(n, 1))
+/// whose body recovers the original induction variables from the linear
+/// index and runs only below n, the iteration count (a grid is never empty).
+static scf::ParallelOp flatten(RewriterBase &rewriter, scf::ParallelOp op) {
+  Location loc = op.getLoc();
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  SmallVector<Value> counts;
+  Value total = cst(1);
+  for (auto [lb, ub, step] : llvm::zip_equal(
+           op.getLowerBound(), op.getUpperBound(), op.getStep())) {
+    Value count = arith::CeilDivUIOp::create(
+        rewriter, loc, arith::SubIOp::create(rewriter, loc, ub, lb), step);
+    counts.push_back(count);
+    total = arith::MulIOp::create(rewriter, loc, total, count);
+  }
+  Value bound = arith::MaxUIOp::create(rewriter, loc, total, cst(1));
+  auto flat = scf::ParallelOp::create(rewriter, loc, ValueRange{cst(0)},
+                                      ValueRange{bound}, ValueRange{cst(1)});
+  rewriter.setInsertionPointToStart(flat.getBody());
+  Value index = flat.getInductionVars()[0];
+  Value inside = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                       index, total);
+  auto ifOp = scf::IfOp::create(rewriter, loc, inside, /*withElseRegion=*/false);
+  rewriter.setInsertionPointToStart(ifOp.thenBlock());
+  SmallVector<Value> ivs(counts.size());
+  Value rest = index;
+  for (int64_t d = static_cast<int64_t>(counts.size()) - 1; d >= 0; --d) {
+    Value q = arith::RemUIOp::create(rewriter, loc, rest, counts[d]);
+    rest = arith::DivUIOp::create(rewriter, loc, rest, counts[d]);
+    ivs[d] = arith::AddIOp::create(
+        rewriter, loc, op.getLowerBound()[d],
+        arith::MulIOp::create(rewriter, loc, q, op.getStep()[d]));
+  }
+  Block *body = op.getBody();
+  rewriter.eraseOp(body->getTerminator());
+  rewriter.inlineBlockBefore(body, ifOp.thenBlock()->getTerminator(), ivs);
+  rewriter.eraseOp(op);
+  return flat;
+}
+
 namespace {
 
 struct XentHostComputeToDevicePass
@@ -168,25 +212,15 @@ LogicalResult XentHostComputeToDevicePass::lowerLinalg(func::FuncOp func) {
     rewriter.eraseOp(op);
     if (single || loops->empty())
       continue;
-    // The loop nest's parallel loop: blocks of `threads` along its
-    // innermost dim that is not of one iteration (a row of labels, the
-    // classes of a row), the others one per block.
+    // The loop nest's parallel loop as one loop over its whole iteration
+    // space (the last dim fastest: neighbouring threads, neighbouring
+    // elements), tiled by `threads`: blocks of `threads` threads along x,
+    // within every limit of a launch's dims.
     auto parallel = dyn_cast<scf::ParallelOp>(loops->front());
     if (!parallel)
       continue;
-    unsigned dims = parallel.getNumLoops();
-    unsigned tiled = dims - 1;
-    for (unsigned d = dims; d-- > 0;) {
-      std::optional<int64_t> lb = getConstantIntValue(parallel.getLowerBound()[d]);
-      std::optional<int64_t> ub = getConstantIntValue(parallel.getUpperBound()[d]);
-      if (!(lb && ub && *ub - *lb == 1)) {
-        tiled = d;
-        break;
-      }
-    }
-    SmallVector<int64_t> sizes(dims, 1);
-    sizes[tiled] = threads;
-    scf::tileParallelLoop(parallel, sizes, /*noMinMaxBounds=*/true);
+    scf::tileParallelLoop(flatten(rewriter, parallel), {threads},
+                          /*noMinMaxBounds=*/true);
   }
   return success();
 }

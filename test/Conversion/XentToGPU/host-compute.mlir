@@ -51,14 +51,25 @@ func.func @labels_and_a_sum(%t: memref<8xi32>, %x: memref<8x10xf32>, %out: memre
 
 // -----
 
-// Rows x classes: the threads go along the classes (the innermost parallel
-// loop that is not of one iteration), one block row per row.
+// Rows x classes: one loop over the N x C elements (the classes fastest:
+// neighbouring threads read neighbouring elements), blocks of 256 threads
+// along x whatever the op's rank (a launch's y and z have smaller limits),
+// at least one block (an empty op launches one that does nothing).
 // CHECK-LABEL: func.func @one_hot
-// CHECK:         %[[C:.*]] = memref.dim %arg1, %c1
+// CHECK:         %[[N:.*]] = arith.ceildivui
+// CHECK:         %[[C:.*]] = arith.ceildivui
+// CHECK:         %[[NC:.*]] = arith.muli %{{.*}}, %[[C]] : index
+// CHECK:         %[[BOUND:.*]] = arith.maxui %[[NC]], %c1{{.*}} : index
 // CHECK:         %[[STEP:.*]] = arith.muli %{{.*}}, %c256 : index
-// CHECK:         %[[BY:.*]] = affine.apply #{{.*}}(%[[C]])[%{{.*}}, %[[STEP]]]
-// CHECK:         gpu.launch_func @{{.*}} blocks in (%{{.*}}, %[[BY]], %{{.*}}) threads in
-// CHECK-NOT:     scf.parallel
+// CHECK:         %[[BX:.*]] = affine.apply #{{.*}}(%[[BOUND]])[%{{.*}}, %[[STEP]]]
+// CHECK:         gpu.launch_func @[[K:[a-z_0-9]+]]::@{{.*}} blocks in (%[[BX]], %c1{{.*}}, %c1{{.*}}) threads in (%{{.*}}, %c1{{.*}}, %c1{{.*}})
+// CHECK:       gpu.module @[[K]]
+// CHECK:         %[[I:.*]] = arith.addi
+// CHECK:         scf.if
+// CHECK-NEXT:      arith.cmpi ult, %[[I]], %{{.*}} : index
+// CHECK-NEXT:      scf.if
+// CHECK-NEXT:        %[[CLASS:.*]] = arith.remui %[[I]],
+// CHECK-NEXT:        %[[ROW:.*]] = arith.divui %[[I]],
 func.func @one_hot(%t: memref<?xi64>, %out: memref<?x?xf32>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%t : memref<?xi64>) outs(%out : memref<?x?xf32>) {
   ^bb0(%in: i64, %o: f32):
