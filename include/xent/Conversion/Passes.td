@@ -205,10 +205,12 @@ def XentHostComputeToDevice
     the device, in the same stream-ordered chain as the kernels:
 
     * every linalg op of a host function becomes a kernel: its parallel
-      loops over thread blocks of `threads` threads along the innermost
-      parallel loop (`scf.parallel`, tiled, for `gpu-map-parallel-loops` and
+      loops as one loop over their whole iteration space (the last one
+      fastest), in blocks of `threads` threads along x (`scf.parallel`,
+      tiled, for `gpu-map-parallel-loops` and
       `convert-parallel-loops-to-gpu`), its reduction loops inside each
-      thread; one without parallel loops runs in one thread;
+      thread; one without parallel loops runs in one thread, an empty one
+      launches one block that does nothing;
     * `memref.alloc` becomes `gpu.alloc` (freed by `gpu.dealloc` after its
       last use when it does not leave the function), `memref.dealloc`
       `gpu.dealloc`, `memref.copy` `gpu.memcpy`; a host constant

@@ -7,8 +7,8 @@
 // xent-host-compute-to-device: in xent-gpu-pipeline a function's buffers are
 // device memory, so what the host code computes on them (the linalg that a
 // frontend leaves around the ops xent-recognize raised) runs on the device:
-// linalg ops become parallel loops, tiled along their innermost parallel loop
-// and mapped to thread blocks by upstream's gpu-map-parallel-loops and
+// linalg ops become parallel loops, flattened into one loop, tiled into
+// blocks of threads and mapped by upstream's gpu-map-parallel-loops and
 // convert-parallel-loops-to-gpu; host allocations become device ones. What
 // still reads or writes a buffer on the host is an error.
 //
