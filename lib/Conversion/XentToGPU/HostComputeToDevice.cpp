@@ -64,7 +64,7 @@ static bool isHostMemory(Value buffer) {
   return isa_and_nonnull<memref::AllocaOp, memref::GetGlobalOp>(def);
 }
 
-/// `op` and every view of its results, transitively.
+/// `buffer` and every view of it, transitively.
 static void collectAliases(Value buffer, SmallVectorImpl<Value> &aliases) {
   aliases.push_back(buffer);
   for (Operation *user : buffer.getUsers()) {
@@ -166,10 +166,6 @@ LogicalResult XentHostComputeToDevicePass::lowerLinalg(func::FuncOp func) {
     if (isHostCode(op) && op.hasPureBufferSemantics())
       ops.push_back(op);
   });
-  for (linalg::LinalgOp op : ops)
-    if (!op.hasPureBufferSemantics())
-      return op->emitOpError("computes on tensors after bufferization; "
-                             "xent-host-compute-to-device takes buffers");
   IRRewriter rewriter(func.getContext());
   for (linalg::LinalgOp op : ops) {
     Location loc = op.getLoc();

@@ -175,9 +175,7 @@ void KernelEmitter::bindGlobalClasses(Value numClassesArg) {
 }
 
 Value KernelEmitter::loadRowStat(ArrayRef<Value> rowIdx, int64_t j) {
-  SmallVector<Value> index(rowIdx);
-  index.push_back(cstIdx(j));
-  return memref::LoadOp::create(b, args.rowStats, index);
+  return memref::LoadOp::create(b, args.rowStats, rowStatIndex(rowIdx, j));
 }
 
 RowStats KernelEmitter::emitMergedRowStats() {
@@ -208,11 +206,8 @@ void KernelEmitter::emitRowStatsOutput(Value isWriter, const RowStats &stats,
     values.append({stats.gap, stats.mass});
   assert(static_cast<int64_t>(values.size()) == spec.rowStatsWidth &&
          "the statistics' layout");
-  for (auto [j, v] : llvm::enumerate(values)) {
-    SmallVector<Value> index(at.rowIdx);
-    index.push_back(cstIdx(j));
-    memref::StoreOp::create(b, v, args.rowStats, index);
-  }
+  for (auto [j, v] : llvm::enumerate(values))
+    memref::StoreOp::create(b, v, args.rowStats, rowStatIndex(at.rowIdx, j));
 }
 
 void KernelEmitter::emitRowBody(RowWalk &walk, TargetInfo target,
@@ -496,6 +491,11 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
     at.numClasses = memref::DimOp::create(b, args.x, config.axis);
     at.numClassesF = indexToF32(at.numClasses);
     bindGlobalClasses(kernelArgs.numClasses);
+  } else if (args.weight) {
+    // Whole rows: the weights' count is the row's (the verifier's rule),
+    // the range of a class index.
+    at.globalClasses = arith::IndexCastUIOp::create(
+        b, b.getI64Type(), memref::DimOp::create(b, args.weight, 0));
   }
   Value zero = cstF(0.0);
 
@@ -508,36 +508,23 @@ void KernelEmitter::emitPrologueKernel(gpu::GPUFuncOp func) {
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           SmallVector<Value> rowIdx = emitDelinearize(r, args.target, /*skip=*/-1);
           Value t = memref::LoadOp::create(b, args.target, rowIdx);
-          Type i64 = b.getI64Type();
-          if (t.getType() != i64)
-            t = arith::ExtSIOp::create(b, i64, t);
-          Value isKept = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, t,
-                                               args.ignoreIndex);
-          Value w = cstF(1.0);
-          if (spec.readsRowStats()) {
-            // A gradient from merged statistics: w_t from them.
-            if (args.weight)
-              w = loadRowStat(rowIdx, 3);
-          } else if (spec.classSlice()) {
-            // A slice's own loss keeps the targets it holds.
+          Value isKept, w = cstF(1.0);
+          if (!spec.readsRowStats() && (spec.classSlice() || args.weight)) {
+            // The row kernel's reading of the target: a slice's own loss
+            // keeps the targets it holds; an out-of-range class reads
+            // weight[0] (its loss is NaN anyway).
             TargetInfo target = emitTargetOf(t);
             isKept = target.kept;
             w = loadWeight(target.index);
-          } else if (args.weight) {
-            // Out-of-range classes read weight[0]; their loss is NaN anyway.
-            Value numClasses = memref::DimOp::create(b, args.weight, 0);
-            Value cI64 = arith::IndexCastUIOp::create(b, i64, numClasses);
-            Value inRange = arith::AndIOp::create(
-                b,
-                arith::CmpIOp::create(
-                    b, arith::CmpIPredicate::sge, t,
-                    arith::ConstantOp::create(b, b.getI64IntegerAttr(0))),
-                arith::CmpIOp::create(b, arith::CmpIPredicate::slt, t, cI64));
-            Value safe =
-                select(inRange, t,
-                       arith::ConstantOp::create(b, b.getI64IntegerAttr(0)));
-            w = loadWeight(
-                arith::IndexCastOp::create(b, b.getIndexType(), safe));
+          } else {
+            Type i64 = b.getI64Type();
+            if (t.getType() != i64)
+              t = arith::ExtSIOp::create(b, i64, t);
+            isKept = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, t,
+                                           args.ignoreIndex);
+            // A gradient from merged statistics: w_t from them.
+            if (spec.readsRowStats() && args.weight)
+              w = loadRowStat(rowIdx, 3);
           }
           Value wKept = select(isKept, w, zero);
           Value one = select(isKept, cstF(1.0), zero);

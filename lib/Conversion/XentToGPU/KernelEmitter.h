@@ -456,6 +456,12 @@ private:
   /// Binds at.globalClasses(F) (after at.numClasses, when the kernel reads
   /// the logits) from the kernel's `numClasses` argument of a class slice.
   void bindGlobalClasses(Value numClassesArg);
+  /// The index of value `j` of the statistics of the row at `rowIdx`.
+  SmallVector<Value> rowStatIndex(ArrayRef<Value> rowIdx, int64_t j) {
+    SmallVector<Value> index(rowIdx);
+    index.push_back(cstIdx(j));
+    return index;
+  }
   /// Value `j` of the statistics of the row at `rowIdx`.
   Value loadRowStat(ArrayRef<Value> rowIdx, int64_t j);
   /// The row's statistics from the merged ones (KernelSpec::readsRowStats):

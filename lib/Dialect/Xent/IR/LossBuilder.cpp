@@ -85,6 +85,16 @@ Value loss::buildIgnoreIndex(OpBuilder &b, Location loc,
                                    b.getI64IntegerAttr(config.ignoreIndex));
 }
 
+Value loss::buildSliceNumClasses(OpBuilder &b, Location loc,
+                                 const CrossEntropyConfig &config) {
+  if (config.globalNumClasses)
+    return arith::ConstantIndexOp::create(b, loc, *config.globalNumClasses);
+  if (config.dynamicNumClasses)
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                      config.dynamicNumClasses);
+  return Value();
+}
+
 Value loss::buildLogit(OpBuilder &b, Location loc,
                        const CrossEntropyConfig &config, Value raw) {
   Value x = toF32(b, loc, raw);

@@ -117,11 +117,7 @@ RowStatsEmitter::RowStatsEmitter(OpBuilder &builder,
   if (config.classOffset) {
     offset = arith::IndexCastOp::create(b, b.getIndexType(),
                                         config.classOffset);
-    numClasses = config.dynamicNumClasses
-                     ? Value(arith::IndexCastOp::create(
-                           b, b.getIndexType(), config.dynamicNumClasses))
-                     : Value(arith::ConstantIndexOp::create(
-                           b, *config.globalNumClasses));
+    numClasses = buildSliceNumClasses(b, b.getLoc(), config);
   } else {
     offset = arith::ConstantIndexOp::create(b, 0);
     numClasses = localClasses;

@@ -202,11 +202,8 @@ Value DecompositionEmitter::readSmoothedProbability(OpBuilder &nb,
 
 Value DecompositionEmitter::numClassesIndex() {
   // A class slice's label smoothing spreads ε over the classes of the row.
-  if (config.globalNumClasses)
-    return arith::ConstantIndexOp::create(b, *config.globalNumClasses);
-  if (config.dynamicNumClasses)
-    return arith::IndexCastOp::create(b, b.getIndexType(),
-                                      config.dynamicNumClasses);
+  if (Value global = buildSliceNumClasses(b, b.getLoc(), config))
+    return global;
   return tensor::DimOp::create(b, logits, axis);
 }
 

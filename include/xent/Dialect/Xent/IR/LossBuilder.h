@@ -48,6 +48,11 @@ Value buildSoftcap(OpBuilder &b, Location loc,
                    const CrossEntropyConfig &config);
 Value buildIgnoreIndex(OpBuilder &b, Location loc,
                        const CrossEntropyConfig &config);
+/// The classes of the whole row of a class slice (index): a constant of
+/// the `num_classes` attribute or the run-time operand; null for whole rows
+/// (the class axis's size is the count).
+Value buildSliceNumClasses(OpBuilder &b, Location loc,
+                           const CrossEntropyConfig &config);
 /// A logit as the computation sees it: widened to f32 and soft-capped (a
 /// run-time softcap of 0 is none; loss::softcapLogit, LossMath.h).
 Value buildLogit(OpBuilder &b, Location loc, const CrossEntropyConfig &config,
