@@ -68,6 +68,22 @@ def entry_name(lib: Dict, entry: Dict) -> str:
             f"{'smoothing' if entry['smoothing'] else 'plain'}")
 
 
+def _scalar_args(smoothing: bool, grad: bool):
+    """The entry's scalar arguments, in order, after its buffers: (name,
+    type, the op's keyword of the run-time scalar; None for the slice's
+    offset and C, the op's class_offset and num_classes)."""
+    return ([("ii", "i64", "ignore_index")]
+            + ([("ls", "f32", "label_smoothing")] if smoothing else [])
+            + ([("zs", "f32", "z_loss_scale")] if grad else [])
+            + [("sc", "f32", "softcap"), ("o", "i64", None), ("n", "i64", None)])
+
+
+def _ctypes_scalars(smoothing: bool, grad: bool, **values):
+    """The values of _scalar_args (by name) as a call passes them."""
+    return [(ctypes.c_int64 if ty == "i64" else ctypes.c_float)(values[name])
+            for name, ty, _ in _scalar_args(smoothing, grad)]
+
+
 def _view(rank: int, dtype: str) -> str:
     """A buffer with any strides and offset (a torch view as it is)."""
     strides = ", ".join(["?"] * rank)
@@ -106,18 +122,10 @@ def _entry(lib: Dict, entry: Dict) -> str:
         body.append(f"  %st_t = tensor.cast %st_t0 : {_tensor(2, 'f32')} to {stats_t}")
         operand_types.append(stats_t)
         merged = "%st_t"
-    operand_types += ["i64", "i64"]
-    scalars = {"ignore_index": "%ii"}
-    scalar_args = ["%ii: i64"]
-    if smoothing:
-        scalars["label_smoothing"] = "%ls"
-        scalar_args.append("%ls: f32")
-    if grad:
-        scalars["z_loss_scale"] = "%zs"
-        scalar_args.append("%zs: f32")
-    scalars["softcap"] = "%sc"
-    scalar_args.append("%sc: f32")
-    operand_types += ["i64"] + ["f32"] * (len(scalars) - 1)
+    scalar_list = _scalar_args(smoothing, grad)
+    scalars = {kw: f"%{name}" for name, _, kw in scalar_list if kw}
+    # The op's operands: class_offset and num_classes, then the scalars.
+    operand_types += ["i64", "i64"] + [ty for _, ty, kw in scalar_list if kw]
     slice_operands = dict(class_offset="%o", num_classes="%n")
     if grad:
         args.append(f"%dx: {_view(2, dt)}")
@@ -130,7 +138,7 @@ def _entry(lib: Dict, entry: Dict) -> str:
     else:
         # The slice's own per-row loss is a result of the op: written to the
         # caller's scratch row buffer.
-        args += [f"%l: memref<?xf32>", f"%st: memref<?x{k}xf32>"]
+        args += ["%l: memref<?xf32>", f"%st: memref<?x{k}xf32>"]
         body.append("  " + cross_entropy_op(
             "cross_entropy", "none", results=["%loss", "%stats"], logits=x, target=t, weight=w,
             scalars=scalars, operand_types=operand_types,
@@ -140,7 +148,7 @@ def _entry(lib: Dict, entry: Dict) -> str:
                     f"({_tensor(1, 'f32')}, memref<?xf32>) -> ()")
         body.append("  bufferization.materialize_in_destination %stats in restrict writable %st"
                     f" : ({stats_t}, memref<?x{k}xf32>) -> ()")
-    args += scalar_args + ["%o: i64", "%n: i64"]
+    args += [f"%{name}: {ty}" for name, ty, _ in scalar_list]
     return (f"func.func @{entry_name(lib, entry)}(" + ", ".join(args)
             + ") attributes {llvm.emit_c_interface} {\n" + "\n".join(body) + "\n  return\n}\n")
 
@@ -198,11 +206,9 @@ def statistics(logits, target, weight=None, *, offset: int, num_classes: int,
     stats = torch.empty((rows, k), device=logits.device, dtype=torch.float32)
     loss = torch.empty((rows,), device=logits.device, dtype=torch.float32)
     tensors = [logits, target] + ([weight] if weight is not None else []) + [loss, stats]
-    scalars = [ctypes.c_int64(int(ignore_index))]
-    if smoothing:
-        scalars.append(ctypes.c_float(float(label_smoothing)))
-    scalars += [ctypes.c_float(float(softcap or 0.0)), ctypes.c_int64(int(offset)),
-                ctypes.c_int64(int(num_classes))]
+    scalars = _ctypes_scalars(smoothing, False, ii=int(ignore_index),
+                              ls=float(label_smoothing or 0.0), sc=float(softcap or 0.0),
+                              o=int(offset), n=int(num_classes))
     _caller(logits.dtype, False, weight is not None, smoothing, "none")(*tensors,
                                                                         scalars=scalars)
     return stats
@@ -220,11 +226,9 @@ def gradient(grad_output, logits, target, merged, weight=None, *, reduction: str
     dx = torch.empty_like(logits, memory_format=torch.contiguous_format) if out is None else out
     tensors = [grad_output, logits, target] + ([weight] if weight is not None else []) + \
         [merged, dx]
-    scalars = [ctypes.c_int64(int(ignore_index))]
-    if smoothing:
-        scalars.append(ctypes.c_float(float(label_smoothing)))
-    scalars += [ctypes.c_float(float(z_loss_scale)), ctypes.c_float(float(softcap or 0.0)),
-                ctypes.c_int64(int(offset)), ctypes.c_int64(int(num_classes))]
+    scalars = _ctypes_scalars(smoothing, True, ii=int(ignore_index),
+                              ls=float(label_smoothing or 0.0), zs=float(z_loss_scale),
+                              sc=float(softcap or 0.0), o=int(offset), n=int(num_classes))
     _caller(logits.dtype, True, weight is not None, smoothing, reduction)(*tensors,
                                                                          scalars=scalars)
     return dx

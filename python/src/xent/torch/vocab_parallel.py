@@ -90,7 +90,7 @@ class _Problem:
                  label_smoothing, softcap):
         self.axis = 0 if logits.dim() == 1 else 1
         self.probs = target.is_floating_point()
-        self.num_classes = num_classes
+        self.offset, self.num_classes, self.ignore_index = offset, num_classes, ignore_index
         self.eps, self.softcap = label_smoothing, softcap
         self.width = logits.shape[self.axis]
         self.device = logits.device
@@ -155,14 +155,14 @@ def _statistics(x: torch.Tensor, prob: _Problem, scratch: bool) -> torch.Tensor:
     return torch.stack([m, s, xt, gap, mass], dim=1)
 
 
-def _kernel_statistics(raw: torch.Tensor, prob: _Problem, offset: int, ignore_index: int):
+def _kernel_statistics(raw: torch.Tensor, prob: _Problem):
     """_statistics' (R, 5) from the slice's statistics kernel, which reads
     the slice once in its own dtype. Its x_t is -inf where the slice does
     not hold the target; the protocol's sum takes 0 there."""
     smoothing = prob.eps != 0.0
     weight = None if prob.weight_slice is None else prob.weight_slice.contiguous()
-    k = _slices.statistics(raw, prob.t, weight, offset=offset, num_classes=prob.num_classes,
-                           ignore_index=ignore_index,
+    k = _slices.statistics(raw, prob.t, weight, offset=prob.offset,
+                           num_classes=prob.num_classes, ignore_index=prob.ignore_index,
                            label_smoothing=prob.eps if smoothing else None,
                            softcap=prob.softcap)
     owned = prob.local & prob.kept & prob.valid
@@ -172,8 +172,7 @@ def _kernel_statistics(raw: torch.Tensor, prob: _Problem, offset: int, ignore_in
     return torch.stack([k[:, 0], k[:, 1], xt] + sums, dim=1)
 
 
-def _kernel_gradient(logits, raw, merged, prob, grad, reduction, offset, ignore_index,
-                     z_loss_scale):
+def _kernel_gradient(raw, merged, prob, grad, reduction, z_loss_scale):
     """The slice's gradient from the gradient kernel: the merged statistics
     in the kernel's layout (max, Σ relative to it, x_t, [w_t], [Σ f (M - x),
     Σ f]), one read of the slice and one write."""
@@ -187,8 +186,8 @@ def _kernel_gradient(logits, raw, merged, prob, grad, reduction, offset, ignore_
     stats = torch.stack(columns, dim=1).float()
     weight = prob.weight_slice.contiguous() if weighted else None
     return _slices.gradient(grad, raw, prob.t, stats, weight, reduction=reduction,
-                            offset=offset, num_classes=prob.num_classes,
-                            ignore_index=ignore_index,
+                            offset=prob.offset, num_classes=prob.num_classes,
+                            ignore_index=prob.ignore_index,
                             label_smoothing=prob.eps if smoothing else None,
                             z_loss_scale=z_loss_scale, softcap=prob.softcap)
 
@@ -269,7 +268,7 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
         raw = _rows(logits, prob.axis)
         kernels = prob.use_kernels(logits)
         if kernels:
-            stats = _kernel_statistics(raw, prob, offset, ignore_index)
+            stats = _kernel_statistics(raw, prob)
         else:
             x = _capped(raw, softcap)
             stats = _statistics(x, prob, scratch=x.data_ptr() != raw.data_ptr())
@@ -288,7 +287,7 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
                 ce_scale = z_scale = torch.ones((), dtype=torch.float64, device=logits.device)
             loss, zl = total + z_total, z_total
         ctx.prob, ctx.reduction, ctx.z_loss_scale = prob, reduction, z_loss_scale
-        ctx.kernels, ctx.offset, ctx.ignore_index = kernels, offset, ignore_index
+        ctx.kernels = kernels
         # An output that the loss does not use gets None, not zeros: the
         # kernel path needs to know that z_loss adds no gradient of its own.
         ctx.set_materialize_grads(False)
@@ -309,8 +308,7 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
             # One kernel: grad_output scales the loss, z-loss included.
             g = grad_loss.float()
             g = g.reshape(-1) if ctx.reduction == "none" else g.reshape(())
-            d = _kernel_gradient(logits, raw, merged, prob, g, ctx.reduction, ctx.offset,
-                                 ctx.ignore_index, ctx.z_loss_scale)
+            d = _kernel_gradient(raw, merged, prob, g, ctx.reduction, ctx.z_loss_scale)
             return (d.reshape(moved.shape).movedim(-1, prob.axis),) + (None,) * 12
         if grad_loss is None:
             grad_loss = torch.zeros_like(grad_z)
