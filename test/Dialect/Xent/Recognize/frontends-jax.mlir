@@ -77,44 +77,91 @@
 
 // optax.smooth_labels, unfused: the smoothed one-hot 0.9 · one_hot + 0.01 is
 // a tensor, which the op takes as probability targets (for a label outside
-// [0, 10) the chain's row is 0.01 everywhere, and so is the op's target);
-// fused into the reduction's body, the smoothed labels are no tensor the op
-// could take, and with integer labels and label_smoothing the op would give
-// such a label NaN (or 0, ignored) where the chain gives 0.01 · Σ -logp: left.
+// [0, 10) the chain's row is 0.01 everywhere, and so is the op's target).
+// Fused into the reduction's body, the smoothed labels are no tensor: the
+// pass builds that tensor (a linalg.generic over the logits' dimensions,
+// the one-hot's compare of the label with the class position) and the op
+// takes it as above. Integer labels with label_smoothing would give a label
+// outside [0, 10) NaN (or 0, ignored) where the chain gives 0.01 · Σ -logp.
 // RUN: xent-opt %S/Inputs/frontends/jax/optax_smoothed_mean.linalg.mlir --xent-recognize | FileCheck %s --check-prefix=SMOOTH
+// RUN: xent-opt %S/Inputs/frontends/jax/optax_smoothed_mean.fused.mlir --xent-recognize | FileCheck %s --check-prefix=SMOOTH
 // SMOOTH-LABEL: func.func public @main(
 // SMOOTH-SAME:  %[[X:[a-z0-9_]+]]: tensor<8x10xf32>, %[[T:[a-z0-9_]+]]: tensor<8xi32>)
 // SMOOTH:       arith.cmpi eq
 // SMOOTH:       arith.uitofp
 // SMOOTH:         arith.mulf
-// SMOOTH:       %[[Q:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<8x10xf32>, tensor<8x10xf32>)
-// SMOOTH-NEXT:  ^bb0
-// SMOOTH-NEXT:    arith.addf
-// SMOOTH:       %[[L:.*]] = xent.cross_entropy mean %[[X]], %[[Q]] : (tensor<8x10xf32>, tensor<8x10xf32>) -> tensor<f32> decomposition {
+// SMOOTH:         arith.addf
+// SMOOTH:       %[[L:.*]] = xent.cross_entropy mean %[[X]], %[[Q:.*]] : (tensor<8x10xf32>, tensor<8x10xf32>) -> tensor<f32>
+// SMOOTH-NOT:   xent.cross_entropy
 // SMOOTH:       return %[[L]] : tensor<f32>
-// RUN: xent-opt %S/Inputs/frontends/jax/optax_smoothed_mean.fused.mlir --xent-recognize | FileCheck %s --check-prefix=LEFT
-// RUN: xent-opt %S/Inputs/frontends/jax/optax_smoothed_mean.fused.mlir --xent-recognize=report-failures 2>&1 >/dev/null | FileCheck %s --check-prefix=SMOOTHFUSED
-// SMOOTHFUSED: remark: not raised: not a cross-entropy (the probabilities are computed inside the reduction, not a tensor value the op could take)
+// The fused form's targets, built beside the op: the label read along the
+// rows, the class position, 0.9 and 0.01 as JAX rounded them.
+// RUN: xent-opt %S/Inputs/frontends/jax/optax_smoothed_mean.fused.mlir --xent-recognize | FileCheck %s --check-prefix=SMOOTHFUSED
+// SMOOTHFUSED-DAG:   #[[ROWS:.*]] = affine_map<(d0, d1) -> (d0)>
+// SMOOTHFUSED-DAG:   #[[ALL:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// SMOOTHFUSED:       %[[Q:.*]] = linalg.generic {indexing_maps = [#[[ROWS]], #[[ALL]]], iterator_types = ["parallel", "parallel"]} ins(%[[T:.*]] : tensor<8xi32>) outs(%{{.*}} : tensor<8x10xf32>)
+// SMOOTHFUSED-NEXT:  ^bb0(%[[IN:.*]]: i32, %{{.*}}: f32):
+// SMOOTHFUSED-NEXT:    %[[C:.*]] = linalg.index 1 : index
+// SMOOTHFUSED-NEXT:    %[[CI:.*]] = arith.index_cast %[[C]] : index to i32
+// SMOOTHFUSED-NEXT:    %[[HOT:.*]] = arith.cmpi eq, %[[IN]], %[[CI]] : i32
+// SMOOTHFUSED-NEXT:    %[[F:.*]] = arith.uitofp %[[HOT]] : i1 to f32
+// SMOOTHFUSED-NEXT:    %[[K:.*]] = arith.constant 0.899999976 : f32
+// SMOOTHFUSED-NEXT:    %[[M:.*]] = arith.mulf %[[F]], %[[K]] : f32
+// SMOOTHFUSED-NEXT:    %[[E:.*]] = arith.constant 0.00999999977 : f32
+// SMOOTHFUSED-NEXT:    %[[Y:.*]] = arith.addf %[[M]], %[[E]] : f32
+// SMOOTHFUSED-NEXT:    linalg.yield %[[Y]] : f32
+// SMOOTHFUSED:       xent.cross_entropy mean %{{.*}}, %[[Q]] : (tensor<8x10xf32>, tensor<8x10xf32>) -> tensor<f32>{{$}}
 
-// t5x's z-loss on one-hot labels: for a label outside [0, C) the chain
-// keeps the element's z · lse², which the op, ignoring it, would drop: not
-// raised.
-// RUN: xent-opt %S/Inputs/frontends/jax/t5x_z_loss.fused.mlir --xent-recognize | FileCheck %s --check-prefix=LEFT
-// RUN: xent-opt %S/Inputs/frontends/jax/t5x_z_loss.linalg.mlir --xent-recognize | FileCheck %s --check-prefix=LEFT
-// RUN: xent-opt %S/Inputs/frontends/jax/t5x_z_loss.fused.mlir --xent-recognize=report-failures 2>&1 >/dev/null | FileCheck %s --check-prefix=ZLOSS
-// RUN: xent-opt %S/Inputs/frontends/jax/t5x_z_loss.linalg.mlir --xent-recognize=report-failures 2>&1 >/dev/null | FileCheck %s --check-prefix=ZLOSS
-// ZLOSS: remark: not raised: not a cross-entropy (a one-hot pick with a z-loss: for a label outside [0, C) the chain keeps that term, which the op, ignoring the element, would not)
+// t5x's z-loss on one-hot labels, mean(nll + 1e-4 · lse²): for a label
+// outside [0, 10) the chain keeps the element's z · lse², which the op,
+// ignoring the label, leaves out. The op sums (labels outside ignored as
+// -1, z_loss_scale, its lse returned); a generic adds z · lse² of the labels
+// outside [0, 10) to that sum, from the op's lse; the mean divides by the 8
+// elements.
+// RUN: xent-opt %S/Inputs/frontends/jax/t5x_z_loss.fused.mlir --xent-recognize | FileCheck %s --check-prefix=ZLOSS
+// RUN: xent-opt %S/Inputs/frontends/jax/t5x_z_loss.linalg.mlir --xent-recognize | FileCheck %s --check-prefix=ZLOSS
+// ZLOSS-LABEL: func.func public @main(
+// ZLOSS-SAME:  %[[X:[a-z0-9_]+]]: tensor<8x10xf32>, %[[T:[a-z0-9_]+]]: tensor<8xi32>)
+// ZLOSS-DAG:   %[[C10:.*]] = arith.constant 10 : i32
+// ZLOSS-DAG:   %[[C0:.*]] = arith.constant 0 : i32
+// ZLOSS:       %[[TR:.*]] = linalg.generic {{.*}} ins(%[[T]] : tensor<8xi32>)
+// ZLOSS:       %[[S:.*]], %[[LSE:.*]] = xent.cross_entropy sum %[[X]], %[[TR]] {ignore_index = -1 : i64, return_lse, z_loss_scale = 9.99999974E-5 : f32} : (tensor<8x10xf32>, tensor<8xi32>) -> (tensor<f32>, tensor<8xf32>)
+// ZLOSS:       %[[Z:.*]] = arith.constant 9.99999974E-5 : f32
+// ZLOSS:       %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// ZLOSS:       %[[TOT:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[LSE]], %[[T]] : tensor<8xf32>, tensor<8xi32>) outs(%[[S]] : tensor<f32>)
+// ZLOSS-NEXT:  ^bb0(%[[L:.*]]: f32, %[[LAB:.*]]: i32, %[[ACC:.*]]: f32):
+// ZLOSS-DAG:     %[[HI:.*]] = arith.cmpi sge, %[[LAB]], %{{.*}} : i32
+// ZLOSS-DAG:     %[[LO:.*]] = arith.cmpi slt, %[[LAB]], %{{.*}} : i32
+// ZLOSS:         %[[OUT:.*]] = arith.ori
+// ZLOSS:         %[[SQ:.*]] = arith.mulf %[[L]], %[[L]] : f32
+// ZLOSS:         %[[ZL:.*]] = arith.mulf %[[SQ]], %[[Z]] : f32
+// ZLOSS:         %[[V:.*]] = arith.select %[[OUT]], %[[ZL]], %[[ZERO]] : f32
+// ZLOSS:         %[[NEW:.*]] = arith.addf %[[ACC]], %[[V]] : f32
+// ZLOSS:         linalg.yield %[[NEW]] : f32
+// ZLOSS:       %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[TOT]] : tensor<f32>)
+// ZLOSS:         arith.divf %{{.*}}, %{{.*}} : f32
+// ZLOSS:       return %[[MEAN]] : tensor<f32>
 
 // take_along_axis with a float mask, (nll · mask).sum() / mask.sum(): the
-// mask weighs each element by a float the op has no operand for (it weighs
-// classes and ignores by target; even a 0/1 mask differs where the loss is
-// NaN: 0 · NaN is NaN). Left whole, no piece of it raised.
-// RUN: xent-opt %S/Inputs/frontends/jax/take_along_axis_masked.fused.mlir --xent-recognize | FileCheck %s --check-prefix=LEFT
-// RUN: xent-opt %S/Inputs/frontends/jax/take_along_axis_masked.linalg.mlir --xent-recognize | FileCheck %s --check-prefix=LEFT
-// RUN: xent-opt %S/Inputs/frontends/jax/take_along_axis_masked.fused.mlir --xent-recognize=report-failures 2>&1 >/dev/null | FileCheck %s --check-prefix=MASKED
-// RUN: xent-opt %S/Inputs/frontends/jax/take_along_axis_masked.linalg.mlir --xent-recognize=report-failures 2>&1 >/dev/null | FileCheck %s --check-prefix=MASKED
-// MASKED: remark: not raised: not a cross-entropy (the per-element loss is multiplied by a float value of the element (a float mask or a weight per element), which the op cannot take: it weighs classes, and ignores elements by their target)
+// op has no operand for a float per element (it weighs classes and ignores
+// by target; even a 0/1 mask differs where the loss is NaN: 0 · NaN is NaN,
+// an ignored element is not). The op computes the loss per element (none,
+// JAX's guarded gather as its NaN for labels outside [0, C)); a generic
+// multiplies it by the mask and sums; the division by the mask's sum stays
+// as JAX wrote it.
+// RUN: xent-opt %S/Inputs/frontends/jax/take_along_axis_masked.fused.mlir --xent-recognize | FileCheck %s --check-prefix=MASKED
+// RUN: xent-opt %S/Inputs/frontends/jax/take_along_axis_masked.linalg.mlir --xent-recognize | FileCheck %s --check-prefix=MASKED
+// MASKED-LABEL: func.func public @main(
+// MASKED-SAME:  %[[X:[a-z0-9_]+]]: tensor<8x10xf32>, %[[T:[a-z0-9_]+]]: tensor<8xi32>, %[[M:[a-z0-9_]+]]: tensor<8xf32>)
+// MASKED:       %[[WC:.*]] = tensor.collapse_shape
+// MASKED:       %[[L:.*]] = xent.cross_entropy none %[[X]], %[[WC]] {ignore_index = -9223372036854775808 : i64} : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<8xf32>{{$}}
+// MASKED:       %[[NUM:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[L]], %[[M]] : tensor<8xf32>, tensor<8xf32>)
+// MASKED-NEXT:  ^bb0(%[[A:.*]]: f32, %[[B:.*]]: f32, %[[ACC:.*]]: f32):
+// MASKED-NEXT:    %[[P:.*]] = arith.mulf %[[A]], %[[B]] : f32
+// MASKED-NEXT:    %[[S:.*]] = arith.addf %[[ACC]], %[[P]] : f32
+// MASKED-NEXT:    linalg.yield %[[S]] : f32
+// MASKED:       %[[DEN:.*]] = linalg.generic {{.*}} ins(%[[M]] : tensor<8xf32>)
+// MASKED:       %[[R:.*]] = linalg.generic {{.*}} ins(%[[NUM]], %[[DEN]] : tensor<f32>, tensor<f32>)
+// MASKED:         arith.divf
+// MASKED:       return %[[R]] : tensor<f32>
 
-// LEFT-LABEL: func.func public @main(
-// LEFT-NOT:   xent.
-// LEFT:       return

@@ -181,6 +181,55 @@ static Match<bool> checkZLoss(ViewAnalysis &va, const Pieces &z,
 }
 
 //===----------------------------------------------------------------------===//
+// A loss scaled per element
+//===----------------------------------------------------------------------===//
+
+/// The loss per element times float values of the element (JAX's
+/// `(nll · mask).sum()`), optionally summed: the op computes the loss per
+/// element (`none`), the factors stay outside it (RaisedOp::elementScale).
+/// A sum divided by something (the mask's own sum) is left to its parts:
+/// the sum is raised on its own, the division stays.
+static Match<RaisedOp> matchScaledElements(ViewAnalysis &va, RaisedOp raised,
+                                           const LossTerm &term,
+                                           const ReducedLoss &nll,
+                                           const Operands &ops,
+                                           ArrayRef<LossTerm> companions) {
+  using M = Match<RaisedOp>;
+  if (!companions.empty())
+    return M::nearMiss("the per-element loss is multiplied by a float value "
+                       "of the element beside label smoothing or a z-loss, "
+                       "which the op would weigh otherwise");
+  if (raised.probabilityTargets)
+    return M::nearMiss("a probability-target loss multiplied by a float "
+                       "value of the element");
+  if (nll.kind == ReducedLoss::Kind::Divided)
+    return M::failure("a loss scaled per element and summed, then divided: "
+                      "the sum is raised on its own");
+  SmallVector<Axis, 4> domain;
+  for (auto [k, a] : llvm::enumerate(ops.logitsDims))
+    if (static_cast<int64_t>(k) != ops.classDim)
+      domain.push_back(a);
+  for (Node *f : term.pieces.elementScale)
+    if (Match<bool> ok = checkMaterializable(va, f, domain); !ok)
+      return M::nearMiss("the per-element loss is multiplied by a float "
+                         "value of the element that cannot be rebuilt "
+                         "after the op: " +
+                         ok.getReason());
+  raised.reduction = Reduction::none;
+  raised.elementScale = term.pieces.elementScale;
+  raised.elementCoeff = nll.factor;
+  raised.elementSummed = nll.kind == ReducedLoss::Kind::Summed;
+  // A one-hot pick's labels outside [0, C) read nothing (0), as the op's
+  // ignored elements (see matchCrossEntropy).
+  if (term.pieces.oneHot) {
+    raised.oneHotPick = true;
+    if (!raised.ignoreIndex)
+      raised.ignoreIndex = -1;
+  }
+  return raised;
+}
+
+//===----------------------------------------------------------------------===//
 // The loss
 //===----------------------------------------------------------------------===//
 
@@ -237,6 +286,12 @@ Match<RaisedOp> recognize::matchCrossEntropy(ViewAnalysis &va, Value root,
       matchReducedLoss(va, *term, view.dims, rootType, *ops);
   if (!nll)
     return M::nearMiss(nll.getReason());
+
+  if (!pieces.elementScale.empty() ||
+      llvm::any_of(companions, [](const LossTerm &c) {
+        return !c.pieces.elementScale.empty();
+      }))
+    return matchScaledElements(va, raised, *term, *nll, *ops, companions);
 
   const LossTerm *smoothing = nullptr, *zLoss = nullptr;
   for (const LossTerm &c : companions) {
@@ -334,13 +389,24 @@ Match<RaisedOp> recognize::matchCrossEntropy(ViewAnalysis &va, Value root,
   // (RaisedOp::oneHotPick); a smoothing term or a z-loss would still count
   // for them in the chain.
   if (pieces.oneHot) {
-    if (smoothing || zLoss)
+    if (smoothing)
       return M::nearMiss(
-          std::string("a one-hot pick with ") +
-          (smoothing ? "label smoothing" : "a z-loss") +
-          ": for a label outside [0, C) the chain keeps that term, which "
-          "the op, ignoring the element, would not");
+          "a one-hot pick with label smoothing: for a label outside [0, C) "
+          "the chain keeps that term, which the op, ignoring the element, "
+          "would not");
+    // The z-loss of such a label is added after the op, from its lse
+    // (RaisedOp::zLossOutOfRange); with class weights the op's mean would
+    // divide the z-loss otherwise.
+    if (zLoss && raised.weight)
+      return M::nearMiss(
+          "a one-hot pick with class weights and a z-loss: for a label "
+          "outside [0, C) the chain keeps the z-loss, which the op, ignoring "
+          "the element, would not");
     raised.oneHotPick = true;
+    if (zLoss) {
+      raised.zLossOutOfRange = true;
+      raised.chainIgnoreIndex = ops->ignoreIndex;
+    }
     if (!raised.ignoreIndex)
       raised.ignoreIndex = -1;
     if (raised.reduction == Reduction::mean && !raised.weight) {

@@ -335,16 +335,20 @@ static Match<Pieces> classifyLossFactors(ViewAnalysis &va, const Monomial &m) {
                                                 ? std::string("no factors")
                                                 : pickReason));
   if (!others.empty()) {
-    // A float tensor of the elements scaling each one's loss (a float mask
-    // or per-element weights): the op weighs classes and ignores elements by
-    // their target only. Even a mask of zeros and ones differs where the
-    // loss is NaN (0 · NaN is NaN, an ignored element is not).
-    if (llvm::all_of(others, [](Node *f) { return isa<FloatType>(f->type); }))
-      return M::nearMiss("the per-element loss is multiplied by a float "
-                         "value of the element (a float mask or a weight "
-                         "per element), which the op cannot take: it weighs "
-                         "classes, and ignores elements by their target");
-    return M::failure("unexpected factor in the per-element loss");
+    // A float value of the element scaling its loss (a float mask or
+    // per-element weights): the op weighs classes and ignores elements by
+    // their target only (even a mask of zeros and ones differs where the
+    // loss is NaN: 0 · NaN is NaN, an ignored element is not), so the
+    // factors stay outside it, applied to its per-element losses
+    // (matchCrossEntropy).
+    if (!llvm::all_of(others, [](Node *f) { return isa<FloatType>(f->type); }))
+      return M::failure("unexpected factor in the per-element loss");
+    if (llvm::any_of(others, [&](Node *f) {
+          return va.dependsOn(f, pick->logSoftmax.axis);
+        }))
+      return M::nearMiss("the per-element loss is multiplied by a value "
+                         "that depends on the class axis");
+    p.elementScale.assign(others.begin(), others.end());
   }
   if (!m.den.empty())
     return M::failure("the per-element loss is divided by a value that "

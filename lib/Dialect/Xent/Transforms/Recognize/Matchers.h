@@ -65,6 +65,7 @@
 #include "xent/Dialect/Xent/IR/XentOps.h"
 
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/Twine.h"
 
 #include <string>
@@ -273,6 +274,24 @@ struct RaisedOp {
   /// ignore index, as the chain divides.
   enum class MeanDivisor { None, Elements, Labels };
   MeanDivisor meanDivisor = MeanDivisor::None;
+  /// Probabilities the chain computes inside its reduction (optax's smoothed
+  /// one-hot after elementwise fusion), no tensor of their own: built as one
+  /// over the logits' dimensions (`logitsDims`), the op's targets.
+  Node *probabilityExpr = nullptr;
+  SmallVector<Axis, 4> logitsDims;
+  /// Float factors the chain multiplies each element's loss by (a float
+  /// mask, a weight per element): the op computes the loss per element
+  /// (`none`), and a linalg.generic after it multiplies each by the factors
+  /// and `elementCoeff`, summing over every element when `elementSummed`.
+  SmallVector<Node *, 2> elementScale;
+  double elementCoeff = 1;
+  bool elementSummed = false;
+  /// A one-hot pick with a z-loss: for a label outside [0, C) (other than
+  /// the chain's own ignore index, `chainIgnoreIndex`) the chain keeps that
+  /// element's `z · lse²`, which the op, ignoring it, leaves out; it is
+  /// added after the op from the op's lse.
+  bool zLossOutOfRange = false;
+  std::optional<int64_t> chainIgnoreIndex;
 };
 
 /// What the matchers may assume beyond what the IR proves.
@@ -413,6 +432,32 @@ Node *matchGuardedGather(ViewAnalysis &va, Node *node);
 bool isNegativeIndexWrap(ViewAnalysis &va, Node *index, int64_t numClasses);
 
 //===----------------------------------------------------------------------===//
+// Values rebuilt from nodes (Materialize.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Whether `node` can be computed by a linalg.generic whose loops iterate
+/// `domain` (one logical axis per loop, kUnitAxis for a unit one): from
+/// tensors read along those axes, positions, constants and the arith/math
+/// operations a node names exactly (no max or min, no reduction, gather or
+/// table inside).
+Match<bool> checkMaterializable(ViewAnalysis &va, Node *node,
+                                ArrayRef<Axis> domain, unsigned depth = 0);
+/// The tensors `node` reads (the origins of its leaves).
+void collectLeafValues(Node *node, SetVector<Value> &leaves);
+/// A linalg.generic whose loops iterate `domain` (the shape of `init`; every
+/// loop a reduction into the 0-d `init` when `reduce`), reading `inputs`
+/// through `inputMaps` and the leaves of `nodes`; its body yields
+/// `combine(the inputs' elements, the nodes' values, the accumulator)`.
+/// Every node must pass checkMaterializable.
+Value buildMaterialized(
+    OpBuilder &b, Location loc, ViewAnalysis &va, ArrayRef<Axis> domain,
+    ArrayRef<Value> inputs, ArrayRef<AffineMap> inputMaps,
+    ArrayRef<Node *> nodes, Value init, bool reduce,
+    function_ref<Value(OpBuilder &, Location, ValueRange, ArrayRef<Value>,
+                       Value)>
+        combine);
+
+//===----------------------------------------------------------------------===//
 // Operands of the raised op (Operands.cpp)
 //===----------------------------------------------------------------------===//
 
@@ -434,6 +479,8 @@ struct Pieces {
   double coeff = 1.0;   // the pick's own coefficient
   bool oneHot = false;  // the pick is a one-hot sum (TargetPick::oneHot)
   bool guarded = false; // a guarded gather (TargetPick::guarded)
+  /// Float factors of the element multiplying its loss (RaisedOp's).
+  SmallVector<Node *, 2> elementScale;
 };
 
 /// Resolved operands and the logits' layout.
@@ -448,6 +495,9 @@ struct Operands {
   SmallVector<Axis, 4> batchAxes;
   /// The static number of elements, if known.
   std::optional<int64_t> numElements;
+  /// Probabilities computed inside the reduction (RaisedOp's); `target` is
+  /// then null.
+  Node *probabilityExpr = nullptr;
 
   /// The raised op's operands, ignore index and class axis.
   RaisedOp toRaisedOp() const {
@@ -461,6 +511,8 @@ struct Operands {
                     /*probabilityTargets=*/false,
                     /*axis=*/classDim};
     raised.softcap = softcap;
+    raised.probabilityExpr = probabilityExpr;
+    raised.logitsDims = logitsDims;
     return raised;
   }
 };

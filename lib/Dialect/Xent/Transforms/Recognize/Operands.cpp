@@ -203,10 +203,21 @@ Match<Operands> recognize::detail::resolveOperands(ViewAnalysis &va,
       return M::failure("probability targets with an ignore mask");
     ops.target = findFloatTensor(p.probabilities, reason);
     // Computed inside a reduction's body (optax's smoothed one-hot fused
-    // into the sum), they are no tensor the op could take.
-    if (!ops.target && !stripWidening(p.probabilities)->origin)
-      return M::failure("the probabilities are computed inside the "
-                        "reduction, not a tensor value the op could take");
+    // into the sum), they are built as a tensor for the op (Materialize.cpp).
+    if (!ops.target && !stripWidening(p.probabilities)->origin) {
+      if (Match<bool> ok =
+              checkMaterializable(va, p.probabilities, ops.logitsDims);
+          !ok)
+        return M::failure("the probabilities are computed inside the "
+                          "reduction and cannot be built as a tensor: " +
+                          ok.getReason());
+      if (!isSupportedFloat(p.probabilities->type))
+        return M::failure("the probabilities computed inside the reduction "
+                          "are not f16, bf16 or f32");
+      ops.probabilityExpr = p.probabilities;
+      ops.targetNode = p.probabilities;
+      return ops;
+    }
     if (!ops.target)
       return M::failure("the probabilities are not an f16, bf16 or f32 "
                         "tensor value");

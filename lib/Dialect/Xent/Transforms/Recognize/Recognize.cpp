@@ -301,17 +301,23 @@ static void eraseDeadTree(RewriterBase &rewriter, Operation *op,
 /// The labels `target` with those outside [0, C) (C the size of `logits`'
 /// class axis `axis`) replaced by `ignoreIndex`: what the op takes for a
 /// one-hot pick (RaisedOp::oneHotPick).
+/// The number of classes of `logits` (along `axis`) as a scalar of the
+/// integer type `elt`.
+static Value classCount(OpBuilder &b, Location loc, Value logits, int64_t axis,
+                        Type elt) {
+  int64_t numClasses = cast<RankedTensorType>(logits.getType()).getDimSize(axis);
+  return ShapedType::isDynamic(numClasses)
+             ? Value(arith::IndexCastOp::create(
+                   b, loc, elt, tensor::DimOp::create(b, loc, logits, axis)))
+             : Value(arith::ConstantOp::create(
+                   b, loc, b.getIntegerAttr(elt, numClasses)));
+}
+
 static Value remapOutOfRange(OpBuilder &b, Location loc, Value target,
                              Value logits, int64_t axis, int64_t ignoreIndex) {
   auto type = cast<RankedTensorType>(target.getType());
   Type elt = type.getElementType();
-  int64_t numClasses = cast<RankedTensorType>(logits.getType()).getDimSize(axis);
-  Value classes =
-      ShapedType::isDynamic(numClasses)
-          ? Value(arith::IndexCastOp::create(
-                b, loc, elt, tensor::DimOp::create(b, loc, logits, axis)))
-          : Value(arith::ConstantOp::create(
-                b, loc, b.getIntegerAttr(elt, numClasses)));
+  Value classes = classCount(b, loc, logits, axis, elt);
   Value ignored = arith::ConstantOp::create(b, loc, b.getIntegerAttr(elt, ignoreIndex));
   Value zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(elt, 0));
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, target);
@@ -334,6 +340,77 @@ static Value remapOutOfRange(OpBuilder &b, Location loc, Value target,
                    nb, nloc,
                    ValueRange{arith::SelectOp::create(nb, nloc, inRange, t,
                                                       ignored)});
+             })
+      .getResult(0);
+}
+
+/// A one-hot chain's z-loss for the labels outside [0, C) that the op,
+/// taking them as ignored, leaves out: `z · lse²` of each such element (but
+/// one the chain masks as `chainIgnore`), added to the op's per-element
+/// `loss` (`none`), or summed into its 0-d `loss`, from the op's `lse`.
+static Value addOutOfRangeZLoss(OpBuilder &b, Location loc, Value loss,
+                                Value lse, Value labels, Value logits,
+                                int64_t axis, double z,
+                                std::optional<int64_t> chainIgnore) {
+  auto lossType = cast<RankedTensorType>(loss.getType());
+  auto labelsType = cast<RankedTensorType>(labels.getType());
+  Type elt = lossType.getElementType(), index = labelsType.getElementType();
+  bool perElement = lossType.getRank() != 0;
+  Value classes = classCount(b, loc, logits, axis, index);
+  Value zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(index, 0));
+  Value ignored;
+  if (chainIgnore)
+    ignored = arith::ConstantOp::create(b, loc,
+                                        b.getIntegerAttr(index, *chainIgnore));
+  Value scale = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(static_cast<float>(z)));
+  Value none = arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, 0));
+  unsigned rank = labelsType.getRank();
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  SmallVector<Value> inputs = {lse, labels};
+  SmallVector<AffineMap> maps = {id, id};
+  Value init = loss;
+  if (perElement) {
+    inputs.push_back(loss);
+    maps.push_back(id);
+    init = tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, loss),
+                                   elt);
+  }
+  maps.push_back(perElement ? id : AffineMap::get(rank, 0, b.getContext()));
+  SmallVector<utils::IteratorType> iterators(
+      rank, perElement ? utils::IteratorType::parallel
+                       : utils::IteratorType::reduction);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{lossType}, inputs, ValueRange{init}, maps,
+             iterators,
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               Value t = args[1];
+               Value outside = arith::OrIOp::create(
+                   nb, nloc,
+                   arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::slt,
+                                         t, zero),
+                   arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::sge,
+                                         t, classes));
+               if (ignored)
+                 outside = arith::AndIOp::create(
+                     nb, nloc, outside,
+                     arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ne,
+                                           t, ignored));
+               Value l = args[0];
+               Value term = arith::MulFOp::create(
+                   nb, nloc, arith::MulFOp::create(nb, nloc, l, l), scale);
+               if (elt != term.getType())
+                 term = cast<FloatType>(elt).getWidth() < 32
+                            ? arith::TruncFOp::create(nb, nloc, elt, term)
+                                  .getResult()
+                            : arith::ExtFOp::create(nb, nloc, elt, term)
+                                  .getResult();
+               term = arith::SelectOp::create(nb, nloc, outside, term, none);
+               // The element's loss, or the sum so far.
+               Value base = perElement ? args[2] : args.back();
+               linalg::YieldOp::create(
+                   nb, nloc,
+                   ValueRange{arith::AddFOp::create(nb, nloc, base, term)});
              })
       .getResult(0);
 }
@@ -400,15 +477,26 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
                            Value root, const RaisedOp &raised, bool isGrad,
                            std::string &reason) {
   Operation *rootOp = root.getDefiningOp();
+  ViewAnalysis &va = state.view();
   SmallVector<Value> operands;
   if (isGrad && raised.gradOutput)
     operands.push_back(raised.gradOutput);
   operands.push_back(raised.logits);
-  operands.push_back(raised.target);
+  if (raised.target)
+    operands.push_back(raised.target);
   if (raised.weight)
     operands.push_back(raised.weight);
+  // What the values built beside the op read (materialized probabilities,
+  // the factors of a loss scaled per element) bounds the chain too.
+  SetVector<Value> built;
+  if (raised.probabilityExpr)
+    recognize::detail::collectLeafValues(raised.probabilityExpr, built);
+  for (Node *f : raised.elementScale)
+    recognize::detail::collectLeafValues(f, built);
+  SmallVector<Value> bounds(operands);
+  bounds.append(built.begin(), built.end());
   FailureOr<SmallVector<Operation *>> slice =
-      collectSlice(root, operands, reason);
+      collectSlice(root, bounds, reason);
   if (failed(slice))
     return failure();
 
@@ -439,6 +527,9 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
   Type resultType = root.getType();
   if (!isGrad && raised.reduction != Reduction::none && rootType.getRank() != 0)
     resultType = RankedTensorType::get({}, rootType.getElementType());
+  bool scaled = !raised.elementScale.empty();
+  if (scaled && raised.elementSummed && rootType.getRank() != 0)
+    resultType = RankedTensorType::get({}, rootType.getElementType());
 
   // The op and what it reads that the chain does not are built in a block
   // of their own and moved before the chain once the op verifies, so that a
@@ -450,6 +541,19 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
   // of them the op's f32 sum divided as the chain divides (the chain's ops
   // compute a mean, not the op's sum, so they are no decomposition of it).
   Value target = raised.target;
+  if (raised.probabilityExpr) {
+    // The probabilities as a tensor shaped like the logits.
+    SmallVector<OpFoldResult> sizes =
+        tensor::getMixedSizes(b, loc, raised.logits);
+    Value init = tensor::EmptyOp::create(b, loc, sizes,
+                                         raised.probabilityExpr->type);
+    target = recognize::detail::buildMaterialized(
+        b, loc, va, raised.logitsDims, {}, {}, {raised.probabilityExpr}, init,
+        /*reduce=*/false,
+        [](OpBuilder &, Location, ValueRange, ArrayRef<Value> values, Value) {
+          return values[0];
+        });
+  }
   // Targets the chain computes with extra unit dimensions (t[:, None]) are
   // read collapsed; the region expands them back.
   auto targetType = cast<RankedTensorType>(target.getType());
@@ -457,6 +561,7 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
       targetType.getRank() != logitsType.getRank() - 1)
     target = tensor::CollapseShapeOp::create(
         b, loc, target, unitDimGroups(targetType.getShape()));
+  Value labels = target;
   if (raised.oneHotPick)
     target = remapOutOfRange(b, loc, target, raised.logits, raised.axis,
                              *raised.ignoreIndex);
@@ -464,6 +569,12 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
   Type lossType = resultType;
   if (divides)
     lossType = RankedTensorType::get({}, rewriter.getF32Type());
+  if (scaled) {
+    // The loss per element, shaped like the logits without the class axis.
+    SmallVector<int64_t> shape(logitsType.getShape());
+    shape.erase(shape.begin() + raised.axis);
+    lossType = RankedTensorType::get(shape, rootType.getElementType());
+  }
   Value gradOutput = raised.gradOutput;
   if (isGrad && !gradOutput) {
     // The chain is the gradient of the loss seeded with a constant.
@@ -479,13 +590,29 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
                                     raised.logits, target, raised.weight,
                                     reduction, ignoreIndex, labelSmoothing,
                                     zLossScale, softcap, axis);
+  else if (raised.zLossOutOfRange)
+    // With its lse, for the z-loss of the labels it ignores.
+    op = CrossEntropyOp::create(
+        b, loc, lossType,
+        TypeRange{RankedTensorType::get(
+            cast<RankedTensorType>(target.getType()).getShape(),
+            b.getF32Type())},
+        raised.logits, target, raised.weight, /*class_offset=*/Value(),
+        /*dynamic_num_classes=*/Value(), Value(), Value(), Value(), Value(),
+        reduction, ignoreIndex, labelSmoothing, zLossScale, softcap, axis,
+        /*return_lse=*/b.getUnitAttr(), UnitAttr(), UnitAttr(), UnitAttr(),
+        IntegerAttr());
   else
     op = CrossEntropyOp::create(b, loc, lossType, Type(), raised.logits, target,
                                 raised.weight, reduction, ignoreIndex,
                                 labelSmoothing, zLossScale, softcap, axis);
   // The chain on the remapped labels computes what it does on the labels
-  // (a label outside [0, C) and the ignore index both give 0).
-  if (!divides) {
+  // (a label outside [0, C) and the ignore index both give 0). A chain that
+  // computes more than the op (a mean the op's sum is divided to, factors
+  // per element) or reads what the op does not (probabilities it builds)
+  // is no region of the op: its own decomposition stands for it.
+  if (!divides && !scaled && !raised.probabilityExpr &&
+      !raised.zLossOutOfRange) {
     SmallVector<Value> leaves(op->getOperands());
     llvm::replace(leaves, op->getOperand(isGrad ? 2 : 1), raised.target);
     buildRegion(b, op, *slice, leaves, root);
@@ -505,6 +632,10 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
     rewriter.moveOpBefore(&scratch.front(), rootOp);
 
   Value result = op->getResult(0);
+  if (raised.zLossOutOfRange)
+    result = addOutOfRangeZLoss(rewriter, loc, result, op->getResult(1), labels,
+                                raised.logits, raised.axis, raised.zLossScale,
+                                raised.chainIgnoreIndex);
   if (divides) {
     // result / divisor (0-d f32), rounded to the chain's type: a 0-d
     // linalg.generic, which bufferizes (elementwise arith on tensors does
@@ -533,6 +664,52 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
                    linalg::YieldOp::create(nb, nloc, ValueRange{mean});
                  })
                  .getResult(0);
+  }
+  if (scaled) {
+    // Σ (or each of) coeff · loss · Π factors, in the chain's type.
+    Type elt = rootType.getElementType();
+    auto lossTensor = cast<RankedTensorType>(lossType);
+    SmallVector<Axis, 4> domain;
+    for (auto [k, a] : llvm::enumerate(raised.logitsDims))
+      if (static_cast<int64_t>(k) != raised.axis)
+        domain.push_back(a);
+    Value init;
+    if (raised.elementSummed) {
+      Value empty =
+          tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{}, elt);
+      Value zero = arith::ConstantOp::create(rewriter, loc,
+                                             rewriter.getFloatAttr(elt, 0));
+      init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+    } else {
+      init = tensor::EmptyOp::create(
+          rewriter, loc, tensor::getMixedSizes(rewriter, loc, result), elt);
+    }
+    AffineMap identity =
+        AffineMap::getMultiDimIdentityMap(lossTensor.getRank(), rewriter.getContext());
+    double coeff = raised.elementCoeff;
+    bool summed = raised.elementSummed;
+    result = recognize::detail::buildMaterialized(
+        rewriter, loc, va, domain, {result}, {identity}, raised.elementScale,
+        init, summed,
+        [&](OpBuilder &nb, Location nloc, ValueRange in,
+            ArrayRef<Value> factors, Value acc) -> Value {
+          Value v = in[0];
+          for (Value f : factors) {
+            if (f.getType() != elt)
+              f = cast<FloatType>(f.getType()).getWidth() <
+                          cast<FloatType>(elt).getWidth()
+                      ? arith::ExtFOp::create(nb, nloc, elt, f).getResult()
+                      : arith::TruncFOp::create(nb, nloc, elt, f).getResult();
+            v = arith::MulFOp::create(nb, nloc, v, f);
+          }
+          if (coeff != 1)
+            v = arith::MulFOp::create(
+                nb, nloc, v,
+                arith::ConstantOp::create(nb, nloc,
+                                          nb.getFloatAttr(elt, coeff)));
+          return summed ? arith::AddFOp::create(nb, nloc, acc, v).getResult()
+                        : v;
+        });
   }
   if (result.getType() != root.getType())
     result =
