@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from xent.runtime.driver import Library, compile_module
-from xent.testing.irtext import pass_pipeline as pipeline, strip_regions
+from xent.testing.irtext import VARIANTS, pass_pipeline as pipeline, variant_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 XENT_OPT = os.environ.get("XENT_OPT") or os.path.join(ROOT, "build", "bin", "xent-opt")
@@ -65,14 +65,8 @@ def result_type(name):
 
 
 def library(name, variant, cache_dir):
-    text = _with_c_interface(CHUNKS[name], name)
-    if variant == "plain":
-        args = pipeline("xent-cpu-pipeline")
-    elif variant == "recognized":
-        args = pipeline("xent-recognize", "xent-inline-decomposition", "xent-cpu-pipeline")
-    else:
-        text = strip_regions(run_xent_opt(text, *pipeline("xent-recognize")))
-        args = pipeline("xent-cpu-pipeline")
+    text, args = variant_module(_with_c_interface(CHUNKS[name], name), variant,
+                                lambda t: run_xent_opt(t, *pipeline("xent-recognize")))
     return Library(compile_module(text, args, XENT_OPT, out_dir=cache_dir))
 
 
@@ -90,7 +84,7 @@ def test_raised_or_left(name):
 @pytest.mark.parametrize("name", sorted(CHUNKS))
 def test_same_numbers(name, cache_dir):
     rng = np.random.default_rng(3)
-    libs = {v: library(name, v, cache_dir) for v in ("plain", "recognized", "canonical")}
+    libs = {v: library(name, v, cache_dir) for v in VARIANTS}
     for labels in LABELS[name]:
         x = (rng.standard_normal((8, 10)) * 3).astype(np.float32)
         inputs = [x, np.asarray(labels, dtype=np.int64)]

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 from xent.runtime.driver import Library, compile_module
-from xent.testing.irtext import pass_pipeline as pipeline, strip_regions
+from xent.testing.irtext import pass_pipeline as pipeline, strip_regions, variant_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 XENT_OPT = os.environ.get("XENT_OPT") or os.path.join(ROOT, "build", "bin", "xent-opt")
@@ -122,14 +122,8 @@ _LIBS = {}
 def library(name, variant, cache_dir):
     key = (name, variant)
     if key not in _LIBS:
-        text = callable_text(name)
-        if variant == "plain":
-            args = pipeline("xent-cpu-pipeline")
-        elif variant == "recognized":
-            args = pipeline("xent-recognize", "xent-inline-decomposition", "xent-cpu-pipeline")
-        else:
-            text = strip_regions(run_xent_opt(text, *pipeline("xent-recognize")))
-            args = pipeline("xent-cpu-pipeline")
+        text, args = variant_module(callable_text(name), variant,
+                                    lambda t: run_xent_opt(t, *pipeline("xent-recognize")))
         _LIBS[key] = Library(compile_module(text, args, XENT_OPT, out_dir=cache_dir))
     return _LIBS[key]
 

@@ -6,9 +6,12 @@ attributes instead of the captured chain)."""
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import Callable, List, Tuple
 
-__all__ = ["pass_pipeline", "strip_regions"]
+__all__ = ["VARIANTS", "pass_pipeline", "strip_regions", "variant_module"]
+
+#: The three ways a recognizer test compiles a program for the CPU.
+VARIANTS = ("plain", "recognized", "canonical")
 
 
 def pass_pipeline(*parts: str) -> List[str]:
@@ -32,3 +35,19 @@ def strip_regions(text: str) -> str:
             continue
         out.append(line)
     return "\n".join(out)
+
+
+def variant_module(text: str, variant: str,
+                   recognize: Callable[[str], str]) -> Tuple[str, List[str]]:
+    """The module and the ``xent-opt`` arguments that compile `text` for the
+    CPU as `variant`: ``plain`` as written; ``recognized``: xent-recognize,
+    then the regions it captured inlined; ``canonical``: `recognize(text)`
+    (xent-recognize's output) without the regions, so that each op's own
+    decomposition, built from its attributes alone, runs."""
+    if variant == "plain":
+        return text, pass_pipeline("xent-cpu-pipeline")
+    if variant == "recognized":
+        return text, pass_pipeline("xent-recognize", "xent-inline-decomposition",
+                                   "xent-cpu-pipeline")
+    assert variant == "canonical", variant
+    return strip_regions(recognize(text)), pass_pipeline("xent-cpu-pipeline")
