@@ -1,8 +1,9 @@
 // The JAX corpus (utils/frontends: programs JAX itself exported to
 // StableHLO, lowered by StableHLO's own stablehlo-legalize-to-linalg, then
-// elementwise-fused; values.json holds JAX's numbers). What the recognizer
-// raises today, and that it leaves the rest untouched; docs/recognition.md
-// "Real frontend output" lists every program with why.
+// elementwise-fused; values.json holds JAX's numbers). Every program is
+// raised; this file checks each op with its attributes and what stays
+// beside it; docs/recognition.md "Real frontend output" lists every
+// program with how.
 
 // python/tests/test_recognize_frontends.py runs every program on the CPU
 // (as written, through the op's captured region, through the op's own
