@@ -298,9 +298,6 @@ static void eraseDeadTree(RewriterBase &rewriter, Operation *op,
   rewriter.eraseOp(op);
 }
 
-/// The labels `target` with those outside [0, C) (C the size of `logits`'
-/// class axis `axis`) replaced by `ignoreIndex`: what the op takes for a
-/// one-hot pick (RaisedOp::oneHotPick).
 /// The number of classes of `logits` (along `axis`) as a scalar of the
 /// integer type `elt`.
 static Value classCount(OpBuilder &b, Location loc, Value logits, int64_t axis,
@@ -313,6 +310,9 @@ static Value classCount(OpBuilder &b, Location loc, Value logits, int64_t axis,
                    b, loc, b.getIntegerAttr(elt, numClasses)));
 }
 
+/// The labels `target` with those outside [0, C) (C the size of `logits`'
+/// class axis `axis`) replaced by `ignoreIndex`: what the op takes for a
+/// one-hot pick (RaisedOp::oneHotPick).
 static Value remapOutOfRange(OpBuilder &b, Location loc, Value target,
                              Value logits, int64_t axis, int64_t ignoreIndex) {
   auto type = cast<RankedTensorType>(target.getType());
