@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 from xent.runtime.driver import Library, compile_module
-from xent.testing.irtext import VARIANTS, pass_pipeline as pipeline, variant_module
+from xent.testing.irtext import (VARIANTS, pass_pipeline as pipeline, variant_module,
+                                 with_c_interface)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 XENT_OPT = os.environ.get("XENT_OPT") or os.path.join(ROOT, "build", "bin", "xent-opt")
@@ -51,21 +52,12 @@ def run_xent_opt(text, *args):
     return p.stdout
 
 
-def _with_c_interface(text, name):
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
-        if line.startswith(f"func.func @{name}("):
-            assert line.endswith(" {"), line
-            lines[i] = line[:-2] + " attributes {llvm.emit_c_interface} {"
-    return "\n".join(lines)
-
-
 def result_type(name):
     return re.search(rf"func\.func @{name}\(.*\) -> (tensor<[^>]*>)", CHUNKS[name]).group(1)
 
 
 def library(name, variant, cache_dir):
-    text, args = variant_module(_with_c_interface(CHUNKS[name], name), variant,
+    text, args = variant_module(with_c_interface(CHUNKS[name], name), variant,
                                 lambda t: run_xent_opt(t, *pipeline("xent-recognize")))
     return Library(compile_module(text, args, XENT_OPT, out_dir=cache_dir))
 

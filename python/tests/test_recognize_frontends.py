@@ -31,7 +31,8 @@ import numpy as np
 import pytest
 
 from xent.runtime.driver import Library, compile_module
-from xent.testing.irtext import pass_pipeline as pipeline, strip_regions, variant_module
+from xent.testing.irtext import (pass_pipeline as pipeline, strip_regions, variant_module,
+                                 with_c_interface)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 XENT_OPT = os.environ.get("XENT_OPT") or os.path.join(ROOT, "build", "bin", "xent-opt")
@@ -94,12 +95,7 @@ def read(name):
 
 def callable_text(name):
     """The program with @main callable through its C interface."""
-    lines = read(name).split("\n")
-    for i, line in enumerate(lines):
-        if "func.func public @main(" in line:
-            assert line.endswith(" {"), line
-            lines[i] = line[:-2] + " attributes {llvm.emit_c_interface} {"
-    return "\n".join(lines)
+    return with_c_interface(read(name), "main")
 
 
 def run_xent_opt(text, *args):
@@ -257,12 +253,7 @@ def test_i64_labels_at_the_extremes(cache_dir):
     without a mask, so the extremes give NaN in the chain and in the op."""
     path = os.path.join(CORPUS, os.pardir, "jax-variants.mlir")
     with open(path) as f:
-        text = f.read().replace("func.func @i64_wrapped(%arg0: tensor<8x10xf32>, %arg1: tensor<8xi64>) "
-                                "-> (tensor<f32> {jax.result_info = \"result\"}) {",
-                                "func.func @i64_wrapped(%arg0: tensor<8x10xf32>, %arg1: tensor<8xi64>) "
-                                "-> (tensor<f32> {jax.result_info = \"result\"}) "
-                                "attributes {llvm.emit_c_interface} {")
-    assert "llvm.emit_c_interface" in text
+        text = with_c_interface(f.read(), "i64_wrapped")
     recognized = run_xent_opt(text, *pipeline("xent-recognize"))
     assert "xent.cross_entropy mean" in recognized
     libs = {

@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from typing import Callable, List, Tuple
 
-__all__ = ["VARIANTS", "pass_pipeline", "strip_regions", "variant_module"]
+__all__ = ["VARIANTS", "pass_pipeline", "strip_regions", "variant_module",
+           "with_c_interface"]
 
 #: The three ways a recognizer test compiles a program for the CPU.
 VARIANTS = ("plain", "recognized", "canonical")
@@ -51,3 +52,19 @@ def variant_module(text: str, variant: str,
                                    "xent-cpu-pipeline")
     assert variant == "canonical", variant
     return strip_regions(recognize(text)), pass_pipeline("xent-cpu-pipeline")
+
+
+def with_c_interface(text: str, name: str) -> str:
+    """`text` with ``func.func @name`` (public or not) given the
+    ``llvm.emit_c_interface`` attribute, so that a compiled library exports
+    ``_mlir_ciface_name``; its signature line must end the line with ``{``."""
+    header = re.compile(rf"^\s*func\.func (public )?@{re.escape(name)}\(")
+    lines = text.split("\n")
+    found = False
+    for i, line in enumerate(lines):
+        if header.match(line):
+            assert line.endswith(" {"), line
+            lines[i] = line[:-2] + " attributes {llvm.emit_c_interface} {"
+            found = True
+    assert found, f"no func.func @{name}"
+    return "\n".join(lines)

@@ -205,10 +205,7 @@ static Match<RaisedOp> matchScaledElements(ViewAnalysis &va, RaisedOp raised,
   if (nll.kind == ReducedLoss::Kind::Divided)
     return M::failure("a loss scaled per element and summed, then divided: "
                       "the sum is raised on its own");
-  SmallVector<Axis, 4> domain;
-  for (auto [k, a] : llvm::enumerate(ops.logitsDims))
-    if (static_cast<int64_t>(k) != ops.classDim)
-      domain.push_back(a);
+  SmallVector<Axis, 4> domain = elementDims(ops.logitsDims, ops.classDim);
   for (Node *f : term.pieces.elementScale)
     if (Match<bool> ok = checkMaterializable(va, f, domain); !ok)
       return M::nearMiss("the per-element loss is multiplied by a float "

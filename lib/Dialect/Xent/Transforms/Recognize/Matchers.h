@@ -441,7 +441,7 @@ bool isNegativeIndexWrap(ViewAnalysis &va, Node *index, int64_t numClasses);
 /// operations a node names exactly (no max or min, no reduction, gather or
 /// table inside).
 Match<bool> checkMaterializable(ViewAnalysis &va, Node *node,
-                                ArrayRef<Axis> domain, unsigned depth = 0);
+                                ArrayRef<Axis> domain);
 /// The tensors `node` reads (the origins of its leaves).
 void collectLeafValues(Node *node, SetVector<Value> &leaves);
 /// A linalg.generic whose loops iterate `domain` (the shape of `init`; every
@@ -526,6 +526,9 @@ Match<bool> matchSameIgnoreMasks(ViewAnalysis &va, ArrayRef<Mask> masks,
 /// Resolves the logits, targets, class weights and ignore index that
 /// `p` reads, with the logits' layout.
 Match<Operands> resolveOperands(ViewAnalysis &va, const Pieces &p);
+/// The logits' dimensions (their axes `logitsDims`) without the class one:
+/// those of the per-element loss.
+SmallVector<Axis, 4> elementDims(ArrayRef<Axis> logitsDims, int64_t classDim);
 /// Checks that `dims` are the logits' dimensions, without the class
 /// dimension unless `withClass`.
 bool alignsWithLogits(ViewAnalysis &va, const Operands &ops,

@@ -22,6 +22,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 
 using namespace mlir;
 using namespace mlir::xent;
@@ -39,13 +41,17 @@ static std::optional<unsigned> loopOf(ViewAnalysis &va, ArrayRef<Axis> domain,
   return std::nullopt;
 }
 
-Match<bool> recognize::detail::checkMaterializable(ViewAnalysis &va,
-                                                   Node *node,
-                                                   ArrayRef<Axis> domain,
-                                                   unsigned depth) {
+/// checkMaterializable below `depth` levels, each node of the DAG checked
+/// once (`checked`): a value that reads a subexpression many times costs
+/// one visit of it.
+static Match<bool> checkNode(ViewAnalysis &va, Node *node,
+                             ArrayRef<Axis> domain, unsigned depth,
+                             DenseSet<Node *> &checked) {
   using M = Match<bool>;
   if (depth > 64)
     return M::failure("the value is too deep an expression to rebuild");
+  if (!checked.insert(node).second)
+    return true;
   switch (node->kind) {
   case NodeKind::Constant:
     if (!node->type.isIntOrIndexOrFloat())
@@ -94,25 +100,48 @@ Match<bool> recognize::detail::checkMaterializable(ViewAnalysis &va,
     break;
   }
   for (Node *operand : node->operands)
-    if (Match<bool> ok = checkMaterializable(va, operand, domain, depth + 1);
+    if (Match<bool> ok = checkNode(va, operand, domain, depth + 1, checked);
         !ok)
       return ok;
   return true;
 }
 
-void recognize::detail::collectLeafValues(Node *node,
-                                          SetVector<Value> &leaves) {
+Match<bool> recognize::detail::checkMaterializable(ViewAnalysis &va,
+                                                   Node *node,
+                                                   ArrayRef<Axis> domain) {
+  DenseSet<Node *> checked;
+  return checkNode(va, node, domain, 0, checked);
+}
+
+/// The leaves under `node` by their tensor (each the first node found for
+/// it: the view gives one node per value), each node visited once.
+static void collectLeaves(Node *node, llvm::MapVector<Value, Node *> &leaves,
+                          DenseSet<Node *> &visited) {
+  if (!visited.insert(node).second)
+    return;
   if (node->kind == NodeKind::Leaf) {
-    leaves.insert(node->origin);
+    leaves.try_emplace(node->origin, node);
     return;
   }
   for (Node *operand : node->operands)
-    collectLeafValues(operand, leaves);
+    collectLeaves(operand, leaves, visited);
+}
+
+void recognize::detail::collectLeafValues(Node *node,
+                                          SetVector<Value> &leaves) {
+  llvm::MapVector<Value, Node *> found;
+  DenseSet<Node *> visited;
+  collectLeaves(node, found, visited);
+  for (auto &entry : found)
+    leaves.insert(entry.first);
 }
 
 namespace {
 /// Emits the scalar value of nodes inside a generic's body.
 struct BodyEmitter {
+  BodyEmitter(ViewAnalysis &va, ArrayRef<Axis> domain)
+      : va(va), domain(domain) {}
+
   ViewAnalysis &va;
   ArrayRef<Axis> domain;
   DenseMap<Value, Value> leafArgs; // leaf tensor -> its block argument
@@ -243,23 +272,13 @@ Value recognize::detail::buildMaterialized(
   unsigned rank = domain.size();
   SmallVector<Value> allInputs(inputs);
   SmallVector<AffineMap> maps(inputMaps);
-  SetVector<Value> leaves;
-  for (Node *n : nodes)
-    collectLeafValues(n, leaves);
   // Each leaf tensor once, read through the loops of its axes (a unit
-  // dimension at 0). A leaf read along the same axes in every node it
-  // appears in: the view gives one node per value.
-  DenseMap<Value, Node *> leafNodes;
-  std::function<void(Node *)> findLeaves = [&](Node *n) {
-    if (n->kind == NodeKind::Leaf)
-      leafNodes.try_emplace(n->origin, n);
-    for (Node *o : n->operands)
-      findLeaves(o);
-  };
+  // dimension at 0).
+  llvm::MapVector<Value, Node *> leaves;
+  DenseSet<Node *> visited;
   for (Node *n : nodes)
-    findLeaves(n);
-  for (Value leaf : leaves) {
-    Node *n = leafNodes.lookup(leaf);
+    collectLeaves(n, leaves, visited);
+  for (auto [leaf, n] : leaves) {
     SmallVector<AffineExpr> exprs;
     for (Axis a : n->axes)
       exprs.push_back(a == kUnitAxis ? getAffineConstantExpr(0, ctx)
@@ -281,9 +300,9 @@ Value recognize::detail::buildMaterialized(
   auto generic = linalg::GenericOp::create(
       b, loc, TypeRange{initType}, allInputs, ValueRange{init}, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        BodyEmitter emitter{va, domain, DenseMap<Value, Value>(), DenseMap<Node *, Value>()};
+        BodyEmitter emitter(va, domain);
         for (auto [k, leaf] : llvm::enumerate(leaves))
-          emitter.leafArgs[leaf] = args[numInputs + k];
+          emitter.leafArgs[leaf.first] = args[numInputs + k];
         SmallVector<Value> values;
         for (Node *n : nodes)
           values.push_back(emitter.emit(nb, nloc, n));

@@ -43,12 +43,20 @@ static Value findFloatTensor(Node *n, std::string &reason) {
   return found;
 }
 
+SmallVector<Axis, 4> recognize::detail::elementDims(ArrayRef<Axis> logitsDims,
+                                                   int64_t classDim) {
+  SmallVector<Axis, 4> dims;
+  for (auto [k, a] : llvm::enumerate(logitsDims))
+    if (static_cast<int64_t>(k) != classDim)
+      dims.push_back(a);
+  return dims;
+}
+
 bool recognize::detail::alignsWithLogits(ViewAnalysis &va, const Operands &ops,
                                          ArrayRef<Axis> dims, bool withClass) {
-  SmallVector<Axis, 4> expected;
-  for (auto [k, a] : llvm::enumerate(ops.logitsDims))
-    if (withClass || static_cast<int64_t>(k) != ops.classDim)
-      expected.push_back(a);
+  SmallVector<Axis, 4> expected =
+      withClass ? SmallVector<Axis, 4>(ops.logitsDims)
+                : elementDims(ops.logitsDims, ops.classDim);
   if (dims.size() != expected.size())
     return false;
   for (auto [a, b] : llvm::zip(dims, expected)) {

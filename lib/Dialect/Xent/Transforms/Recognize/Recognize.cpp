@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "xent/Dialect/Xent/Transforms/Passes.h"
+#include "xent/Dialect/Xent/IR/LossBuilder.h"
 
 #include "Matchers.h"
 #include "View.h"
@@ -362,8 +363,7 @@ static Value addOutOfRangeZLoss(OpBuilder &b, Location loc, Value loss,
   if (chainIgnore)
     ignored = arith::ConstantOp::create(b, loc,
                                         b.getIntegerAttr(index, *chainIgnore));
-  Value scale = arith::ConstantOp::create(
-      b, loc, b.getF32FloatAttr(static_cast<float>(z)));
+  Value scale = loss::constF32(b, loc, z);
   Value none = arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, 0));
   unsigned rank = labelsType.getRank();
   AffineMap id = b.getMultiDimIdentityMap(rank);
@@ -397,14 +397,11 @@ static Value addOutOfRangeZLoss(OpBuilder &b, Location loc, Value loss,
                      arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ne,
                                            t, ignored));
                Value l = args[0];
-               Value term = arith::MulFOp::create(
-                   nb, nloc, arith::MulFOp::create(nb, nloc, l, l), scale);
-               if (elt != term.getType())
-                 term = cast<FloatType>(elt).getWidth() < 32
-                            ? arith::TruncFOp::create(nb, nloc, elt, term)
-                                  .getResult()
-                            : arith::ExtFOp::create(nb, nloc, elt, term)
-                                  .getResult();
+               Value term = loss::fromF32(
+                   nb, nloc,
+                   arith::MulFOp::create(
+                       nb, nloc, arith::MulFOp::create(nb, nloc, l, l), scale),
+                   elt);
                term = arith::SelectOp::create(nb, nloc, outside, term, none);
                // The element's loss, or the sum so far.
                Value base = perElement ? args[2] : args.back();
@@ -669,10 +666,8 @@ static LogicalResult raise(PatternRewriter &rewriter, RecognizeState &state,
     // Σ (or each of) coeff · loss · Π factors, in the chain's type.
     Type elt = rootType.getElementType();
     auto lossTensor = cast<RankedTensorType>(lossType);
-    SmallVector<Axis, 4> domain;
-    for (auto [k, a] : llvm::enumerate(raised.logitsDims))
-      if (static_cast<int64_t>(k) != raised.axis)
-        domain.push_back(a);
+    SmallVector<Axis, 4> domain =
+        recognize::detail::elementDims(raised.logitsDims, raised.axis);
     Value init;
     if (raised.elementSummed) {
       Value empty =
