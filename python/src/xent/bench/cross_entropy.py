@@ -2,14 +2,16 @@
 
     XENT_CACHE_DIR=<kernels> python3 -m xent.bench \\
         [--rows 4096] [--vocab 32768 65536 128256 262144] [--dtypes bf16 f32] \\
-        [--cases plain smoothing softcap weights zloss probs none] \\
+        [--cases plain smoothing softcap weights zloss probs none upcast] \\
         [--layouts contiguous slice] [--timer events|do_bench] [--gpu-time] \\
         [--liger PATH_TO_LIGER_CHECKOUT] [--plot bench.png] [--json out.json]
 
 In one process, on the same inputs (fresh random logits per vocabulary size,
 1 target in 7 ignored, mean reduction), it times torch eager
 ``F.cross_entropy``, ``torch.compile(F.cross_entropy)``, Liger's Triton
-kernel when a checkout is given (never vendored) and ``xent.torch``:
+kernel when a checkout is given (never vendored) and ``xent.torch`` (its
+call, the call under ``torch.compile``, and PyTorch's loss through
+``backend="xent"``):
 forward + backward and forward only, with CUDA events (median of many runs
 after warm-up; each sample is ``--inner`` back-to-back calls). It prints milliseconds, effective GB/s (bytes below), the
 percentage of a device-to-device copy measured in the same run,
@@ -22,7 +24,9 @@ vocabulary).
 
 ``--cases`` names the attribute combinations (CASES: plain; label smoothing
 0.1; softcap 30; class weights; z-loss 1e-4; probability targets; reduction
-``none``), each timed for every provider that takes it (Liger has no
+``none``; ``upcast``: Hugging Face's ``F.cross_entropy(logits.float(), …)``
+on the logits as they are, xent's call with ``loss_dtype=torch.float32``),
+each timed for every provider that takes it (Liger has no
 probability targets), and each with its accuracy: the loss's and the
 gradient's error against float64 (the same PyTorch formula run in float64
 on the same logits) for every provider, so that xent's error sits beside
@@ -130,6 +134,9 @@ CASES = {
     "zloss": {"z_loss_scale": 1e-4},
     "probs": {"probs": True},
     "none": {"reduction": "none"},
+    # Hugging Face's form: F.cross_entropy(logits.float(), ...) on bf16/f16
+    # logits; xent's own call reads them as they are (loss_dtype=float32).
+    "upcast": {"upcast": True},
 }
 
 
@@ -138,9 +145,14 @@ def providers(liger_path, case=None):
     case = dict(case or {})
     case.pop("probs", None)
     case.pop("weight", None)
-    out = {"torch": lambda x, t, w: torch_loss(x, t, weight=w, **case)}
-    compiled = torch.compile(torch_loss)
-    out["torch.compile"] = lambda x, t, w: compiled(x, t, weight=w, **case)
+    upcast = case.pop("upcast", False)
+
+    def up(x):
+        return x.float() if upcast and x.dtype != torch.float64 else x
+    out = {"torch": lambda x, t, w: torch_loss(up(x), t, weight=w, **case)}
+    # One lambda per compiled provider: each its own code object, so the
+    # backends' compiled graphs do not share Dynamo's cache entries.
+    out["torch.compile"] = torch.compile(lambda x, t, w: torch_loss(up(x), t, weight=w, **case))
     if liger_path:
         sys.path.insert(0, liger_path)
         try:
@@ -154,7 +166,16 @@ def providers(liger_path, case=None):
             print(f"liger unavailable: {e}")
     from xent.runtime import kernels
     from xent import torch as xt
-    out["xent"] = lambda x, t, w: xt.cross_entropy(x, t, weight=w, **case)
+    xent_case = dict(case, loss_dtype=torch.float32) if upcast else case
+    out["xent"] = lambda x, t, w: xt.cross_entropy(x, t, weight=w, **xent_case)
+    # xent inside a graph (the loss in the forward, the gradient with the
+    # graph's grad_output in the backward), and PyTorch's loss as written
+    # through the backend that swaps it (absorbing the upcast).
+    out["xent compiled"] = torch.compile(
+        lambda x, t, w: xt.cross_entropy(x, t, weight=w, **xent_case))
+    xt.patch()
+    out["xent swap"] = torch.compile(lambda x, t, w: torch_loss(up(x), t, weight=w, **case),
+                                     backend="xent")
 
     def two_pass(x, t, w):  # rows not kept on chip: the logits read twice
         kernels.RESIDENT_ROWS = False
@@ -180,7 +201,7 @@ def accuracy(fn, x, t, w, case, rows=64):
     """(loss error, gradient relative L2) of `fn` against float64 on the
     first `rows` rows: the loss's relative error (the largest over elements
     for ``none``)."""
-    case = {k: v for k, v in case.items() if k not in ("probs", "weight")}
+    case = {k: v for k, v in case.items() if k not in ("probs", "weight", "upcast")}
     xs = x[:rows].detach().clone().requires_grad_()
     loss = fn(xs, t[:rows], w)
     _scalar(loss).backward()

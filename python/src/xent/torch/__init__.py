@@ -13,10 +13,12 @@ names an out-of-range class index instead of giving it a NaN loss
 (:mod:`xent.torch._checks`).
 
 This module is the API; :mod:`xent.torch.ops` holds the kernel calls as
-PyTorch operators (``torch.ops.xent.*``: one fused forward + gradient kernel,
-a backward that only scales the saved gradient, no host synchronization,
-CUDA-graph capturable; ``torch.compile(fullgraph=True)`` and ``torch.export``
-trace them as single ops).
+PyTorch operators (``torch.ops.xent.*``: eagerly one fused forward + gradient
+kernel and a backward that only scales the saved gradient; in a traced graph
+the loss in the forward and the gradient, already scaled by the graph's
+grad_output, in the backward; no host synchronization, CUDA-graph
+capturable; ``torch.compile(fullgraph=True)`` and ``torch.export`` trace
+them as single ops).
 
 Kernels are compiled per configuration (dtypes, rank, attributes) into a
 :class:`xent.runtime.gpu.KernelCache` directory (``$XENT_CACHE_DIR``);
@@ -26,6 +28,7 @@ such a machine), running needs only the cache and the CUDA driver.
 
 from __future__ import annotations
 
+import os
 from typing import NamedTuple, Optional
 
 import torch
@@ -40,6 +43,12 @@ from .vocab_parallel import VocabParallelCrossEntropyLoss, vocab_parallel_cross_
 # What the eager native path takes; anything else (fake tensors while
 # tracing, functional or subclass tensors) goes through torch.ops.xent.
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+# XENT_GRAPH_JOINT=1: traced graphs (torch.compile, torch.export) call the
+# joint kernel in the forward and scale its gradient in the backward, as
+# eager calls do, instead of the loss in the forward and the scaled gradient
+# in the backward (for comparisons; docs/performance.md).
+_GRAPH_DEFERRED = os.environ.get("XENT_GRAPH_JOINT", "0") != "1"
 
 __all__ = ["backend", "cross_entropy", "CrossEntropyLoss", "CrossEntropyOutput", "last_report",
            "linear_cross_entropy", "LinearCrossEntropyLoss", "patch",
@@ -172,9 +181,14 @@ def _cross_entropy(logits, target, weight, ignore_index, reduction, label_smooth
         return CrossEntropyOutput(loss, z if return_z_loss else None,
                                   lse if rows[0] else None, predicted if rows[1] else None,
                                   accuracy if rows[2] else None)
-    if with_grad:
+    if with_grad and not (_GRAPH_DEFERRED and ops._tracing(logits)):
         loss, z, _ = torch.ops.xent.cross_entropy_with_grad(*args, f32_loss)
     else:
+        # In a graph the backward's grad_output is a value (a model's sum
+        # divided by its token count): the forward reads the logits once for
+        # the loss and the backward writes the gradient once, already scaled
+        # (xent::cross_entropy_backward), instead of the joint kernel's
+        # gradient for 1 read and written again by the graph's scaling.
         loss, z = torch.ops.xent.cross_entropy(*args, f32_loss)
     return (loss, z) if return_z_loss else loss
 

@@ -61,7 +61,8 @@ of the labels) and a ``sum`` divided by a token count need nothing: the
 targets may be any tensor, and the division stays a graph op.
 
 Because the swap happens before aot_autograd, the backward is xent's too
-(the gradient its forward kernel wrote). Anything else — a log-softmax
+(the joint kernel with the graph's grad_output, xent::cross_entropy_backward).
+Anything else — a log-softmax
 over another axis or used elsewhere, CPU tensors, legacy ``size_average``
 / ``reduce`` arguments, float64 — stays as it was. ``last_report()`` says
 what the last compiled graph swapped and what it left, with the reason.

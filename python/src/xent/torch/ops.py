@@ -6,7 +6,7 @@ gradient, threads per block; :mod:`xent.runtime.kernels`); the library is
 compiled once per configuration into a :class:`xent.runtime.gpu.KernelCache`
 directory (``$XENT_CACHE_DIR``) and memoized per process.
 
-Three operators in the ``xent`` namespace (``torch.library.custom_op``), each
+Five operators in the ``xent`` namespace (``torch.library.custom_op``), each
 with a fake implementation, so that ``torch.compile`` traces them without a
 graph break, ``torch.export`` exports them and ``torch.library.opcheck``
 checks them:
@@ -17,7 +17,17 @@ checks them:
   gradient: in eager mode in place (the gradient output is the formula's
   own; xent.torch never hands it out), in a traced graph as a new value the
   compiler fuses;
-- ``xent::cross_entropy``: the loss and z-loss alone (no gradient);
+- ``xent::cross_entropy``: the loss and z-loss alone, from one read of the
+  logits. Differentiable: its autograd formula calls
+- ``xent::cross_entropy_backward``: the joint kernel with the backward's
+  grad_output, so the gradient is written once, already scaled. Traced graphs
+  (torch.compile, torch.export) take this pair, where grad_output is a value
+  of the graph (a sum divided by a token count): one read in the forward,
+  one read and one write in the backward, against the joint kernel's read
+  and write and the graph's scaling of its gradient (another read and
+  write);
+- ``xent::cross_entropy_rows``: the loss with the per-row outputs (lse,
+  argmax, accuracy) and, asked for, the joint kernel's gradient;
 - ``xent::scale_grad_``: multiplies a gradient in place by a scalar
   ``grad_output`` on the device; the kernel returns at once when it is 1
   (no pass over the N×V gradient, no device→host read).
@@ -404,6 +414,63 @@ def _(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_s
     shape = _element_shape(logits, reduction)
     return (logits.new_empty(shape, dtype=torch.float32 if f32_loss else logits.dtype),
             logits.new_empty(shape))
+
+
+def _forward_setup_context(ctx, inputs, output):
+    logits, target, weight = inputs[:3]
+    ctx.save_for_backward(logits, target, weight)
+    ctx.attributes = inputs[3:]
+    ctx.mark_non_differentiable(output[1])
+
+
+def _forward_backward(ctx, grad_loss, grad_z):
+    logits, target, weight = ctx.saved_tensors
+    dx = None
+    if grad_loss is not None and ctx.needs_input_grad[0]:
+        dx = torch.ops.xent.cross_entropy_backward(grad_loss, logits, target, weight,
+                                                   *ctx.attributes)
+    return dx, None, None, None, None, None, None, None, None
+
+
+# Differentiable where a graph calls it (xent.torch.cross_entropy under
+# torch.compile or torch.export): the backward is the joint kernel with the
+# graph's grad_output, cross_entropy_backward.
+cross_entropy.register_autograd(_forward_backward, setup_context=_forward_setup_context)
+
+
+@torch.library.custom_op("xent::cross_entropy_backward", mutates_args=(), device_types="cuda")
+def cross_entropy_backward(grad_loss: torch.Tensor, logits: torch.Tensor, target: torch.Tensor,
+                           weight: Optional[torch.Tensor], reduction: str, ignore_index: int,
+                           label_smoothing: float, z_loss_scale: float,
+                           softcap: Optional[float], f32_loss: bool = False) -> torch.Tensor:
+    """The gradient of ``xent::cross_entropy``'s loss for `grad_loss` (the
+    loss's shape; dense, the logits' shape and dtype): the joint kernel with
+    grad_output = `grad_loss` (one read of the logits, one write of the
+    gradient, already scaled; the loss it also writes is dropped)."""
+    plan = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
+                      z_loss_scale, softcap, True, f32_loss=f32_loss)
+    lib, shape = plan[0], plan[1]
+    dev = logits.device
+    g = grad_loss.to(torch.float32).expand(shape).contiguous()
+    loss = torch.empty(shape, device=dev, dtype=_loss_dtype(logits, f32_loss))
+    z = torch.empty(shape, device=dev, dtype=torch.float32)
+    dlogits = torch.empty(logits.shape, device=dev, dtype=logits.dtype)
+    args = [logits, target] + ([] if weight is None else [weight.to(torch.float32)])
+    args += [g, loss, z, dlogits]
+    nat = native()
+    if nat is not None:
+        nat.call(plan[2], args, plan[5], plan[6])
+    else:
+        lib.tensor_call(plan[7])(*args, scalars=_ctypes_scalars(plan[5], plan[6]))
+    return dlogits
+
+
+@cross_entropy_backward.register_fake
+def _(grad_loss, logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
+      softcap, f32_loss=False):
+    config_for(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
+               softcap, True, f32_loss=f32_loss)
+    return torch.empty_like(logits, memory_format=torch.contiguous_format)
 
 
 def _scale_grad(dlogits: torch.Tensor, grad_output: torch.Tensor) -> None:
