@@ -20,6 +20,7 @@
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/TilingInterface.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -396,6 +397,153 @@ struct ReciprocalOfInvariantDivisor : public OpRewritePattern<arith::DivFOp> {
   }
 };
 
+/// A 0-d tensor read into every lane (a row's target, one of its
+/// statistics): a broadcast of its element, so that what is computed from
+/// it alone is computed once, on the scalar (the broadcasts sink through
+/// elementwise ops: vector::populateSinkVectorOpsPatterns).
+struct BroadcastScalarRead : public OpRewritePattern<vector::TransferReadOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(vector::TransferReadOp op,
+                                PatternRewriter &rewriter) const override {
+    auto source = dyn_cast<RankedTensorType>(op.getBase().getType());
+    if (!source || source.getRank() != 0 || op.getMask())
+      return failure();
+    Value element =
+        tensor::ExtractOp::create(rewriter, op.getLoc(), op.getBase());
+    rewriter.replaceOpWithNewOp<vector::BroadcastOp>(op, op.getVectorType(),
+                                                     element);
+    return success();
+  }
+};
+
+/// Whether every lane of `value` holds one scalar: a broadcast of a
+/// scalar, a splat constant.
+bool isUniform(Value value) {
+  if (auto broadcast = value.getDefiningOp<vector::BroadcastOp>())
+    return !isa<VectorType>(broadcast.getSourceType());
+  SplatElementsAttr splat;
+  return matchPattern(value, m_Constant(&splat));
+}
+
+/// The scalar of a uniform `value` (isUniform), created before `user` for a
+/// constant.
+Value uniformScalar(Value value, Operation *user, PatternRewriter &rewriter) {
+  if (auto broadcast = value.getDefiningOp<vector::BroadcastOp>())
+    return broadcast.getSource();
+  SplatElementsAttr splat;
+  (void)matchPattern(value, m_Constant(&splat));
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(user);
+  return arith::ConstantOp::create(
+      rewriter, value.getLoc(),
+      cast<TypedAttr>(splat.getSplatValue<Attribute>()));
+}
+
+/// `select` of vectors on a condition that is the same in every lane (the
+/// row's target ignored or not, in range or not): on the scalar condition,
+/// so that no per-lane mask is computed and blended; of two uniform values
+/// too, a broadcast of the scalar select (upstream's sinking of broadcasts
+/// takes operands of one source type only).
+struct SelectOnUniformCondition : public OpRewritePattern<arith::SelectOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(arith::SelectOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = dyn_cast<VectorType>(op.getType());
+    if (!type)
+      return failure();
+    bool vectorCondition = isa<VectorType>(op.getCondition().getType());
+    if (vectorCondition && !isUniform(op.getCondition()))
+      return failure();
+    bool uniformValues =
+        isUniform(op.getTrueValue()) && isUniform(op.getFalseValue());
+    if (!vectorCondition && !uniformValues)
+      return failure();
+    Value condition =
+        vectorCondition ? uniformScalar(op.getCondition(), op, rewriter)
+                        : op.getCondition();
+    if (!uniformValues) {
+      rewriter.modifyOpInPlace(
+          op, [&] { op.getConditionMutable().assign(condition); });
+      return success();
+    }
+    Value scalar = arith::SelectOp::create(
+        rewriter, op.getLoc(), condition,
+        uniformScalar(op.getTrueValue(), op, rewriter),
+        uniformScalar(op.getFalseValue(), op, rewriter));
+    rewriter.replaceOpWithNewOp<vector::BroadcastOp>(op, type, scalar);
+    return success();
+  }
+};
+
+/// The one-hot compare of a class loop, `(broadcast(i) + step) == broadcast(t)`
+/// on N lanes of 64-bit indices, as `[0, N) == broadcast(t - i)` on 32-bit
+/// lanes (`-1`, which no lane holds, where `t - i` is outside [0, N)): a
+/// quarter of the vector registers of the 64-bit sum and compare per step.
+struct LaneIndexCompare : public OpRewritePattern<arith::CmpIOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  /// `broadcast(s) + step` (either order): s, else null.
+  static Value laneBase(Value value) {
+    auto add = value.getDefiningOp<arith::AddIOp>();
+    if (!add)
+      return {};
+    for (auto [a, b] : {std::pair(add.getLhs(), add.getRhs()),
+                        std::pair(add.getRhs(), add.getLhs())}) {
+      auto broadcast = a.getDefiningOp<vector::BroadcastOp>();
+      if (broadcast && b.getDefiningOp<vector::StepOp>() &&
+          broadcast.getSource().getType().isIndex())
+        return broadcast.getSource();
+    }
+    return {};
+  }
+
+  LogicalResult matchAndRewrite(arith::CmpIOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = dyn_cast<VectorType>(op.getLhs().getType());
+    if (!type || type.getRank() != 1 || type.isScalable() ||
+        !type.getElementType().isIndex() ||
+        (op.getPredicate() != arith::CmpIPredicate::eq &&
+         op.getPredicate() != arith::CmpIPredicate::ne))
+      return failure();
+    Value base = laneBase(op.getLhs());
+    auto other = op.getRhs().getDefiningOp<vector::BroadcastOp>();
+    if (!base) {
+      base = laneBase(op.getRhs());
+      other = op.getLhs().getDefiningOp<vector::BroadcastOp>();
+    }
+    int64_t lanes = type.getDimSize(0);
+    if (!base || !other || !other.getSource().getType().isIndex() ||
+        lanes >= (int64_t(1) << 31))
+      return failure();
+    Location loc = op.getLoc();
+    Type i32 = rewriter.getI32Type();
+    Value offset =
+        arith::SubIOp::create(rewriter, loc, other.getSource(), base);
+    Value inRange = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::ult, offset,
+        arith::ConstantIndexOp::create(rewriter, loc, lanes));
+    Value lane = arith::SelectOp::create(
+        rewriter, loc, inRange,
+        arith::IndexCastOp::create(rewriter, loc, i32, offset),
+        arith::ConstantIntOp::create(rewriter, loc, i32, -1));
+    auto laneType = VectorType::get({lanes}, i32);
+    Value steps = arith::ConstantOp::create(
+        rewriter, loc, laneType,
+        DenseElementsAttr::get(
+            laneType,
+            llvm::to_vector(llvm::map_range(
+                llvm::seq<int64_t>(0, lanes), [&](int64_t k) -> Attribute {
+                  return rewriter.getI32IntegerAttr(int32_t(k));
+                }))));
+    rewriter.replaceOpWithNewOp<arith::CmpIOp>(
+        op, op.getPredicate(), steps,
+        vector::BroadcastOp::create(rewriter, loc, laneType, lane));
+    return success();
+  }
+};
+
 /// Vectors per step of a class loop (Passes.td).
 constexpr int64_t kIndependentVectors = 4;
 
@@ -465,6 +613,14 @@ struct XentCPUVectorizeRowsPass
     for (linalg::LinalgOp op : tiles)
       vectorize(rewriter, op, step);
     if (failed(applyPatternsGreedily(func, canonical)))
+      return signalPassFailure();
+    // What is the same in every lane computed once, on scalars.
+    RewritePatternSet uniform(&getContext());
+    uniform.add<BroadcastScalarRead, SelectOnUniformCondition,
+                LaneIndexCompare>(&getContext());
+    vector::populateSinkVectorOpsPatterns(uniform);
+    if (failed(applyPatternsGreedily(func, std::move(uniform))) ||
+        failed(applyPatternsGreedily(func, canonical)))
       return signalPassFailure();
     SmallVector<scf::ForOp> loops;
     func.walk([&](scf::ForOp loop) {

@@ -28,11 +28,30 @@
 // CHECK: scf.for %{{.*}} step %c32 iter_args(%{{.*}} = %{{.*}}) -> (vector<32xf32>)
 // CHECK:   math.exp %{{.*}} : vector<32xf32>
 // CHECK: vector.multi_reduction <add>, %{{.*}} [0] : vector<32xf32> to f32
+// The row's target is one scalar: read once, its checks (ignored, in
+// range) scalar i1 values, no 64-bit vector of it.
+// CHECK: %[[T:.*]] = tensor.extract %{{.*}}[] : tensor<i64>
+// CHECK-DAG: %[[KEPT:.*]] = arith.cmpi ne, %[[T]], %{{.*}} : i64
+// CHECK-DAG: %[[INRANGE:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
+// CHECK-DAG: %[[TIDX:.*]] = arith.index_cast %{{.*}} : i64 to index
 // The division by the row's sum is one reciprocal per row.
 // CHECK: %[[RCP:.*]] = arith.divf %{{.*}}, %{{.*}} : vector<32xf32>
-// CHECK: scf.for %{{.*}} step %c32
+// CHECK: scf.for %[[J:.*]] = %{{.*}} step %c32
 // CHECK-NOT: arith.divf
+// CHECK-NOT: xi64>
+// CHECK-NOT: xindex>
 // CHECK:   arith.mulf %{{.*}}, %[[RCP]] : vector<32xf32>
+// The one-hot term: lanes [0, 32) of i32 against the target's offset in
+// the step (-1 outside it).
+// CHECK:   %[[OFF:.*]] = arith.subi %[[TIDX]], %[[J]] : index
+// CHECK:   %[[IN:.*]] = arith.cmpi ult, %[[OFF]], %c32 : index
+// CHECK:   %[[OFF32:.*]] = arith.index_cast %[[OFF]] : index to i32
+// CHECK:   %[[LANE:.*]] = arith.select %[[IN]], %[[OFF32]], %c-1_i32 : i32
+// CHECK:   %[[LANES:.*]] = vector.broadcast %[[LANE]] : i32 to vector<32xi32>
+// CHECK:   arith.cmpi eq, %[[LANES]], %{{.*}} : vector<32xi32>
+// Ignored or out of range: a select on the scalar, not a per-lane blend.
+// CHECK:   arith.select %[[INRANGE]], %{{.*}}, %{{.*}} : vector<32xf32>
+// CHECK:   arith.select %[[KEPT]], %{{.*}}, %{{.*}} : vector<32xf32>
 // CHECK:   vector.transfer_write %{{.*}} : vector<32xf32>, tensor<32xf32>
 // CHECK: scf.forall.in_parallel
 // CHECK-COUNT-3: tensor.parallel_insert_slice
