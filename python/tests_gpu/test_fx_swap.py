@@ -529,7 +529,60 @@ def test_hf_llama_swapped_and_absorbed():
     report = xt.last_report()
     assert any(what == "swapped" for _, what in report), report
     assert any(what.startswith("absorbed") and "float32" in what for _, what in report), report
+    # The model returns its logits: their gradient has the output's term too.
+    assert any(what.startswith("joint kernel") for _, what in report), report
     torch.testing.assert_close(xent[0], eager[0], rtol=1e-3, atol=1e-4)
     err_x = ((xent[1] - eager[1]).norm() / eager[1].norm()).item()
     err_i = ((ind[1] - eager[1]).norm() / eager[1].norm()).item()
     assert err_x <= 2 * err_i + 1e-3, (err_x, err_i)
+
+
+def test_backward_by_the_logits_other_users():
+    """The loss alone reads the logits: its backward writes their gradient
+    with the graph's grad_output (xent.torch.cross_entropy). The logits also
+    returned (a model output, another term): the joint kernel, whose kept
+    gradient the graph scales and adds to the other term in one pass
+    (_cross_entropy_joint); both against eager with both terms used."""
+    xt.patch()
+    _, t = _inputs(torch.bfloat16)
+    x = torch.randn(N, V, device="cuda", dtype=torch.bfloat16)
+
+    def loss_only(x, t):
+        return F.cross_entropy(x.float(), t, reduction="sum") / 7.0
+
+    def loss_and_logits(x, t):
+        # Logits computed in the graph and returned (an input returned as
+        # it is stays outside Dynamo's graph: autograd sums its terms).
+        logits = x * 0.5
+        return F.cross_entropy(logits.float(), t, reduction="sum") / 7.0, logits
+
+    from xent.torch import _cross_entropy_joint, fx_swap
+
+    def targets(fn):
+        seen = []
+
+        def backend(gm, example_inputs):
+            fx_swap.rewrite(gm)
+            seen.extend(n.target for n in gm.graph.nodes if n.op == "call_function")
+            return gm.forward
+        torch._dynamo.reset()
+        torch.compile(fn, backend=backend, fullgraph=True)(x, t)
+        return seen
+    seen = targets(loss_only)
+    assert xt.cross_entropy in seen and _cross_entropy_joint not in seen, seen
+    seen = targets(loss_and_logits)
+    assert _cross_entropy_joint in seen and xt.cross_entropy not in seen, seen
+    torch._dynamo.reset()
+    fn = torch.compile(loss_and_logits, backend="xent", fullgraph=True)
+    w = torch.randn(N, V, device="cuda")
+
+    def run(f):
+        xs = x.detach().clone().requires_grad_()
+        loss, logits = f(xs, t)
+        (loss + (logits.float() * w).sum() * 1e-3).backward()
+        return loss.detach(), xs.grad
+    got, expected = run(fn), run(loss_and_logits)
+    report = xt.last_report()
+    assert any(what.startswith("joint kernel") for _, what in report), report
+    torch.testing.assert_close(got[0], expected[0], rtol=2e-5, atol=1e-5)
+    torch.testing.assert_close(got[1].float(), expected[1].float(), rtol=2e-2, atol=1e-4)

@@ -73,12 +73,23 @@ def _step_fn(arch: str, model, mode: str):
         forward = model if mode == "liger-eager" else torch.compile(model)
     else:
         xt.patch()
-        forward = torch.compile(model, backend="xent")
+        # xent-joint: a backend object of its own, so that Dynamo compiles
+        # the model anew rather than reuse the xent mode's graph.
+        backend = "xent" if mode == "xent" else (lambda gm, inputs: xt.backend(gm, inputs))
+        forward = torch.compile(model, backend=backend)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    # xent-joint: the backend's graph as XENT_GRAPH_JOINT=1 traces it (the
+    # joint kernel in the forward, the graph scaling its gradient), for a
+    # comparison in one process.
+    deferred = mode != "xent-joint"
 
     def step(ids, labels):
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = forward(input_ids=ids, labels=labels).loss
+        saved, xt._GRAPH_DEFERRED = xt._GRAPH_DEFERRED, deferred and xt._GRAPH_DEFERRED
+        try:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = forward(input_ids=ids, labels=labels).loss
+        finally:
+            xt._GRAPH_DEFERRED = saved
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -106,45 +117,72 @@ def _profile(mode: str, step, ids, labels, steps: int = 3, top: int = 12) -> Non
               f"{e.key[:90]}")
 
 
-def measure(arch: str, vocab: int, batch: int, seq: int, hidden: int, layers: int, steps: int,
-            modes: List[str], profile: bool = False) -> Dict[str, Dict]:
+def _timed(step, ids, labels, steps: int) -> float:
+    """Seconds per step, wall clock, over `steps` steps."""
     import torch
-    out = {}
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step(ids, labels)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / steps
+
+
+def measure(arch: str, vocab: int, batch: int, seq: int, hidden: int, layers: int, steps: int,
+            modes: List[str], profile: bool = False, rounds: int = 3) -> Dict[str, Dict]:
+    """Every mode set up (compiled, three steps) first, then timed in
+    `rounds` interleaved rounds of `steps` steps each (the order rotated
+    per round, so that no mode always runs first on a cooler or busier
+    GPU); tokens/s from the median round. Peak memory per mode: its own
+    model, gradients and optimizer state plus the peak of one step."""
+    import statistics
+
+    import torch
+    out, ready = {}, {}
     g = torch.Generator(device="cuda").manual_seed(1)
     ids = torch.randint(0, vocab, (batch, seq), device="cuda", generator=g)
     labels = ids.clone()
     labels[:, ::11] = -100
+    torch._dynamo.reset()
     for mode in modes:
-        torch._dynamo.reset()
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
         model = _model(arch, vocab, hidden, layers)
-        step = _step_fn(arch, model, mode)
         try:
+            step = _step_fn(arch, model, mode)
             first = step(ids, labels).item()
+            for _ in range(2):
+                step(ids, labels)
         except Exception as e:  # noqa: BLE001 - a provider that fails is reported
             out[mode] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
-            del model, step
+            del model
             torch.cuda.empty_cache()
             continue
-        for _ in range(2):
-            step(ids, labels)
         torch.cuda.synchronize()
+        own = torch.cuda.memory_allocated() - before
         torch.cuda.reset_peak_memory_stats()
-        start = time.perf_counter()
-        for _ in range(steps):
-            step(ids, labels)
+        base = torch.cuda.memory_allocated()
+        step(ids, labels)
         torch.cuda.synchronize()
-        seconds = (time.perf_counter() - start) / steps
-        if profile:
-            _profile(mode, step, ids, labels)
+        peak = own + torch.cuda.max_memory_allocated() - base
         report = None
-        if mode == "xent":
+        if mode in ("xent", "xent-joint"):
             import xent.torch as xt
             report = xt.last_report()
-        out[mode] = {"tokens_per_s": batch * seq / seconds, "ms": seconds * 1e3,
-                     "peak_gib": torch.cuda.max_memory_allocated() / 2**30,
-                     "first_loss": first, "report": report}
-        del model, step
-        torch.cuda.empty_cache()
+        out[mode] = {"first_loss": first, "peak_gib": peak / 2**30, "report": report,
+                     "seconds": []}
+        ready[mode] = (model, step)
+    names = list(ready)
+    for r in range(rounds):
+        for mode in names[r % len(names):] + names[:r % len(names)] if names else []:
+            out[mode]["seconds"].append(_timed(ready[mode][1], ids, labels, steps))
+    for mode in names:
+        seconds = statistics.median(out[mode]["seconds"])
+        out[mode].update(tokens_per_s=batch * seq / seconds, ms=seconds * 1e3)
+        if profile:
+            _profile(mode, ready[mode][1], ids, labels)
+    ready.clear()
+    torch.cuda.empty_cache()
     return out
 
 
@@ -158,8 +196,11 @@ def main(argv=None) -> int:
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="interleaved timing rounds of --steps steps per mode (median)")
     parser.add_argument("--modes", nargs="+", default=["eager", "inductor", "xent", "apply"],
-                        help="eager, inductor, xent (the backend), apply "
+                        help="eager, inductor, xent (the backend), xent-joint (the "
+                             "backend with XENT_GRAPH_JOINT=1's graph), apply "
                              "(xent.torch.transformers + Inductor), liger (Liger's fused "
                              "linear cross-entropy + Inductor; needs --liger), apply-eager "
                              "and liger-eager (the same patches without torch.compile)")
@@ -177,16 +218,17 @@ def main(argv=None) -> int:
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
           f"{torch.cuda.get_device_name()}; {name} hidden {args.hidden}, "
           f"{args.layers} layers, {args.batch}x{args.seq} tokens, bf16 autocast, AdamW")
-    print("| vocab | " + " | ".join(args.modes) + " | xent, apply, liger ÷ inductor |")
+    print("| vocab | " + " | ".join(args.modes) + " | xent, xent-joint, apply, liger ÷ inductor |")
     print("|---|" + "---|" * (len(args.modes) + 1))
     for vocab in args.vocab:
         r = measure(args.arch, vocab, args.batch, args.seq, args.hidden, args.layers, args.steps,
-                    args.modes, args.profile)
+                    args.modes, args.profile, args.rounds)
         ok = [m for m in args.modes if "error" not in r[m]]
         cells = [f"{r[m]['tokens_per_s'] / 1e3:.0f} k tok/s, {r[m]['peak_gib']:.2f} GiB"
                  if m in ok else "failed" for m in args.modes]
         ratios = " / ".join(f"{r[m]['tokens_per_s'] / r['inductor']['tokens_per_s']:.2f}x"
-                            for m in ("xent", "apply", "liger") if m in ok and "inductor" in ok)
+                            for m in ("xent", "xent-joint", "apply", "liger")
+                            if m in ok and "inductor" in ok)
         if "apply-eager" in ok and "liger-eager" in ok:
             ratios += (f"; apply-eager ÷ liger-eager "
                        f"{r['apply-eager']['tokens_per_s'] / r['liger-eager']['tokens_per_s']:.2f}x")
@@ -196,6 +238,9 @@ def main(argv=None) -> int:
                 print(f"  {m} failed: {r[m]['error']}")
         losses = ", ".join(f"{m} {r[m]['first_loss']:.6f}" for m in ok)
         print(f"  first-step loss: {losses}")
+        rounds = "; ".join(f"{m} " + " ".join(f"{1e3 * t:.2f}" for t in r[m]["seconds"])
+                           for m in ok)
+        print(f"  ms per step, each round: {rounds}")
         if r.get("xent", {}).get("report"):
             print(f"  backend report: {r['xent']['report']}")
     return 0

@@ -193,6 +193,19 @@ def _cross_entropy(logits, target, weight, ignore_index, reduction, label_smooth
     return (loss, z) if return_z_loss else loss
 
 
+def _cross_entropy_joint(logits, target, *args, **kwargs):
+    """:func:`cross_entropy` with the joint kernel in a traced graph, as
+    ``XENT_GRAPH_JOINT=1`` (what ``backend="xent"`` calls where the logits'
+    gradient has other terms, such as a model output's: Inductor fuses the
+    scaling of the kept gradient into their sum)."""
+    global _GRAPH_DEFERRED
+    saved, _GRAPH_DEFERRED = _GRAPH_DEFERRED, False
+    try:
+        return cross_entropy(logits, target, *args, **kwargs)
+    finally:
+        _GRAPH_DEFERRED = saved
+
+
 def _flattens(logits: torch.Tensor, target: torch.Tensor) -> bool:
     """Whether `target` fits `logits` of rank > 3 (else config_for says why
     with the shapes as given)."""

@@ -60,9 +60,11 @@ Label shifting on the labels alone (their slice, or Transformers' padding
 of the labels) and a ``sum`` divided by a token count need nothing: the
 targets may be any tensor, and the division stays a graph op.
 
-Because the swap happens before aot_autograd, the backward is xent's too
-(the joint kernel with the graph's grad_output, xent::cross_entropy_backward).
-Anything else — a log-softmax
+Because the swap happens before aot_autograd, the backward is xent's too:
+the joint kernel with the graph's grad_output (xent::cross_entropy_backward)
+or, where the logits have other users (a model that returns them), the
+joint kernel in the forward, whose gradient the graph scales and adds to the
+logits' other gradient terms in one fused pass. Anything else — a log-softmax
 over another axis or used elsewhere, CPU tensors, legacy ``size_average``
 / ``reduce`` arguments, float64 — stays as it was. ``last_report()`` says
 what the last compiled graph swapped and what it left, with the reason.
@@ -432,6 +434,22 @@ def _projection(original, loss, source):
     return False
 
 
+def _gradient_shared(node, user) -> bool:
+    """Whether the tensor that `user` reads as `node` also gets a gradient
+    from elsewhere: `node`, or the views and casts above it, read by another
+    node (the graph's output — a model that returns its logits —, another
+    loss)."""
+    while isinstance(node, torch.fx.Node):
+        if any(u is not user and not _unread(u) for u in node.users):
+            return True
+        if node.op in ("call_method", "call_function") and (
+                _is_shape_op(node) or _upcast_source(node) is not None):
+            node, user = node.args[0], node
+            continue
+        return False
+    return False
+
+
 def _linear_operands(linear):
     """(hidden, weight, bias) of a linear node, or None."""
     names = ("input", "weight", "bias")
@@ -484,7 +502,7 @@ def _swap_projection(gm, node, original, logits, source, target, kwargs):
 def rewrite(gm: torch.fx.GraphModule) -> int:
     """Swaps the matching cross-entropy calls of `gm` in place; returns how
     many (see :func:`last_report`)."""
-    from . import cross_entropy as xent_cross_entropy
+    from . import _cross_entropy_joint, cross_entropy as xent_cross_entropy
     _REPORT.clear()
     swapped = 0
     for node in list(gm.graph.nodes):
@@ -592,11 +610,21 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
         if projected:
             # The loss input, its chain and the linear layer: read by nothing.
             _erase_dead(gm, logits)
+        # Where the logits' gradient has other terms (a model that returns
+        # its logits gets a tangent for them), the graph sums them anyway:
+        # the joint kernel's gradient, whose scaling Inductor fuses into that
+        # sum, costs a pass less than the gradient written in the backward
+        # and then added.
+        joint = not projected and _gradient_shared(logits, new)
+        if joint:
+            new.target = _cross_entropy_joint
         _REPORT.append((new.name, "swapped"))
         if projected:
             _REPORT.append((new.name, "projection: linear_cross_entropy"))
         if absorbed:
             _REPORT.append((new.name, "absorbed " + ", ".join(absorbed)))
+        if joint:
+            _REPORT.append((new.name, "joint kernel: the logits have other users"))
         swapped += 1
     if swapped:
         gm.graph.lint()
