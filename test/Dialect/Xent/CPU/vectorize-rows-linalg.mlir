@@ -89,3 +89,44 @@ func.func @reads_the_index(%a: tensor<?x?xf32>, %b: tensor<?xf32>) -> tensor<?xf
   } -> tensor<?xf32>
   return %0 : tensor<?xf32>
 }
+
+// -----
+
+// A sum over all its loops outside the rows is accumulated in f64 and
+// rounded once (the loss over rows); a max, or a sum whose accumulator is
+// read for more than the addition, keeps f32.
+// CHECK-LABEL: func.func @sums_over_rows
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%{{.*}} : tensor<?xf32>) outs(%{{.*}} : tensor<f64>)
+// CHECK: arith.extf %{{.*}} : f32 to f64
+// CHECK: arith.addf %{{.*}} : f64
+// CHECK: arith.truncf %{{.*}} : f64 to f32
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%{{.*}} : tensor<?xf32>) outs(%{{.*}} : tensor<f32>)
+// CHECK: arith.maximumf %{{.*}} : f32
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%{{.*}} : tensor<?xf32>) outs(%{{.*}} : tensor<f32>)
+// CHECK: arith.mulf
+// CHECK-NOT: f64
+// CHECK: return
+#all = affine_map<(d0) -> (d0)>
+#none = affine_map<(d0) -> ()>
+func.func @sums_over_rows(%v: tensor<?xf32>, %z: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>) {
+  %sum = linalg.generic {indexing_maps = [#all, #none], iterator_types = ["reduction"]}
+      ins(%v : tensor<?xf32>) outs(%z : tensor<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<f32>
+  %max = linalg.generic {indexing_maps = [#all, #none], iterator_types = ["reduction"]}
+      ins(%v : tensor<?xf32>) outs(%z : tensor<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<f32>
+  %scaled = linalg.generic {indexing_maps = [#all, #none], iterator_types = ["reduction"]}
+      ins(%v : tensor<?xf32>) outs(%z : tensor<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %out, %in : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<f32>
+  return %sum, %max, %scaled : tensor<f32>, tensor<f32>, tensor<f32>
+}

@@ -56,7 +56,13 @@
 // CHECK: scf.forall.in_parallel
 // CHECK-COUNT-3: tensor.parallel_insert_slice
 // CHECK-NOT: iterator_types = ["parallel", "reduction"]
+// The sums over rows accumulate in f64, rounded to f32 once.
 // CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%{{.*}}, %[[ROWS]]#2, %[[ROWS]]#1 :
+// CHECK-SAME: outs(%{{.*}} : tensor<f64>, tensor<f64>, tensor<f64>)
+// CHECK: %[[V:.*]] = arith.extf %{{.*}} : f32 to f64
+// CHECK: arith.addf %{{.*}}, %[[V]] : f64
+// CHECK: linalg.yield %{{.*}} : f64, f64, f64
+// CHECK: arith.truncf %{{.*}} : f64 to f32
 // CHECK: return
 
 // SCALAR-LABEL: func.func @joint

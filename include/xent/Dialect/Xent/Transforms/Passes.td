@@ -120,6 +120,16 @@ def XentCPUVectorizeRows : Pass<"xent-cpu-vectorize-rows", "::mlir::func::FuncOp
        partial tile with masks). The partial results are carried in vector
        registers (`hoistLoopInvariantSubsets`), and a division by a value
        the loop does not change becomes a multiplication by its reciprocal.
+       What is the same in every lane is computed on scalars: a 0-d tensor
+       read into every lane (the row's target) is a broadcast of its
+       element, broadcasts sink through elementwise ops, a select on a
+       uniform condition takes the scalar `i1`, and the one-hot compare
+       `broadcast(j) + step == broadcast(t)` becomes `[0, N) == t - j` on
+       32-bit lanes.
+    3. **Sums over rows in f64.** A linalg.generic outside the row loops
+       whose loops are all reductions and whose f32 results each yield
+       `out + v` (the reduced loss, its weight or count) accumulates in f64
+       and is rounded to f32 once.
 
     A class axis that is not the innermost loop of the ops (rank ≥ 3
     logits with `axis` before the last) is left to scalar loops.
