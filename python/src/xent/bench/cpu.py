@@ -20,8 +20,8 @@ alone:
 Each figure is the minimum wall clock of ``--repeat`` calls after a warm-up
 call; ``xent / C`` divides xent's time by the C loop's with the same thread
 count. The loss's and the gradient's relative errors against float64 are
-printed beside those of the same formula evaluated by NumPy in float32 (a
-stand-in for PyTorch's float32 CPU kernels, which this machine may lack).
+printed beside those of the same formula evaluated by NumPy in float32 and,
+where this Python has PyTorch, of PyTorch's own float32 CPU loss.
 Not a timed test: the figures go to docs/performance.md.
 """
 
@@ -238,6 +238,20 @@ def run(rows: int, vocab: int, dtype: str, repeat: int, opt: str, work: str,
         grad32 = bf16_bits_to_float32(float32_to_bf16_bits(grad32))
     result["errors"]["NumPy float32"] = _errors(loss32, grad32.astype(np.float64), ref_loss,
                                                 ref_grad)
+    # PyTorch's float32 CPU kernels, where this Python has PyTorch.
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        xt = torch.from_numpy(x32.copy()).requires_grad_()
+        loss_t = torch.nn.functional.cross_entropy(xt, torch.from_numpy(t), ignore_index=IGNORE)
+        loss_t.backward()
+        grad_t = xt.grad.numpy()
+        if bf16:
+            grad_t = bf16_bits_to_float32(float32_to_bf16_bits(grad_t))
+        result["errors"][f"PyTorch {torch.__version__} float32"] = _errors(
+            float(loss_t), grad_t.astype(np.float64), ref_loss, ref_grad)
 
     ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
     for name, (flags, _) in C_VARIANTS.items():
