@@ -529,18 +529,13 @@ struct LaneIndexCompare : public OpRewritePattern<arith::CmpIOp> {
         rewriter, loc, inRange,
         arith::IndexCastOp::create(rewriter, loc, i32, offset),
         arith::ConstantIntOp::create(rewriter, loc, i32, -1));
-    auto laneType = VectorType::get({lanes}, i32);
     Value steps = arith::ConstantOp::create(
-        rewriter, loc, laneType,
-        DenseElementsAttr::get(
-            laneType,
-            llvm::to_vector(llvm::map_range(
-                llvm::seq<int64_t>(0, lanes), [&](int64_t k) -> Attribute {
-                  return rewriter.getI32IntegerAttr(int32_t(k));
-                }))));
+        rewriter, loc,
+        rewriter.getI32VectorAttr(
+            llvm::to_vector(llvm::seq<int32_t>(0, int32_t(lanes)))));
     rewriter.replaceOpWithNewOp<arith::CmpIOp>(
         op, op.getPredicate(), steps,
-        vector::BroadcastOp::create(rewriter, loc, laneType, lane));
+        vector::BroadcastOp::create(rewriter, loc, steps.getType(), lane));
     return success();
   }
 };
@@ -640,8 +635,8 @@ struct XentCPUVectorizeRowsPass
     : public xent::impl::XentCPUVectorizeRowsBase<XentCPUVectorizeRowsPass> {
   using Base::Base;
 
-  /// The canonicalization patterns and the vector width, once per run of
-  /// the pass (not once per function).
+  /// The pattern sets and the vector width, once per run of the pass (not
+  /// once per function).
   LogicalResult initialize(MLIRContext *context) override {
     RewritePatternSet patterns(context);
     for (Dialect *dialect : context->getLoadedDialects())
@@ -649,6 +644,11 @@ struct XentCPUVectorizeRowsPass
     for (RegisteredOperationName op : context->getRegisteredOperations())
       op.getCanonicalizationPatterns(patterns, context);
     canonical = FrozenRewritePatternSet(std::move(patterns));
+    RewritePatternSet scalars(context);
+    scalars.add<BroadcastScalarRead, SelectOnUniformCondition,
+                LaneIndexCompare>(context);
+    vector::populateSinkVectorOpsPatterns(scalars);
+    uniform = FrozenRewritePatternSet(std::move(scalars));
     width = vectorWidth > 0 ? int64_t(vectorWidth) : hostVectorWidth();
     return success();
   }
@@ -703,11 +703,7 @@ struct XentCPUVectorizeRowsPass
     if (failed(applyPatternsGreedily(func, canonical)))
       return signalPassFailure();
     // What is the same in every lane computed once, on scalars.
-    RewritePatternSet uniform(&getContext());
-    uniform.add<BroadcastScalarRead, SelectOnUniformCondition,
-                LaneIndexCompare>(&getContext());
-    vector::populateSinkVectorOpsPatterns(uniform);
-    if (failed(applyPatternsGreedily(func, std::move(uniform))) ||
+    if (failed(applyPatternsGreedily(func, uniform)) ||
         failed(applyPatternsGreedily(func, canonical)))
       return signalPassFailure();
     SmallVector<scf::ForOp> loops;
@@ -726,10 +722,12 @@ struct XentCPUVectorizeRowsPass
     RewritePatternSet patterns(&getContext());
     patterns.add<ReciprocalOfInvariantDivisor>(&getContext());
     (void)applyOpPatternsGreedily(divisions, std::move(patterns));
-
   }
 
   FrozenRewritePatternSet canonical;
+  /// BroadcastScalarRead, SelectOnUniformCondition, LaneIndexCompare and
+  /// upstream's sinking of broadcasts.
+  FrozenRewritePatternSet uniform;
   int64_t width = 0;
 };
 
