@@ -287,6 +287,17 @@ def _remember(cache: Dict, key: tuple, value):
     return value
 
 
+def _call_entry(plan, args) -> None:
+    """The entry point of a call plan (_call_plan) on `args`, tensors the
+    caller allocated, and the plan's run-time values: through the native
+    path, else ctypes."""
+    nat = native()
+    if nat is not None:
+        nat.call(plan[2], args, plan[5], plan[6])
+    else:
+        plan[0].tensor_call(plan[7])(*args, scalars=_ctypes_scalars(plan[5], plan[6]))
+
+
 def _launch(logits, target, weight, reduction, ignore_index, label_smoothing, z_loss_scale,
             softcap, dlogits, f32_loss=False):
     """Runs the configuration's kernel; the loss (in the logits' dtype, or
@@ -449,19 +460,14 @@ def cross_entropy_backward(grad_loss: torch.Tensor, logits: torch.Tensor, target
     gradient, already scaled; the loss it also writes is dropped)."""
     plan = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
                       z_loss_scale, softcap, True, f32_loss=f32_loss)
-    lib, shape = plan[0], plan[1]
+    shape = plan[1]
     dev = logits.device
     g = grad_loss.to(torch.float32).expand(shape).contiguous()
     loss = torch.empty(shape, device=dev, dtype=_loss_dtype(logits, f32_loss))
     z = torch.empty(shape, device=dev, dtype=torch.float32)
     dlogits = torch.empty(logits.shape, device=dev, dtype=logits.dtype)
     args = [logits, target] + ([] if weight is None else [weight.to(torch.float32)])
-    args += [g, loss, z, dlogits]
-    nat = native()
-    if nat is not None:
-        nat.call(plan[2], args, plan[5], plan[6])
-    else:
-        lib.tensor_call(plan[7])(*args, scalars=_ctypes_scalars(plan[5], plan[6]))
+    _call_entry(plan, args + [g, loss, z, dlogits])
     return dlogits
 
 
@@ -512,7 +518,7 @@ def cross_entropy_rows(logits: torch.Tensor, target: torch.Tensor,
         computed = (True, True, not target.is_floating_point())
     plan = _call_plan(logits, target, weight, reduction, ignore_index, label_smoothing,
                       z_loss_scale, softcap, with_grad, computed, f32_loss=f32_loss)
-    lib, shape, fn = plan[0], plan[1], plan[2]
+    shape = plan[1]
     dev = logits.device
     loss = torch.empty(shape, device=dev, dtype=_loss_dtype(logits, f32_loss))
     z = torch.empty(shape, device=dev, dtype=torch.float32)
@@ -530,11 +536,7 @@ def cross_entropy_rows(logits: torch.Tensor, target: torch.Tensor,
     args += [loss, z] + [e for e, w_ in zip(extras, wanted) if w_]
     if with_grad:
         args.append(dlogits)
-    nat = native()
-    if nat is not None:
-        nat.call(fn, args, plan[5], plan[6])
-    else:
-        lib.tensor_call(plan[7])(*args, scalars=_ctypes_scalars(plan[5], plan[6]))
+    _call_entry(plan, args)
     extras = [e if asked else e.new_empty(0) for e, asked in zip(extras, rows)]
     return loss, z.to(logits.dtype), extras[0], extras[1], extras[2], dlogits
 
