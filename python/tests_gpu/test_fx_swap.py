@@ -586,3 +586,57 @@ def test_backward_by_the_logits_other_users():
     assert any(what.startswith("joint kernel") for _, what in report), report
     torch.testing.assert_close(got[0], expected[0], rtol=2e-5, atol=1e-5)
     torch.testing.assert_close(got[1].float(), expected[1].float(), rtol=2e-2, atol=1e-4)
+
+
+@pytest.mark.parametrize("swap_shared", [False, True])
+def test_softcap_where_the_capped_logits_are_returned(monkeypatch, swap_shared):
+    """Gemma 2 returns its capped logits beside the loss: Inductor's loss,
+    fused with the cap, stays (the report says why). SWAP_SHARED_SOFTCAP:
+    swapped still, the cap kept in the graph and the plain joint kernel
+    reading the capped logits. Loss, capped logits and the raw logits'
+    gradient, with a term through the returned capped logits, against
+    eager."""
+    from xent.torch import fx_swap
+    monkeypatch.setattr(fx_swap, "SWAP_SHARED_SOFTCAP", swap_shared)
+    xt.patch()
+    _, t = _inputs(torch.bfloat16)
+    x = torch.randn(N, V, device="cuda", dtype=torch.bfloat16) * 8
+
+    def gemma(x, t):
+        capped = torch.tanh(x / 30.0) * 30.0
+        loss = F.cross_entropy(capped.float().view(-1, V), t, reduction="sum") / 7.0
+        return loss, capped
+
+    codes = []
+
+    def backend(gm, example_inputs):
+        fx_swap.rewrite(gm)
+        codes.append(gm.code)
+        return gm.forward
+    torch.compile(gemma, backend=backend, fullgraph=True)(x, t)
+    report = xt.last_report()
+    assert "tanh" in codes[0] and "softcap" not in codes[0], codes[0]
+    assert not any("softcap 30" in what for _, what in report), report
+    if swap_shared:
+        assert "_cross_entropy_joint" in codes[0], codes[0]
+        assert any("softcap kept" in what for _, what in report), report
+    else:
+        assert "functional.cross_entropy" in codes[0] and "xent" not in codes[0], codes[0]
+        assert any("capped logits are returned" in what for _, what in report), report
+        # The views moved for the swap are gone again: one upcast, one view.
+        assert codes[0].count(".float()") == 1 and codes[0].count(".view(") == 1, codes[0]
+    torch._dynamo.reset()
+    fn = torch.compile(gemma, backend="xent", fullgraph=True)
+    w = torch.randn(N, V, device="cuda")
+
+    def run(f):
+        xs = x.detach().clone().requires_grad_()
+        loss, capped = f(xs, t)
+        (loss + (capped.float() * w).sum() * 1e-3).backward()
+        return loss.detach(), capped.detach(), xs.grad
+    got, expected = run(fn), run(gemma)
+    # Inductor caps in float32 and rounds once, eager rounds x / 30 and the
+    # tanh to bf16 too: the capped logits differ by an ulp of bf16.
+    torch.testing.assert_close(got[1].float(), expected[1].float(), rtol=1e-2, atol=0.25)
+    torch.testing.assert_close(got[0], expected[0], rtol=5e-3, atol=1e-3)
+    torch.testing.assert_close(got[2].float(), expected[2].float(), rtol=5e-2, atol=5e-3)

@@ -32,8 +32,9 @@ where the loss can take the tensor before it exactly (``_absorb``):
 - ``view`` / ``reshape`` / ``contiguous`` / ``flatten`` between them,
   moved onto the absorbed tensor;
 - Gemma's final-logit softcapping ``tanh(x / c) * c`` with one Python
-  number c: the ``softcap`` attribute (the capped logits are still computed
-  where something else reads them).
+  number c: the ``softcap`` attribute, where nothing else reads the capped
+  logits. Where something does (a model that returns them) the loss stays
+  PyTorch's, which Inductor fuses with the cap (``SWAP_SHARED_SOFTCAP``).
 
 - the causal-LM shift ``logits[..., :-k, :]`` (a slice dropping the last
   k positions of the axis before the classes, then flattened to
@@ -304,7 +305,7 @@ def _shift_targets(gm, before, target, shape, k, ignore_index):
     return flat
 
 
-def _absorb(gm: torch.fx.GraphModule, logits, before, shift_ok: bool = False):
+def _absorb(gm: torch.fx.GraphModule, logits, before, shift_ok: bool = False, ignore=()):
     """What real models put between the projection and the loss, where the
     loss may take the tensor before it: shape ops (moved onto the source),
     one upcast of bf16 / f16 logits to float32 (the loss then reads the
@@ -312,14 +313,17 @@ def _absorb(gm: torch.fx.GraphModule, logits, before, shift_ok: bool = False):
     the gradient is rounded once, into the narrow dtype), one softcap
     ``tanh(x / c) * c`` and, with `shift_ok`, one causal-LM shift
     ``x[..., :-k, :]`` followed by a flattening to ``[rows, C]``
-    (:func:`_row_shift`). Returns (the logits for xent, upcast, softcap,
+    (:func:`_row_shift`); the softcap where the capped logits have no
+    other reader than the chain to the loss and the nodes in `ignore` (a
+    z-loss's, which goes). Returns (the logits for xent, upcast, softcap,
     what was absorbed, (k, the sliced rows' shape) or None, the tensor the
     walk stopped at: the absorbed source, or below unabsorbed shape ops)."""
     views, cur, upcast, cap, absorbed, shift = [], logits, False, None, [], None
+    prev = before  # the node that reads `cur` on the way to the loss
     while True:
         if _is_shape_op(cur):
             views.append(cur)
-            cur = cur.args[0]
+            prev, cur = cur, cur.args[0]
             continue
         sliced = None if shift is not None or not shift_ok else _row_shift(cur)
         if sliced is not None:
@@ -332,15 +336,19 @@ def _absorb(gm: torch.fx.GraphModule, logits, before, shift_ok: bool = False):
                 # replaced by one flattening of the whole logits.
                 shift, views = (sliced[1], rows), []
                 absorbed.append(f"shift :-{sliced[1]} (targets padded with ignore_index)")
-                cur = sliced[0]
+                prev, cur = cur, sliced[0]
                 continue
         src = None if upcast else _upcast_source(cur)
         if src is not None:
             upcast = True
             absorbed.append(f"{cur.target} to float32")
-            cur = src
+            prev, cur = cur, src
             continue
-        capped = None if cap is not None else _softcap_source(cur)
+        # Capped logits that something else reads (a model that returns
+        # them) are written anyway: the softcap stays (see
+        # SWAP_SHARED_SOFTCAP).
+        capped = None if cap is not None or _read_elsewhere(cur, prev, ignore) \
+            else _softcap_source(cur)
         if capped is not None:
             cur, cap = capped
             absorbed.append(f"softcap {cap:g}")
@@ -371,6 +379,22 @@ def _absorb(gm: torch.fx.GraphModule, logits, before, shift_ok: bool = False):
             pass
         cur = node
     return cur, upcast, cap, absorbed, shift, source
+
+
+def _read_elsewhere(node, user, ignore=()) -> bool:
+    """Whether a node other than `user`, those in `ignore` and what nothing
+    reads, reads `node`: the graph's output, say."""
+    return any(u is not user and u not in ignore and not _unread(u) for u in node.users)
+
+
+# Capped logits that the model also returns (Gemma 2 and 3 in Transformers)
+# are written and get a tangent anyway. Inductor then computes the cap, the
+# loss and its gradient through the cap in two kernels over the raw logits;
+# xent's loss, beside the cap Inductor still writes and the sum of the two
+# gradients through it, costs more passes (docs/performance.md), so by
+# default that loss stays PyTorch's. XENT_SWAP_SHARED_SOFTCAP=1 swaps it
+# still: the plain joint kernel reads the capped logits (less memory).
+SWAP_SHARED_SOFTCAP = os.environ.get("XENT_SWAP_SHARED_SOFTCAP", "0") != "0"
 
 
 def _erase_dead(gm: torch.fx.GraphModule, node) -> None:
@@ -440,7 +464,7 @@ def _gradient_shared(node, user) -> bool:
     node (the graph's output — a model that returns its logits —, another
     loss)."""
     while isinstance(node, torch.fx.Node):
-        if any(u is not user and not _unread(u) for u in node.users):
+        if _read_elsewhere(node, user):
             return True
         if node.op in ("call_method", "call_function") and (
                 _is_shape_op(node) or _upcast_source(node) is not None):
@@ -547,7 +571,8 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
         shift_ok = (isinstance(t, torch.Tensor) and not t.is_floating_point()
                     and bound.get("reduction", "mean") in ("mean", "sum")
                     and isinstance(ignore_index, int) and not isinstance(ignore_index, bool))
-        logits, upcast, cap, absorbed, shift, source = _absorb(gm, logits, node, shift_ok)
+        logits, upcast, cap, absorbed, shift, source = _absorb(
+            gm, logits, node, shift_ok, set(z_loss.nodes) if z_loss is not None else ())
         if shift is not None:
             target = _shift_targets(gm, node, bound["target"], shift[1], shift[0], ignore_index)
             t = _value(target) if target is not None else None
@@ -562,6 +587,10 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
             target, t = bound["target"], _value(bound["target"])
         x = _value(logits)
         why = _check_operands(x, t, bound.get("weight"))
+        kept_cap = cap is None and source is not None and _softcap_source(source) is not None
+        if why is None and kept_cap and not SWAP_SHARED_SOFTCAP:
+            why = ("the capped logits are returned: Inductor fuses the softcap into its loss "
+                   "(XENT_SWAP_SHARED_SOFTCAP=1 swaps it)")
         if why is None and not isinstance(bound.get("ignore_index", -100), int):
             why = "a traced ignore_index"
         if why is None and not isinstance(bound.get("label_smoothing", 0.0), (int, float)):
@@ -623,6 +652,8 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
             _REPORT.append((new.name, "projection: linear_cross_entropy"))
         if absorbed:
             _REPORT.append((new.name, "absorbed " + ", ".join(absorbed)))
+        if kept_cap:
+            _REPORT.append((new.name, "softcap kept: the capped logits have other users"))
         if joint:
             _REPORT.append((new.name, "joint kernel: the logits have other users"))
         swapped += 1
