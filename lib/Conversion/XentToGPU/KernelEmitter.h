@@ -86,6 +86,10 @@ inline constexpr StringLiteral kLg2ApproxFtzF32 = "llvm.nvvm.lg2.approx.ftz.f";
 struct ReductionPlan {
   bool maxSumPair = true;
   int64_t massSlot = -1, gapSlot = -1, argmaxSlot = -1;
+  /// Σ (x - r) over the row (a plain sum), r = `offsetReference`, the same
+  /// value in every thread of the row (emitRowStatistics).
+  int64_t offsetSumSlot = -1;
+  Value offsetReference;
   /// Every component summed.
   static ReductionPlan sums() {
     ReductionPlan plan;
@@ -186,10 +190,10 @@ public:
     virtual SmallVector<Value> emitAllReduce(ArrayRef<Value> partial,
                                              const ReductionPlan &plan) = 0;
     /// Whether Σ (m - x) of label smoothing without class weights comes
-    /// from a walk after the max is known (emitGapAfterMax) instead of the
-    /// running sums of the first.
-    virtual bool gapAfterMax() const = 0;
-    virtual Value emitGapAfterMax(Value rowMax) = 0;
+    /// from Σ (x - r) summed beside the max (ReductionPlan::offsetSumSlot)
+    /// instead of the running Σ f (m - x), rebased per step, of the class
+    /// sums with weights.
+    virtual bool gapFromOffsets() const = 0;
     /// Writes fn(c, x_c) (or fn(c) without reading x) to dlogits over the
     /// row.
     virtual void emitRowWrite(bool readLogits,
@@ -551,10 +555,7 @@ public:
                                            const ReductionPlan &plan) override;
   SmallVector<Value> emitAllReduce(ArrayRef<Value> partial,
                                    const ReductionPlan &plan) override;
-  bool gapAfterMax() const override { return false; }
-  Value emitGapAfterMax(Value rowMax) override {
-    llvm_unreachable("the two-pass walk sums the gap as it goes");
-  }
+  bool gapFromOffsets() const override { return false; }
   void emitRowWrite(bool readLogits,
                     function_ref<Value(Value, Value)> fn) override;
   Value emitIsRowWriter(Value isThread0) override { return isThread0; }
@@ -580,11 +581,9 @@ public:
   /// The block's totals, then the cluster's.
   SmallVector<Value> emitAllReduce(ArrayRef<Value> partial,
                                    const ReductionPlan &plan) override;
-  bool gapAfterMax() const override { return true; }
-  /// Σ (m - x) over the row for label smoothing without class weights: a
-  /// second walk over the on-chip slice (no read of the logits), summed over
-  /// the block and the cluster in exchange slot 2.
-  Value emitGapAfterMax(Value rowMax) override;
+  /// Two more values per thread (Σ (x - r) and r) rather than a second
+  /// walk over the slice and a second cluster exchange after the max.
+  bool gapFromOffsets() const override { return true; }
   /// From registers / shared memory: no second read of the logits.
   void emitRowWrite(bool readLogits,
                     function_ref<Value(Value, Value)> fn) override;
@@ -596,13 +595,9 @@ public:
 
 private:
   /// Combines the blocks' totals across the cluster through distributed
-  /// shared memory; every block gets the row's totals. `firstSlot` is the
-  /// first exchange slot the totals take; a second exchange of the same row
-  /// (`again`) uses slots the first did not, and no arrive precedes it.
+  /// shared memory; every block gets the row's totals.
   SmallVector<Value> emitClusterAllReduce(ArrayRef<Value> totals,
-                                          const ReductionPlan &plan,
-                                          int64_t firstSlot = 0,
-                                          bool again = false);
+                                          const ReductionPlan &plan);
   /// The `k`-th vector of this thread's slice.
   Value loadVector(int64_t k);
 

@@ -145,18 +145,13 @@ KernelEmitter::ResidentWalk::emitAllReduce(ArrayRef<Value> partial,
 }
 
 SmallVector<Value> KernelEmitter::ResidentWalk::emitClusterAllReduce(
-    ArrayRef<Value> totals, const ReductionPlan &plan, int64_t firstSlot,
-    bool again) {
-  assert(firstSlot + static_cast<int64_t>(totals.size()) <=
-             kResidentComponents &&
+    ArrayRef<Value> totals, const ReductionPlan &plan) {
+  assert(static_cast<int64_t>(totals.size()) <= kResidentComponents &&
          "more components than exchange slots");
   ImplicitLocOpBuilder &b = e.b;
   MLIRContext *ctx = b.getContext();
-  // The first exchange waits for the arrive of emitPartialStatistics
-  // (every block started); a second one follows the first's arrive / wait,
-  // and its slots are not the ones the first exchange reads.
-  if (!again)
-    NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
+  // Wait for the arrive of emitPartialStatistics: every block started.
+  NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
   // Thread j < clusterSize writes this block's totals into slot `clusterRank`
   // of block j's exchange slots.
   Value writes =
@@ -181,7 +176,7 @@ SmallVector<Value> KernelEmitter::ResidentWalk::emitClusterAllReduce(
               b,
               arith::MulIOp::create(b, clusterRank,
                                     e.cstIdx(kResidentComponents)),
-              e.cstIdx(firstSlot + k)));
+              e.cstIdx(k)));
       Value mine = LLVM::GEPOp::create(b, sharedPtr, e.f32, base,
                                        ArrayRef<LLVM::GEPArg>{slot});
       Value remote = NVVM::MapaOp::create(b, clusterPtr, mine, block);
@@ -203,7 +198,7 @@ SmallVector<Value> KernelEmitter::ResidentWalk::emitClusterAllReduce(
       Value loaded = e.fromScratch(
           memref::LoadOp::create(
               b, exchangeSlots,
-              ValueRange{e.cstIdx(j * kResidentComponents + firstSlot + k)}),
+              ValueRange{e.cstIdx(j * kResidentComponents + k)}),
           k, plan);
       values.push_back(
           e.select(present, loaded, e.reductionIdentity(k, plan)));
@@ -211,30 +206,6 @@ SmallVector<Value> KernelEmitter::ResidentWalk::emitClusterAllReduce(
     acc = j == 0 ? values : e.combine(acc, values, plan);
   }
   return acc;
-}
-
-Value KernelEmitter::ResidentWalk::emitGapAfterMax(Value rowMax) {
-  assert(!e.args.weight &&
-         "hasResidentPath keeps weighted smoothing off this path");
-  ImplicitLocOpBuilder &b = e.b;
-  int64_t width = e.geometry.vectorWidth(e.spec.logitsType);
-  Value zero = e.cstF(0.0);
-  Value gap = zero;
-  for (int64_t k = 0; k < kResidentVectors; ++k) {
-    SmallVector<Value> cs, xs;
-    e.unpackVector(starts[k], loadVector(k), width, cs, xs);
-    Value g = zero;
-    // m - x >= 0 from the row's max itself (no rebase); 0, not NaN, where
-    // both are -inf.
-    for (Value xc : xs)
-      g = e.add(g, arith::MaxNumFOp::create(b, e.sub(rowMax, xc), zero));
-    gap = e.select(valid[k], e.add(gap, g), gap);
-  }
-  // A plain sum across the block and the cluster.
-  ReductionPlan sums = ReductionPlan::sums();
-  SmallVector<Value> totals = e.emitBlockAllReduce({gap}, sums, reduceScratch);
-  totals = emitClusterAllReduce(totals, sums, /*firstSlot=*/2, /*again=*/true);
-  return totals[0];
 }
 
 void KernelEmitter::ResidentWalk::emitRowWrite(

@@ -6,8 +6,9 @@
 //
 // The first walk over a row: each thread keeps a running max and Σexp
 // (online softmax) and, for label smoothing / probability targets, the
-// weighted sums the loss needs (Σ f and Σ f (m - x), rebased when m grows)
-// over the logits its walk (TwoPassRows.cpp, ResidentRows.cpp) gives it;
+// weighted sums the loss needs (Σ f and Σ f (m - x), rebased when m grows;
+// without class weights on the resident walk Σ (x - r) alone) over the
+// logits its walk (TwoPassRows.cpp, ResidentRows.cpp) gives it;
 // then the block (and cluster) combines them into the row's log-sum-exp.
 //
 //===----------------------------------------------------------------------===//
@@ -50,6 +51,12 @@ KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs, ArrayRef<Value> xs,
     }
     next.push_back(mass);
     next.push_back(gap);
+  } else if (plan.offsetSumSlot >= 0) {
+    // Σ (x - r): one subtraction and one addition per element, no rebase.
+    Value sum = acc[plan.offsetSumSlot];
+    for (Value x : xs)
+      sum = add(sum, sub(x, plan.offsetReference));
+    next.push_back(sum);
   }
   if (plan.argmaxSlot >= 0) {
     // The step's classes are consecutive: its first element equal to the
@@ -96,12 +103,14 @@ KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs, ArrayRef<Value> xs,
 }
 
 RowStats KernelEmitter::emitRowStatistics(RowWalk &walk) {
-  // On the resident path (label smoothing without class weights) Σ (m - x)
-  // comes from a second walk over the on-chip row once m is known, and Σ f
-  // is the number of classes: the first walk is the plain one, in the
-  // registers it has.
-  bool gapAfter = spec.needsClassSums() && walk.gapAfterMax();
-  bool extras = spec.needsClassSums() && !gapAfter;
+  // On the resident path (label smoothing without class weights) Σ f is the
+  // number of classes C and Σ (m - x) = C (m - r) - Σ (x - r), with Σ (x - r)
+  // a plain sum beside the max and r the row's first logit: the walk, its
+  // block reduction and its cluster exchange are the plain ones with one
+  // more component. Against r, not 0, the sum does not cancel a common
+  // offset of the row's logits (x ≈ 1000 ± 3 sums differences of ± 3).
+  bool offsets = spec.needsClassSums() && walk.gapFromOffsets();
+  bool extras = spec.needsClassSums() && !offsets;
   Value negInf = cstF(-std::numeric_limits<double>::infinity());
   Value zero = cstF(0.0);
 
@@ -112,6 +121,19 @@ RowStats KernelEmitter::emitRowStatistics(RowWalk &walk) {
     init.push_back(zero); // Σ f
     plan.gapSlot = init.size();
     init.push_back(zero); // Σ f (m - x)
+  } else if (offsets) {
+    plan.offsetSumSlot = init.size();
+    init.push_back(zero); // Σ (x - r)
+    // r: the row's first logit where finite, else 0 (a -inf first logit
+    // would make every difference +inf and C (m - r) - Σ NaN; against 0 a
+    // -inf anywhere gives Σ = -inf and the gap +inf, as Σ (m - x) is).
+    Value first = loadLogit(cstIdx(0));
+    Value finite = arith::AndIOp::create(
+        b,
+        arith::CmpFOp::create(b, arith::CmpFPredicate::ONE, first,
+                              cstF(std::numeric_limits<double>::infinity())),
+        arith::CmpFOp::create(b, arith::CmpFPredicate::ONE, first, negInf));
+    plan.offsetReference = select(finite, first, zero);
   }
   if (spec.needsArgmax()) {
     // No class yet: the largest index, which every class beats on a tie
@@ -130,9 +152,14 @@ RowStats KernelEmitter::emitRowStatistics(RowWalk &walk) {
     stats.mass = totals[plan.massSlot];
     stats.gap = totals[plan.gapSlot];
   }
-  if (gapAfter) {
+  if (offsets) {
     stats.mass = at.numClassesF;
-    stats.gap = walk.emitGapAfterMax(stats.max);
+    Value gap = sub(mul(at.numClassesF, sub(stats.max, plan.offsetReference)),
+                    totals[plan.offsetSumSlot]);
+    // A row of -inf only: 0, as Σ max(m - x, 0) (not -inf + inf).
+    stats.gap = select(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                             stats.max, negInf),
+                       zero, gap);
   }
   if (plan.argmaxSlot >= 0)
     stats.argmax = totals[plan.argmaxSlot];
