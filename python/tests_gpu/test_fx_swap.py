@@ -588,6 +588,45 @@ def test_backward_by_the_logits_other_users():
     torch.testing.assert_close(got[1].float(), expected[1].float(), rtol=2e-2, atol=1e-4)
 
 
+@pytest.mark.parametrize("form", ["cross_entropy", "chain"])
+def test_softcap_absorbed_where_only_the_loss_reads_it(form):
+    """The capped logits read by the loss alone (F.cross_entropy, or the
+    log_softmax of an nll_loss chain): the softcap becomes the attribute."""
+    from xent.torch import fx_swap
+    xt.patch()
+    _, t = _inputs(torch.bfloat16)
+    x = torch.randn(N, V, device="cuda", dtype=torch.bfloat16) * 8
+
+    def gemma(x, t):
+        capped = (torch.tanh(x / 30.0) * 30.0).float()
+        if form == "chain":
+            return F.nll_loss(F.log_softmax(capped, dim=-1), t)
+        return F.cross_entropy(capped, t)
+
+    codes = []
+
+    def backend(gm, example_inputs):
+        fx_swap.rewrite(gm)
+        codes.append(gm.code)
+        return gm.forward
+    torch.compile(gemma, backend=backend, fullgraph=True)(x, t)
+    report = xt.last_report()
+    assert any("softcap 30" in what for _, what in report), report
+    assert "softcap = 30.0" in codes[0] and "tanh" not in codes[0], codes[0]
+    torch._dynamo.reset()
+    fn = torch.compile(gemma, backend="xent", fullgraph=True)
+
+    def run(f):
+        xs = x.detach().clone().requires_grad_()
+        loss = f(xs, t)
+        loss.backward()
+        return loss.detach(), xs.grad
+    got, expected = run(fn), run(gemma)
+    # Eager rounds the capped logits to bf16; xent caps in float32.
+    torch.testing.assert_close(got[0], expected[0], rtol=5e-3, atol=1e-3)
+    torch.testing.assert_close(got[1].float(), expected[1].float(), rtol=5e-2, atol=5e-3)
+
+
 @pytest.mark.parametrize("swap_shared", [False, True])
 def test_softcap_where_the_capped_logits_are_returned(monkeypatch, swap_shared):
     """Gemma 2 returns its capped logits beside the loss: Inductor's loss,

@@ -305,7 +305,8 @@ def _shift_targets(gm, before, target, shape, k, ignore_index):
     return flat
 
 
-def _absorb(gm: torch.fx.GraphModule, logits, before, shift_ok: bool = False, ignore=()):
+def _absorb(gm: torch.fx.GraphModule, logits, before, shift_ok: bool = False, ignore=(),
+            reader=None):
     """What real models put between the projection and the loss, where the
     loss may take the tensor before it: shape ops (moved onto the source),
     one upcast of bf16 / f16 logits to float32 (the loss then reads the
@@ -315,11 +316,13 @@ def _absorb(gm: torch.fx.GraphModule, logits, before, shift_ok: bool = False, ig
     ``x[..., :-k, :]`` followed by a flattening to ``[rows, C]``
     (:func:`_row_shift`); the softcap where the capped logits have no
     other reader than the chain to the loss and the nodes in `ignore` (a
-    z-loss's, which goes). Returns (the logits for xent, upcast, softcap,
+    z-loss's, which goes). `reader` is the node that reads `logits` for
+    the loss (the log_softmax of an nll_loss chain; default `before`, the
+    loss). Returns (the logits for xent, upcast, softcap,
     what was absorbed, (k, the sliced rows' shape) or None, the tensor the
     walk stopped at: the absorbed source, or below unabsorbed shape ops)."""
     views, cur, upcast, cap, absorbed, shift = [], logits, False, None, [], None
-    prev = before  # the node that reads `cur` on the way to the loss
+    prev = reader or before  # the node that reads `cur` on the way to the loss
     while True:
         if _is_shape_op(cur):
             views.append(cur)
@@ -382,9 +385,17 @@ def _absorb(gm: torch.fx.GraphModule, logits, before, shift_ok: bool = False, ig
 
 
 def _read_elsewhere(node, user, ignore=()) -> bool:
-    """Whether a node other than `user`, those in `ignore` and what nothing
-    reads, reads `node`: the graph's output, say."""
-    return any(u is not user and u not in ignore and not _unread(u) for u in node.users)
+    """Whether a node other than `user`, those in `ignore` (and the views
+    and casts only they read) and what nothing reads, reads `node`: the
+    graph's output, say."""
+    for u in node.users:
+        if u is user or u in ignore or _unread(u):
+            continue
+        if (_is_shape_op(u) or _upcast_source(u) is not None) and \
+                not _read_elsewhere(u, None, ignore):
+            continue
+        return True
+    return False
 
 
 # Capped logits that the model also returns (Gemma 2 and 3 in Transformers)
@@ -539,6 +550,7 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
         if bound is None:
             _REPORT.append((node.name, "legacy or unknown arguments"))
             continue
+        reader = node  # what reads the logits for the loss
         if node.target is F.cross_entropy:
             logits = bound["input"]
         else:
@@ -556,7 +568,7 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
             if ls_args.get("dtype") is not None:
                 _REPORT.append((node.name, "log_softmax with a dtype"))
                 continue
-            logits = ls_args["input"]
+            logits, reader = ls_args["input"], logp
             x = _value(logits)
             if not isinstance(x, torch.Tensor) or not _class_axis_matches(x, ls_args.get("dim")):
                 _REPORT.append((node.name, "log_softmax over another axis"))
@@ -572,7 +584,7 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
                     and bound.get("reduction", "mean") in ("mean", "sum")
                     and isinstance(ignore_index, int) and not isinstance(ignore_index, bool))
         logits, upcast, cap, absorbed, shift, source = _absorb(
-            gm, logits, node, shift_ok, set(z_loss.nodes) if z_loss is not None else ())
+            gm, logits, node, shift_ok, set(z_loss.nodes) if z_loss is not None else (), reader)
         if shift is not None:
             target = _shift_targets(gm, node, bound["target"], shift[1], shift[0], ignore_index)
             t = _value(target) if target is not None else None
