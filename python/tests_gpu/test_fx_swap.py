@@ -592,7 +592,6 @@ def test_backward_by_the_logits_other_users():
 def test_softcap_absorbed_where_only_the_loss_reads_it(form):
     """The capped logits read by the loss alone (F.cross_entropy, or the
     log_softmax of an nll_loss chain): the softcap becomes the attribute."""
-    from xent.torch import fx_swap
     xt.patch()
     _, t = _inputs(torch.bfloat16)
     x = torch.randn(N, V, device="cuda", dtype=torch.bfloat16) * 8
@@ -603,13 +602,7 @@ def test_softcap_absorbed_where_only_the_loss_reads_it(form):
             return F.nll_loss(F.log_softmax(capped, dim=-1), t)
         return F.cross_entropy(capped, t)
 
-    codes = []
-
-    def backend(gm, example_inputs):
-        fx_swap.rewrite(gm)
-        codes.append(gm.code)
-        return gm.forward
-    torch.compile(gemma, backend=backend, fullgraph=True)(x, t)
+    codes = [_captured_rewrite(gemma, x, t)]
     report = xt.last_report()
     assert any("softcap 30" in what for _, what in report), report
     assert "softcap = 30.0" in codes[0] and "tanh" not in codes[0], codes[0]
@@ -646,13 +639,7 @@ def test_softcap_where_the_capped_logits_are_returned(monkeypatch, swap_shared):
         loss = F.cross_entropy(capped.float().view(-1, V), t, reduction="sum") / 7.0
         return loss, capped
 
-    codes = []
-
-    def backend(gm, example_inputs):
-        fx_swap.rewrite(gm)
-        codes.append(gm.code)
-        return gm.forward
-    torch.compile(gemma, backend=backend, fullgraph=True)(x, t)
+    codes = [_captured_rewrite(gemma, x, t)]
     report = xt.last_report()
     assert "tanh" in codes[0] and "softcap" not in codes[0], codes[0]
     assert not any("softcap 30" in what for _, what in report), report
