@@ -537,6 +537,15 @@ def test_hf_llama_swapped_and_absorbed():
     assert err_x <= 2 * err_i + 1e-3, (err_x, err_i)
 
 
+def _run_with_output_term(f, x, t, w):
+    """(loss, the returned logits, x's gradient) of `f`, whose logits output
+    also takes part in the backward (a term w · logits beside the loss)."""
+    xs = x.detach().clone().requires_grad_()
+    loss, logits = f(xs, t)
+    (loss + (logits.float() * w).sum() * 1e-3).backward()
+    return loss.detach(), logits.detach(), xs.grad
+
+
 def test_backward_by_the_logits_other_users():
     """The loss alone reads the logits: its backward writes their gradient
     with the graph's grad_output (xent.torch.cross_entropy). The logits also
@@ -575,17 +584,12 @@ def test_backward_by_the_logits_other_users():
     torch._dynamo.reset()
     fn = torch.compile(loss_and_logits, backend="xent", fullgraph=True)
     w = torch.randn(N, V, device="cuda")
-
-    def run(f):
-        xs = x.detach().clone().requires_grad_()
-        loss, logits = f(xs, t)
-        (loss + (logits.float() * w).sum() * 1e-3).backward()
-        return loss.detach(), xs.grad
-    got, expected = run(fn), run(loss_and_logits)
+    got, expected = _run_with_output_term(fn, x, t, w), _run_with_output_term(
+        loss_and_logits, x, t, w)
     report = xt.last_report()
     assert any(what.startswith("joint kernel") for _, what in report), report
     torch.testing.assert_close(got[0], expected[0], rtol=2e-5, atol=1e-5)
-    torch.testing.assert_close(got[1].float(), expected[1].float(), rtol=2e-2, atol=1e-4)
+    torch.testing.assert_close(got[2].float(), expected[2].float(), rtol=2e-2, atol=1e-4)
 
 
 @pytest.mark.parametrize("form", ["cross_entropy", "chain"])
@@ -654,13 +658,7 @@ def test_softcap_where_the_capped_logits_are_returned(monkeypatch, swap_shared):
     torch._dynamo.reset()
     fn = torch.compile(gemma, backend="xent", fullgraph=True)
     w = torch.randn(N, V, device="cuda")
-
-    def run(f):
-        xs = x.detach().clone().requires_grad_()
-        loss, capped = f(xs, t)
-        (loss + (capped.float() * w).sum() * 1e-3).backward()
-        return loss.detach(), capped.detach(), xs.grad
-    got, expected = run(fn), run(gemma)
+    got, expected = _run_with_output_term(fn, x, t, w), _run_with_output_term(gemma, x, t, w)
     # Inductor caps in float32 and rounds once, eager rounds x / 30 and the
     # tanh to bf16 too: the capped logits differ by an ulp of bf16.
     torch.testing.assert_close(got[1].float(), expected[1].float(), rtol=1e-2, atol=0.25)
