@@ -85,12 +85,9 @@ def _step_fn(arch: str, model, mode: str):
     deferred = mode != "xent-joint"
 
     def step(ids, labels):
-        saved, xt._GRAPH_DEFERRED = xt._GRAPH_DEFERRED, deferred and xt._GRAPH_DEFERRED
-        try:
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = forward(input_ids=ids, labels=labels).loss
-        finally:
-            xt._GRAPH_DEFERRED = saved
+        with xt._graph_deferred(deferred and xt._GRAPH_DEFERRED), \
+                torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = forward(input_ids=ids, labels=labels).loss
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)

@@ -28,8 +28,9 @@ such a machine), running needs only the cache and the CUDA driver.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import NamedTuple, Optional
+from typing import Iterator, NamedTuple, Optional
 
 import torch
 
@@ -193,17 +194,26 @@ def _cross_entropy(logits, target, weight, ignore_index, reduction, label_smooth
     return (loss, z) if return_z_loss else loss
 
 
+@contextlib.contextmanager
+def _graph_deferred(deferred: bool) -> Iterator[None]:
+    """Within it, traced graphs use the deferred backward (`deferred`) or the
+    joint kernel (as ``XENT_GRAPH_JOINT=1``); the setting before is restored
+    after."""
+    global _GRAPH_DEFERRED
+    saved, _GRAPH_DEFERRED = _GRAPH_DEFERRED, deferred
+    try:
+        yield
+    finally:
+        _GRAPH_DEFERRED = saved
+
+
 def _cross_entropy_joint(logits, target, *args, **kwargs):
     """:func:`cross_entropy` with the joint kernel in a traced graph, as
     ``XENT_GRAPH_JOINT=1`` (what ``backend="xent"`` calls where the logits'
     gradient has other terms, such as a model output's: Inductor fuses the
     scaling of the kept gradient into their sum)."""
-    global _GRAPH_DEFERRED
-    saved, _GRAPH_DEFERRED = _GRAPH_DEFERRED, False
-    try:
+    with _graph_deferred(False):
         return cross_entropy(logits, target, *args, **kwargs)
-    finally:
-        _GRAPH_DEFERRED = saved
 
 
 def _flattens(logits: torch.Tensor, target: torch.Tensor) -> bool:

@@ -179,6 +179,12 @@ def _is_shape_op(node) -> bool:
     return node.op == "call_function" and node.target in _SHAPE_FUNCTIONS
 
 
+def _view_or_upcast(node) -> bool:
+    """A shape op or an upcast to float32 (:func:`_upcast_source`): the same
+    values, as the loss reads them."""
+    return _is_shape_op(node) or _upcast_source(node) is not None
+
+
 def _upcast_source(node):
     """The bf16 / f16 tensor that `node` casts to float32 (``x.float()``,
     ``x.to(torch.float32)``, ``x.to(dtype=torch.float32)``,
@@ -391,8 +397,7 @@ def _read_elsewhere(node, user, ignore=()) -> bool:
     for u in node.users:
         if u is user or u in ignore or _unread(u):
             continue
-        if (_is_shape_op(u) or _upcast_source(u) is not None) and \
-                not _read_elsewhere(u, None, ignore):
+        if _view_or_upcast(u) and not _read_elsewhere(u, None, ignore):
             continue
         return True
     return False
@@ -412,7 +417,7 @@ def _erase_dead(gm: torch.fx.GraphModule, node) -> None:
     """Removes `node` and the pure ops above it that nothing else uses."""
     while isinstance(node, torch.fx.Node) and not node.users and node.op in (
             "call_method", "call_function") and (
-            _is_shape_op(node) or _upcast_source(node) is not None or _is_mul(node)
+            _view_or_upcast(node) or _is_mul(node)
             or _is_tanh(node) or _is_div(node) or _row_shift(node) is not None
             or (node.op == "call_function" and node.target in (F.pad,) + _LINEAR)):
         inputs = [a for a in node.args if isinstance(a, torch.fx.Node)]
@@ -454,8 +459,7 @@ def _projection(original, loss, source):
                 u is user or _unread(u) for u in node.users)
         if not _sole_user(node, user):
             return False
-        if _is_shape_op(node) or _upcast_source(node) is not None or \
-                _row_shift(node) is not None:
+        if _view_or_upcast(node) or _row_shift(node) is not None:
             node, user = node.args[0], node
             continue
         if _softcap_source(node) is not None:
@@ -477,8 +481,7 @@ def _gradient_shared(node, user) -> bool:
     while isinstance(node, torch.fx.Node):
         if _read_elsewhere(node, user):
             return True
-        if node.op in ("call_method", "call_function") and (
-                _is_shape_op(node) or _upcast_source(node) is not None):
+        if _view_or_upcast(node):
             node, user = node.args[0], node
             continue
         return False
