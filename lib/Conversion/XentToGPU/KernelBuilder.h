@@ -117,10 +117,16 @@ struct KernelSpec {
     return config.probabilityTargets ||
            (config.hasLabelSmoothing() && (lossType || weightType));
   }
-  /// Components of the block reduction: max, Σexp, the class sums, the
-  /// argmax.
+  /// Label smoothing without class weights: Σ f is C and Σ (m - x) comes
+  /// from one sum, Σ (x - r) (RowStatistics.cpp).
+  bool classSumsFromOffsets() const {
+    return needsClassSums() && !config.probabilityTargets && !weightType;
+  }
+  /// Components of the block reduction: max, Σexp, the class sums (or
+  /// Σ (x - r)), the argmax.
   int64_t reduceComponents() const {
-    return 2 + (needsClassSums() ? 2 : 0) + (needsArgmax() ? 1 : 0);
+    return 2 + (needsClassSums() ? (classSumsFromOffsets() ? 1 : 2) : 0) +
+           (needsArgmax() ? 1 : 0);
   }
 };
 

@@ -189,11 +189,6 @@ public:
     /// The row's totals of per-thread `partial` values, in every thread.
     virtual SmallVector<Value> emitAllReduce(ArrayRef<Value> partial,
                                              const ReductionPlan &plan) = 0;
-    /// Whether Σ (m - x) of label smoothing without class weights comes
-    /// from Σ (x - r) summed beside the max (ReductionPlan::offsetSumSlot)
-    /// instead of the running Σ f (m - x), rebased per step, of the class
-    /// sums with weights.
-    virtual bool gapFromOffsets() const = 0;
     /// Writes fn(c, x_c) (or fn(c) without reading x) to dlogits over the
     /// row.
     virtual void emitRowWrite(bool readLogits,
@@ -555,7 +550,6 @@ public:
                                            const ReductionPlan &plan) override;
   SmallVector<Value> emitAllReduce(ArrayRef<Value> partial,
                                    const ReductionPlan &plan) override;
-  bool gapFromOffsets() const override { return false; }
   void emitRowWrite(bool readLogits,
                     function_ref<Value(Value, Value)> fn) override;
   Value emitIsRowWriter(Value isThread0) override { return isThread0; }
@@ -581,9 +575,6 @@ public:
   /// The block's totals, then the cluster's.
   SmallVector<Value> emitAllReduce(ArrayRef<Value> partial,
                                    const ReductionPlan &plan) override;
-  /// Two more values per thread (Σ (x - r) and r) rather than a second
-  /// walk over the slice and a second cluster exchange after the max.
-  bool gapFromOffsets() const override { return true; }
   /// From registers / shared memory: no second read of the logits.
   void emitRowWrite(bool readLogits,
                     function_ref<Value(Value, Value)> fn) override;

@@ -7,7 +7,7 @@
 // The first walk over a row: each thread keeps a running max and Σexp
 // (online softmax) and, for label smoothing / probability targets, the
 // weighted sums the loss needs (Σ f and Σ f (m - x), rebased when m grows;
-// without class weights on the resident walk Σ (x - r) alone) over the
+// for label smoothing without class weights Σ (x - r) alone) over the
 // logits its walk (TwoPassRows.cpp, ResidentRows.cpp) gives it;
 // then the block (and cluster) combines them into the row's log-sum-exp.
 //
@@ -103,13 +103,14 @@ KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs, ArrayRef<Value> xs,
 }
 
 RowStats KernelEmitter::emitRowStatistics(RowWalk &walk) {
-  // On the resident path (label smoothing without class weights) Σ f is the
-  // number of classes C and Σ (m - x) = C (m - r) - Σ (x - r), with Σ (x - r)
-  // a plain sum beside the max and r the row's first logit: the walk, its
-  // block reduction and its cluster exchange are the plain ones with one
-  // more component. Against r, not 0, the sum does not cancel a common
-  // offset of the row's logits (x ≈ 1000 ± 3 sums differences of ± 3).
-  bool offsets = spec.needsClassSums() && walk.gapFromOffsets();
+  // Label smoothing without class weights: Σ f is the number of classes C
+  // and Σ (m - x) = C (m - r) - Σ (x - r), with Σ (x - r) a plain sum beside
+  // the max and r the row's first logit: the walk, its block reduction and
+  // (resident) its cluster exchange are the plain ones with one more
+  // component, no second walk after the max and no rebase per step. Against
+  // r, not 0, the sum does not cancel a common offset of the row's logits
+  // (x ≈ 1000 ± 3 sums differences of ± 3).
+  bool offsets = spec.classSumsFromOffsets();
   bool extras = spec.needsClassSums() && !offsets;
   Value negInf = cstF(-std::numeric_limits<double>::infinity());
   Value zero = cstF(0.0);
