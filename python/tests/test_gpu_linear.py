@@ -35,9 +35,9 @@ def test_module_and_config():
     assert "xent.linear_cross_entropy_and_grad none %g, %h, %w bias %b, %t" in text
     assert "tensor<?xf32>" in text and "ignore_index = -100 : i64" in text
     assert linear.linear_pipeline_args(c) == [
-        "--xent-gpu-pipeline=chip=sm_90 linear-chunk-rows=64"]
+        "--xent-gpu-pipeline=chip=sm_90a linear-chunk-rows=64"]
     auto = linear.linear_config(dtype="bf16", reduction="none", bias=True)
-    assert linear.linear_pipeline_args(auto) == ["--xent-gpu-pipeline=chip=sm_90"]
+    assert linear.linear_pipeline_args(auto) == ["--xent-gpu-pipeline=chip=sm_90a"]
     assert auto != c and auto["source"] == c["source"]
     plain = linear.linear_config(dtype="f32", reduction="mean", bias=False, target="i32")
     assert "bias" not in linear.linear_module(plain) and "tensor<?xi32>" in linear.linear_module(plain)

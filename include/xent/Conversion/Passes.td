@@ -149,6 +149,10 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
            /*default=*/"1024",
            "With linear-chunk-rows=0, the most rows (a multiple of 128, at "
            "least 128) whose f32 logits fit in this many MiB">,
+    Option<"linearTiles", "linear-tiles", "bool", /*default=*/"true",
+           "On sm_90a, the loss of a linear op without gradients from tile "
+           "kernels (warpgroup MMA, TMA) that never write the logits, where "
+           "the op and its buffers allow (false: always the row chunks)">,
     Option<"allowDecomposition", "allow-decomposition", "bool",
            /*default=*/"true",
            "Ops may take the decomposition (false: an op that would is an "

@@ -98,6 +98,12 @@ struct XentGPUPipelineOptions
                      "128, at least 128) whose f32 logits fit in this many "
                      "MiB"),
       llvm::cl::init(ConvertXentToGPUOptions().linearChunkMiB)};
+  PassOptions::Option<bool> linearTiles{
+      *this, "linear-tiles",
+      llvm::cl::desc("On sm_90a, the loss of a linear op without gradients "
+                     "from tile kernels that never write the logits (false: "
+                     "always the row chunks)"),
+      llvm::cl::init(ConvertXentToGPUOptions().linearTiles)};
 
   // The kernels' binary.
   PassOptions::Option<std::string> features{*this, "features",

@@ -59,9 +59,34 @@ Value KernelEmitter::emitSmoothedProbability(Value q) {
 }
 
 Value KernelEmitter::emitAccurateLog(Value s) {
-  Type i32 = b.getI32Type();
+  return emitAccurateLogF32(b, s);
+}
+
+Value mlir::xent::emitFastExpF32(ImplicitLocOpBuilder &b, Value x) {
+  Type f32 = b.getF32Type();
+  Value scaled = arith::MulFOp::create(
+      b, x, arith::ConstantOp::create(b, b.getF32FloatAttr(M_LOG2E)));
+  return LLVM::CallIntrinsicOp::create(
+             b, f32, b.getStringAttr(kEx2ApproxFtzF32), ValueRange{scaled})
+      .getResult(0);
+}
+
+Value mlir::xent::emitAccurateLogF32(ImplicitLocOpBuilder &b, Value s) {
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
   auto cstI = [&](int32_t v) -> Value {
     return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
+  };
+  auto cstF = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  };
+  auto add = [&](Value x, Value y) -> Value {
+    return arith::AddFOp::create(b, x, y);
+  };
+  auto sub = [&](Value x, Value y) -> Value {
+    return arith::SubFOp::create(b, x, y);
+  };
+  auto mul = [&](Value x, Value y) -> Value {
+    return arith::MulFOp::create(b, x, y);
   };
   // s = 2^k · z with z in [sqrt(1/2), sqrt(2)): k from the exponent bits of
   // s / sqrt(1/2) (0x3f3504f3 are the bits of sqrt(1/2)), z by taking k off
@@ -78,7 +103,7 @@ Value KernelEmitter::emitAccurateLog(Value s) {
   // the correction small. |u| <= 0.172: the series to u⁸ leaves < 1e-9.
   Value f = sub(z, cstF(1.0));
   // (rcp.approx: an ulp in u moves the result by at most 0.2 ulp)
-  Value u = mul(f, rcp(add(cstF(2.0), f)));
+  Value u = mul(f, NVVM::RcpApproxFtzF32Op::create(b, f32, add(cstF(2.0), f)));
   Value u2 = mul(u, u);
   Value r = add(cstF(2.0 / 7.0), mul(u2, cstF(2.0 / 9.0)));
   r = add(cstF(2.0 / 5.0), mul(u2, r));
@@ -98,5 +123,11 @@ Value KernelEmitter::emitAccurateLog(Value s) {
                             cstF(std::numeric_limits<float>::min())),
       arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, s,
                             cstF(std::numeric_limits<float>::infinity())));
-  return select(normal, accurate, log(s));
+  // Subnormal, 0, inf, NaN: lg2.approx (its -inf, inf, NaN).
+  Value coarse = mul(LLVM::CallIntrinsicOp::create(
+                         b, f32, b.getStringAttr(kLg2ApproxFtzF32),
+                         ValueRange{s})
+                         .getResult(0),
+                     cstF(M_LN2));
+  return arith::SelectOp::create(b, normal, accurate, coarse);
 }

@@ -22,6 +22,7 @@
 #include "xent/Dialect/Xent/IR/XentOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <array>
 
@@ -324,6 +325,13 @@ gpu::GPUFuncOp buildPrologueKernel(OpBuilder &b, Location loc, StringRef name,
                                    const LaunchGeometry &geometry);
 gpu::GPUFuncOp buildConvertKernel(OpBuilder &b, Location loc, StringRef name,
                                   Type dstType, ScratchSlot slot);
+
+/// log(s) of an f32 s to about an ulp without libdevice: a short series
+/// around the mantissa (lg2.approx where s is not normal and finite).
+Value emitAccurateLogF32(ImplicitLocOpBuilder &b, Value s);
+/// exp(x) of an f32 x as ex2.approx.ftz(x · log2 e): one MUFU op, no
+/// libdevice. Pass a difference formed in f32 (x - m), not a folded one.
+Value emitFastExpF32(ImplicitLocOpBuilder &b, Value x);
 
 /// memref<?x...x?xT, strided<[?, ...], offset: ?>> of `rank` dims: the type
 /// of every buffer a kernel takes from the host, so that views with any

@@ -89,11 +89,8 @@ LinearEmitter::emitChunkBuffers(const BodyBuffers &io) {
     return type.isDynamicDim(d) ? dim(buffer, d) : index(type.getDimSize(d));
   };
   RankedTensorType weightType = op.getWeight().getType();
-  ArrayRef<int64_t> rowShape = op.getHidden().getType().getShape().drop_back();
   ChunkBuffers chunk;
-  chunk.numRows = llvm::any_of(rowShape, ShapedType::isDynamic)
-                      ? dim(io.hidden, 0)
-                      : index(llvm::product_of(rowShape));
+  chunk.numRows = getNumRows(io);
   chunk.features = size(io.weight, weightType, 1);
   chunk.classes = size(io.weight, weightType, 0);
   Value classes = chunk.classes;
@@ -290,19 +287,31 @@ void LinearEmitter::emitEpilogue(const BodyBuffers &io,
     Value dBiasRow = asMatrix(io.dBias, one, classes, classes, one);
     convert(accRow, dBiasRow);
   }
-  if (loss.spec.reduced()) {
-    for (auto [slot, out] :
-         {std::pair{kLossSlot, io.loss}, {kZLossSlot, io.zLoss}}) {
-      if (!out)
-        continue;
-      Type dstType = cast<MemRefType>(out.getType()).getElementType();
-      gpu::GPUFuncOp kernel =
-          buildKernel("xent_convert", [&](OpBuilder &kb, StringRef name) {
-            return buildConvertKernel(kb, loc, name, dstType, slot);
-          });
-      launch(kernel, one, ValueRange{loss.scratch, out}, kLanes);
-    }
-  }
+  emitReducedResults(io, loss);
   for (Value buffer : chunk.scratch)
     gpu::DeallocOp::create(b, loc, Type(), ValueRange{}, buffer);
+}
+
+Value LinearEmitter::getNumRows(const BodyBuffers &io) {
+  ArrayRef<int64_t> rowShape = op.getHidden().getType().getShape().drop_back();
+  return llvm::any_of(rowShape, ShapedType::isDynamic)
+             ? dim(io.hidden, 0)
+             : index(llvm::product_of(rowShape));
+}
+
+void LinearEmitter::emitReducedResults(const BodyBuffers &io,
+                                       const LossKernels &loss) {
+  if (!loss.spec.reduced())
+    return;
+  for (auto [slot, out] :
+       {std::pair{kLossSlot, io.loss}, {kZLossSlot, io.zLoss}}) {
+    if (!out)
+      continue;
+    Type dstType = cast<MemRefType>(out.getType()).getElementType();
+    gpu::GPUFuncOp kernel =
+        buildKernel("xent_convert", [&](OpBuilder &kb, StringRef name) {
+          return buildConvertKernel(kb, loc, name, dstType, slot);
+        });
+    launch(kernel, index(1), ValueRange{loss.scratch, out}, kLanes);
+  }
 }

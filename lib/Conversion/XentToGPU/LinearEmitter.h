@@ -88,8 +88,10 @@ private:
                  Value colStride);
 
   Value emitChunkRows(Value numRows, Value paddedClasses);
+  /// Launches `func` on `grid` blocks of `threads` (and `sharedBytes` of
+  /// dynamic shared memory); returns the grid (at least 1).
   Value launch(gpu::GPUFuncOp func, Value grid, ValueRange operands,
-               int64_t threads);
+               int64_t threads, int64_t sharedBytes = 0);
   gpu::GPUFuncOp buildConvert(Type from, Type to);
   /// dst = src converted, both rank 2; one block per row.
   void convert(Value src, Value dst);
@@ -153,6 +155,23 @@ private:
   /// The results from their f32 accumulators, then the scratch freed.
   void emitEpilogue(const BodyBuffers &io, const ChunkBuffers &chunk,
                     const LossKernels &loss);
+  /// The reduced loss and z-loss converted from the loss kernels' f64
+  /// scratch into their results.
+  void emitReducedResults(const BodyBuffers &io, const LossKernels &loss);
+
+  /// Whether the op may take the tile kernels (LinearTiles.cpp): sm_90a,
+  /// linear-tiles, a loss without gradients, bf16 / f16, no bias, and no
+  /// label smoothing or softcap but run-time values that may be 0.
+  bool mayUseTiles(const BodyBuffers &io);
+  /// Whether this call takes them (i1): rows and classes, no run-time label
+  /// smoothing or softcap, and buffers TMA can read (unit inner stride,
+  /// rows and base 16-byte aligned).
+  Value emitTileCondition(const BodyBuffers &io);
+  /// The loss from the tile kernels: the row tiles' statistics by groups
+  /// of class tiles, merged per row into the loss.
+  void emitTileLoss(const BodyBuffers &io);
+  /// The rows of the op (the flattened hidden's).
+  Value getNumRows(const BodyBuffers &io);
   /// The op's results: the launch's, and an empty tensor (no user; erased
   /// by the next canonicalization) for a gradient not computed.
   SmallVector<Value> collectResults(LaunchOp launchOp,

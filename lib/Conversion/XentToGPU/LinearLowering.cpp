@@ -153,12 +153,15 @@ Value LinearEmitter::asMatrix(Value vector, Value rows, Value cols,
 }
 
 Value LinearEmitter::launch(gpu::GPUFuncOp func, Value grid,
-                            ValueRange operands, int64_t threads) {
+                            ValueRange operands, int64_t threads,
+                            int64_t sharedBytes) {
   Value one = index(1);
   grid = arith::MaxUIOp::create(b, loc, grid, one);
+  Value shared =
+      sharedBytes ? i32Constant(static_cast<int32_t>(sharedBytes)) : Value();
   gpu::LaunchFuncOp::create(b, loc, func, gpu::KernelDim3{grid, one, one},
                             gpu::KernelDim3{index(threads), one, one},
-                            /*dynamicSharedMemorySize=*/Value(), operands,
+                            shared, operands,
                             /*asyncTokenType=*/nullptr,
                             /*asyncDependencies=*/{});
   return grid;
@@ -211,10 +214,25 @@ SmallVector<Value> LinearEmitter::emit() {
   SmallVector<Value> computed = getComputedResults();
   LaunchOp launchOp = emitLaunch(computed);
   BodyBuffers io = bindBody(launchOp, computed);
-  ChunkBuffers chunk = emitChunkBuffers(io);
-  LossKernels loss = emitLossKernels(io, chunk);
-  emitChunkLoop(io, chunk, loss);
-  emitEpilogue(io, chunk, loss);
+  auto emitChunks = [&] {
+    ChunkBuffers chunk = emitChunkBuffers(io);
+    LossKernels loss = emitLossKernels(io, chunk);
+    emitChunkLoop(io, chunk, loss);
+    emitEpilogue(io, chunk, loss);
+  };
+  if (mayUseTiles(io)) {
+    // The tile kernels where this call's values and buffers allow, else
+    // the row chunks (one compiled function serves both).
+    auto ifTiles = scf::IfOp::create(b, loc, emitTileCondition(io),
+                                     /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifTiles.thenBlock());
+    emitTileLoss(io);
+    b.setInsertionPointToStart(ifTiles.elseBlock());
+    emitChunks();
+  } else {
+    emitChunks();
+  }
   b.setInsertionPointAfter(launchOp);
   return collectResults(launchOp, computed);
 }

@@ -52,6 +52,7 @@ ConvertXentToGPUOptions getKernelOptions(const Options &from) {
   options.mode = from.mode;
   options.linearChunkRows = from.linearChunkRows;
   options.linearChunkMiB = from.linearChunkMiB;
+  options.linearTiles = from.linearTiles;
   return options;
 }
 

@@ -1,0 +1,169 @@
+//===- LinearTilePath.cpp - The linear loss from tile kernels -------------===//
+//
+// Part of the xent project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The host side of the linear family's tile path (the kernels are
+// LinearTiles.cpp's): when it is taken, the TMA maps of hidden and weight,
+// and the launches
+//
+//   prologue         (reduced losses: the divisors and accumulators)
+//   tile kernel      stats[G, N, 4] = per (group of class tiles, row): m,
+//                    Σ exp(x - m), x_t of hidden · weightᵀ, no logits stored
+//   merge kernel     the row's loss (per row, or into the accumulators)
+//   conversions      the reduced loss and z-loss into their results
+//
+// and otherwise the row chunks (LinearChunks.cpp), decided per call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinearEmitter.h"
+#include "LinearTiles.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::xent;
+
+bool LinearEmitter::mayUseTiles(const BodyBuffers &io) {
+  if (!options.linearTiles || options.chip != "sm_90a" ||
+      op.computesGradient() || !op.computesLoss() || io.bias ||
+      !(hiddenType.isBF16() || hiddenType.isF16()))
+    return false;
+  // Label smoothing and the softcap need sums and tanh the tile kernel does
+  // not compute: only run-time values, which may be 0 in a call.
+  CrossEntropyConfig config = getChunkSpec(io.runtimeScalars).config;
+  bool staticSmoothing =
+      !config.scalars.labelSmoothing && config.labelSmoothing != 0.0f;
+  bool staticSoftcap = !config.scalars.softcap && config.softcap.has_value();
+  return !staticSmoothing && !staticSoftcap;
+}
+
+Value LinearEmitter::emitTileCondition(const BodyBuffers &io) {
+  Value zero = index(0);
+  auto ult = [&](Value x, Value y) -> Value {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
+  };
+  auto eq = [&](Value x, Value y) -> Value {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y);
+  };
+  auto both = [&](Value x, Value y) -> Value {
+    return arith::AndIOp::create(b, loc, x, y);
+  };
+  // Rows, classes and a depth (a TMA map has no empty dimension).
+  Value ok = both(ult(zero, getNumRows(io)), ult(zero, dim(io.weight, 0)));
+  ok = both(ok, ult(zero, dim(io.weight, 1)));
+  // A run-time label smoothing or softcap of 0 is the op without it.
+  for (Value feature : {io.runtimeScalars.labelSmoothing,
+                        io.runtimeScalars.softcap}) {
+    if (!feature)
+      continue;
+    ok = both(ok, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                        feature, f32Constant(0.0)));
+  }
+  // TMA reads rows of contiguous elements, rows and base 16-byte aligned.
+  Value sixteen = index(16), bytes = index(hiddenType.getIntOrFloatBitWidth() / 8);
+  for (Value buffer : {io.hidden, io.weight}) {
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+    Value start = arith::AddIOp::create(
+        b, loc, base,
+        arith::MulIOp::create(b, loc, meta.getOffset(), bytes));
+    Value rowBytes = arith::MulIOp::create(b, loc, meta.getStrides()[0], bytes);
+    ok = both(ok, eq(meta.getStrides()[1], index(1)));
+    ok = both(ok, eq(arith::RemUIOp::create(b, loc, rowBytes, sixteen), zero));
+    ok = both(ok, eq(arith::RemUIOp::create(b, loc, start, sixteen), zero));
+  }
+  return ok;
+}
+
+void LinearEmitter::emitTileLoss(const BodyBuffers &io) {
+  MLIRContext *ctx = b.getContext();
+  Value numRows = getNumRows(io);
+  Value classes = dim(io.weight, 0), features = dim(io.weight, 1);
+  auto ceilDiv = [&](Value x, int64_t y) -> Value {
+    return arith::CeilDivUIOp::create(b, loc, x, index(y));
+  };
+  // The divisors and accumulators of a reduced loss (the chunks' prologue).
+  ChunkBuffers chunk;
+  chunk.one = index(1);
+  chunk.zero = index(0);
+  LossKernels loss = emitLossKernels(io, chunk);
+
+  Value rowTiles = ceilDiv(numRows, kTileRows);
+  Value classTiles = ceilDiv(classes, kTileClasses);
+  Value depthSteps = ceilDiv(features, kTileDepth);
+  // Groups of class tiles: about kTileTargetBlocks blocks, at least one
+  // group, at most one per class tile.
+  Value groups = arith::DivUIOp::create(
+      b, loc,
+      arith::AddIOp::create(
+          b, loc, index(kTileTargetBlocks),
+          arith::DivUIOp::create(b, loc, rowTiles, index(2))),
+      rowTiles);
+  groups = arith::MaxUIOp::create(
+      b, loc, index(1), arith::MinUIOp::create(b, loc, groups, classTiles));
+  Value stats = alloc(f32, {groups, numRows, index(kTileStatsWidth)});
+  chunk.scratch.push_back(stats);
+
+  // The operands' TMA maps (the runtime's mgpuTensorMapEncodeTiledMemref).
+  auto tensorMap = [&](Value buffer, int64_t rows) -> Value {
+    Value unranked = memref::CastOp::create(
+        b, loc, UnrankedMemRefType::get(hiddenType, 0), buffer);
+    Value map = nvgpu::TmaCreateDescriptorOp::create(
+        b, loc, getTileOperandMapType(ctx, hiddenType, rows), unranked,
+        ValueRange{index(rows), index(kTileDepth)});
+    return UnrealizedConversionCastOp::create(
+               b, loc, LLVM::LLVMPointerType::get(ctx), map)
+        .getResult(0);
+  };
+  Value mapHidden = tensorMap(io.hidden, kTileRows);
+  Value mapWeight = tensorMap(io.weight, kTileClasses);
+  Type targetType = cast<MemRefType>(io.target.getType()).getElementType();
+  gpu::GPUFuncOp tiles =
+      buildKernel("xent_linear_tiles", [&](OpBuilder &kb, StringRef name) {
+        return buildTileStatsKernel(kb, loc, name, hiddenType, targetType);
+      });
+  launch(tiles, arith::MulIOp::create(b, loc, rowTiles, groups),
+         ValueRange{mapHidden, mapWeight, io.target, asArg(stats), numRows,
+                    classes, depthSteps, rowTiles, classTiles, groups},
+         kTileThreads, getTileStatsSharedMemoryBytes());
+
+  TileLossSpec spec;
+  spec.targetType = targetType;
+  if (io.classWeight)
+    spec.classWeightType =
+        cast<MemRefType>(io.classWeight.getType()).getElementType();
+  spec.reduced = loss.spec.reduced();
+  spec.zLoss = loss.spec.config.hasZLoss();
+  spec.lossType = loss.spec.lossType;
+  spec.zLossType = loss.spec.zLossType;
+  gpu::GPUFuncOp merge =
+      buildKernel("xent_linear_merge", [&](OpBuilder &kb, StringRef name) {
+        return buildTileLossKernel(kb, loc, name, spec);
+      });
+  SmallVector<Value> args = {asArg(stats), io.target};
+  if (io.classWeight)
+    args.push_back(io.classWeight);
+  if (spec.reduced)
+    args.push_back(loss.scratch);
+  if (!spec.reduced && io.loss)
+    args.push_back(io.loss);
+  if (!spec.reduced && io.zLoss)
+    args.push_back(io.zLoss);
+  args.push_back(loss.scalars.ignoreIndex
+                     ? loss.scalars.ignoreIndex
+                     : arith::ConstantOp::create(
+                           b, loc, b.getI64IntegerAttr(
+                                       loss.spec.config.ignoreIndex))
+                           .getResult());
+  if (spec.zLoss)
+    args.push_back(loss.scalars.zLossScale);
+  args.append({classes, groups});
+  launch(merge, ceilDiv(numRows, kTileMergeThreads), args, kTileMergeThreads);
+  emitReducedResults(io, loss);
+  for (Value buffer : chunk.scratch)
+    gpu::DeallocOp::create(b, loc, Type(), ValueRange{}, buffer);
+}
