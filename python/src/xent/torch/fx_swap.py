@@ -586,7 +586,7 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
         shift_ok = (isinstance(t, torch.Tensor) and not t.is_floating_point()
                     and bound.get("reduction", "mean") in ("mean", "sum")
                     and isinstance(ignore_index, int) and not isinstance(ignore_index, bool))
-        logits, upcast, cap, absorbed, shift, source = _absorb(
+        logits, _upcast, cap, absorbed, shift, source = _absorb(
             gm, logits, node, shift_ok, set(z_loss.nodes) if z_loss is not None else (), reader)
         if shift is not None:
             target = _shift_targets(gm, node, bound["target"], shift[1], shift[0], ignore_index)
@@ -598,7 +598,7 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
             _erase_dead(gm, logits)
             if target is not None and target is not bound["target"]:
                 _erase_dead(gm, target)
-            logits, upcast, cap, absorbed, source = absorbed_from, False, None, [], None
+            logits, cap, absorbed, source = absorbed_from, None, [], None
             target, t = bound["target"], _value(bound["target"])
         x = _value(logits)
         why = _check_operands(x, t, bound.get("weight"))
