@@ -199,8 +199,8 @@ void TileStatsEmitter::emitProducer() {
               Value s = remu(i, idx(kTileStages));
               // The stage is free once both consumers released it (the
               // first round's wait on the opposite phase passes at once).
-              nvgpu::MBarrierTryWaitParityOp::create(b, loc, empty, phase(i, true),
-                                                     s, ticks);
+              nvgpu::MBarrierTryWaitParityOp::create(
+                  b, loc, empty, phase(i, true), ticks, s);
               nvgpu::MBarrierArriveExpectTxOp::create(
                   b, loc, full, idx(kStageBytes), s, Value());
               Value depth = mul(kb, idx(kTileDepth));
@@ -364,7 +364,7 @@ void TileStatsEmitter::emitConsumers() {
               Value i = add(mul(it, depthSteps), kb);
               Value s = remu(i, idx(kTileStages));
               nvgpu::MBarrierTryWaitParityOp::create(
-                  b, loc, full, phase(i, false), s, ticks);
+                  b, loc, full, phase(i, false), ticks, s);
               Value stage = add(alignedI64, toI64(mul(s, idx(kStageBytes))));
               Value baseA = add(stage, warpgroupA);
               Value baseB = add(stage, cI64(kABytes));

@@ -58,11 +58,12 @@
 // CHECK:         nvgpu.mbarrier.init
 // CHECK:         nvgpu.tma.prefetch.descriptor
 // CHECK:         nvvm.setmaxregister  decrease 40
-// CHECK:         nvgpu.mbarrier.try_wait.parity
+// CHECK:         nvgpu.mbarrier.try_wait.parity %[[EMPTY:.*]][%[[S:.*]]], %{{.*}}, %c10000000 :
 // CHECK:         nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c49152
 // CHECK:         nvgpu.tma.async.load {{.*}} -> memref<128x64xbf16, #gpu.address_space<workgroup>>
 // CHECK:         nvgpu.tma.async.load {{.*}} -> memref<256x64xbf16, #gpu.address_space<workgroup>>
 // CHECK:         nvvm.setmaxregister  increase 232
+// CHECK:         nvgpu.mbarrier.try_wait.parity %{{.*}}[%{{.*}}], %{{.*}}, %c10000000 :
 // CHECK:         nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK:         nvvm.wgmma.commit.group.sync.aligned
