@@ -2,13 +2,15 @@
 
     XENT_CACHE_DIR=<bundle> python3 -m xent.bench.linear_cross_entropy \\
         [--shapes 8192,2048,128256 8192,2048,256000 16384,4096,128256] \\
-        [--dtypes bf16] [--bias] [--chunk-rows 0] \\
+        [--dtypes bf16] [--bias] [--loss-only] [--chunk-rows 0] \\
         [--providers torch torch.compile liger cce xent xent.torch] \\
         [--liger LIGER_CHECKOUT/src] [--cce CCE_CHECKOUT] [--json out.json]
 
 For each (N, H, V) it times forward + backward of ``cross_entropy(hidden @
 weight.T (+ bias), target)`` (mean, 1 target in 7 ignored; gradients of
-hidden, weight and bias) for:
+hidden, weight and bias) — or, with ``--loss-only``, the loss alone (no
+autograd: an evaluation step; xent's ``xent.linear_cross_entropy``, which on
+sm_90a takes the tile kernels that never write logits) — for:
 
 * ``torch``: ``F.linear`` + ``F.cross_entropy`` and ``backward()``, eager;
 * ``torch.compile``: the same function compiled;
@@ -117,11 +119,14 @@ def _from_checkout(path):
         sys.path.insert(0, path)
 
 
-def providers(names, chunk_rows, liger=None, cce=None):
+def providers(names, chunk_rows, liger=None, cce=None, loss_only=False):
     out = {}
 
     def autograd_step(loss_fn):
         def step(h, w, b, t):
+            if loss_only:
+                with torch.no_grad():
+                    return [loss_fn(h, w, b, t)]
             leaves = [x.detach().requires_grad_() for x in (h, w)]
             bias = b.detach().requires_grad_() if b is not None else None
             loss = loss_fn(leaves[0], leaves[1], bias, t)
@@ -134,7 +139,7 @@ def providers(names, chunk_rows, liger=None, cce=None):
         out["torch"] = autograd_step(_torch_loss)
     if "torch.compile" in names:
         out["torch.compile"] = autograd_step(torch.compile(_torch_loss))
-    if "liger" in names:
+    if "liger" in names and not loss_only:  # (its function computes gradients)
         _from_checkout(liger)
         try:
             from liger_kernel.ops.fused_linear_cross_entropy import (
@@ -164,6 +169,10 @@ def providers(names, chunk_rows, liger=None, cce=None):
         def xent_step(h, w, b, t):
             # Results into fresh tensors of PyTorch's allocator: the entries
             # the package's bundle holds (as xent.torch calls them).
+            if loss_only:
+                return list(linear.linear_cross_entropy(
+                    h, w, t, b, reduction="mean", chunk_rows=chunk_rows,
+                    out=[torch.empty((), device="cuda")]))
             out = [torch.empty((), device="cuda"), torch.empty_like(h), torch.empty_like(w)]
             if b is not None:
                 out.append(torch.empty_like(b))
@@ -180,7 +189,8 @@ def _rel(x, ref):
 
 
 def run(args):
-    impls = providers(args.providers, args.chunk_rows, args.liger, args.cce)
+    impls = providers(args.providers, args.chunk_rows, args.liger, args.cce, args.loss_only)
+    step_name = "loss" if args.loss_only else "fwd+bwd"
     pool = None
     results = []
     for dtype_name in args.dtypes:
@@ -219,15 +229,17 @@ def run(args):
                 if reference is None and name == "torch":
                     reference = [o.detach() for o in outputs]
                 errors = [_rel(o, r) for o, r in zip(outputs, reference)] if reference else []
-                flops = 6 * n * h * v  # three GEMMs of 2·N·H·V
+                # Three GEMMs of 2·N·H·V; the loss alone one.
+                flops = (2 if args.loss_only else 6) * n * h * v
                 row = {"provider": name, "dtype": dtype_name, "rows": n, "hidden": h,
-                       "vocab": v, "bias": bool(args.bias), "fwd_bwd_ms": ms,
+                       "vocab": v, "bias": bool(args.bias), "loss_only": bool(args.loss_only),
+                       "fwd_bwd_ms": ms,
                        "tflops": flops / ms / 1e9, "extra_mb": extra / 2**20,
                        "loss": outputs[0].float().item(),
                        "rel_l2_vs_torch": errors}
                 results.append(row)
                 print(f"{name:14s} {dtype_name:4s} N={n:6d} H={h:5d} V={v:7d} "
-                      f"fwd+bwd {ms:8.2f} ms {row['tflops']:6.1f} TFLOP/s   "
+                      f"{step_name} {ms:8.2f} ms {row['tflops']:6.1f} TFLOP/s   "
                       f"extra {row['extra_mb']:8.0f} MB   loss {row['loss']:.6f}"
                       + ("   vs torch: " + " ".join(f"{e:.1e}" for e in errors[1:])
                          if errors else ""), flush=True)
@@ -249,6 +261,8 @@ def main(argv=None):
                    help="N,H,V triples (rows, hidden size, vocabulary)")
     p.add_argument("--dtypes", nargs="+", default=["bf16"], choices=sorted(DTYPES))
     p.add_argument("--bias", action="store_true")
+    p.add_argument("--loss-only", action="store_true",
+                   help="time the loss alone (no gradients), as an evaluation step")
     p.add_argument("--chunk-rows", type=int, default=0,
                    help="rows per chunk of xent (0: the pipeline's automatic size)")
     p.add_argument("--providers", nargs="+",
