@@ -22,16 +22,25 @@
 using namespace mlir;
 using namespace mlir::xent;
 
-std::pair<Value, Value> KernelEmitter::combineMaxSum(Value m1, Value s1,
+std::pair<Value, Value> mlir::xent::combineMaxSumF32(ImplicitLocOpBuilder &b,
+                                                     Value m1, Value s1,
                                                      Value m2, Value s2) {
   Value m = arith::MaximumFOp::create(b, m1, m2);
   // exp(m_k - m), exactly 1 when m_k is the maximum (also -inf == -inf).
-  auto factor = [&](Value mk) {
+  auto factor = [&](Value mk) -> Value {
     Value same = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mk, m);
-    return select(same, cstF(1.0), exp(sub(mk, m)));
+    return arith::SelectOp::create(
+        b, same, arith::ConstantOp::create(b, b.getF32FloatAttr(1.0)),
+        emitFastExpF32(b, arith::SubFOp::create(b, mk, m)));
   };
-  Value s = add(mul(s1, factor(m1)), mul(s2, factor(m2)));
+  Value s = arith::AddFOp::create(b, arith::MulFOp::create(b, s1, factor(m1)),
+                                  arith::MulFOp::create(b, s2, factor(m2)));
   return {m, s};
+}
+
+std::pair<Value, Value> KernelEmitter::combineMaxSum(Value m1, Value s1,
+                                                     Value m2, Value s2) {
+  return combineMaxSumF32(b, m1, s1, m2, s2);
 }
 
 Value KernelEmitter::rebaseGap(Value gap, Value mass, Value mk, Value m) {

@@ -71,6 +71,15 @@ Value mlir::xent::emitFastExpF32(ImplicitLocOpBuilder &b, Value x) {
       .getResult(0);
 }
 
+Value mlir::xent::emitFastLogF32(ImplicitLocOpBuilder &b, Value x) {
+  Type f32 = b.getF32Type();
+  Value lg2 = LLVM::CallIntrinsicOp::create(
+                  b, f32, b.getStringAttr(kLg2ApproxFtzF32), ValueRange{x})
+                  .getResult(0);
+  return arith::MulFOp::create(
+      b, lg2, arith::ConstantOp::create(b, b.getF32FloatAttr(M_LN2)));
+}
+
 Value mlir::xent::emitAccurateLogF32(ImplicitLocOpBuilder &b, Value s) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
   auto cstI = [&](int32_t v) -> Value {
@@ -124,10 +133,5 @@ Value mlir::xent::emitAccurateLogF32(ImplicitLocOpBuilder &b, Value s) {
       arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, s,
                             cstF(std::numeric_limits<float>::infinity())));
   // Subnormal, 0, inf, NaN: lg2.approx (its -inf, inf, NaN).
-  Value coarse = mul(LLVM::CallIntrinsicOp::create(
-                         b, f32, b.getStringAttr(kLg2ApproxFtzF32),
-                         ValueRange{s})
-                         .getResult(0),
-                     cstF(M_LN2));
-  return arith::SelectOp::create(b, normal, accurate, coarse);
+  return arith::SelectOp::create(b, normal, accurate, emitFastLogF32(b, s));
 }

@@ -332,6 +332,13 @@ Value emitAccurateLogF32(ImplicitLocOpBuilder &b, Value s);
 /// exp(x) of an f32 x as ex2.approx.ftz(x · log2 e): one MUFU op, no
 /// libdevice. Pass a difference formed in f32 (x - m), not a folded one.
 Value emitFastExpF32(ImplicitLocOpBuilder &b, Value x);
+/// log(x) of an f32 x as lg2.approx.ftz(x) · ln 2 (absolute error ~2^-22).
+Value emitFastLogF32(ImplicitLocOpBuilder &b, Value x);
+/// Two partial (max, Σ exp(x - max)) pairs of one row as one (BlockReduce.cpp):
+/// the max NaN-propagating, each sum scaled by exp(m_k - m), exactly 1 where
+/// m_k is the max (-inf included).
+std::pair<Value, Value> combineMaxSumF32(ImplicitLocOpBuilder &b, Value m1,
+                                         Value s1, Value m2, Value s2);
 
 /// memref<?x...x?xT, strided<[?, ...], offset: ?>> of `rank` dims: the type
 /// of every buffer a kernel takes from the host, so that views with any

@@ -245,13 +245,11 @@ private:
   /// pass a difference already formed in f32 (x - m), never fold the
   /// subtraction into the scaling: x·log2e - m·log2e rounds at the spacing
   /// of m·log2e and costs the gradient its accuracy at large logits.
-  Value exp(Value x) { return exp2(mul(x, cstF(M_LOG2E))); }
+  Value exp(Value x) { return emitFastExpF32(b, x); }
   Value exp2(Value x) { return callIntrinsic(kEx2ApproxFtzF32, x); }
   /// log(x) as lg2.approx(x) · ln 2 (absolute error ~2^-22: too coarse for
   /// log Σ near 1, see emitAccurateLog).
-  Value log(Value x) {
-    return mul(callIntrinsic(kLg2ApproxFtzF32, x), cstF(M_LN2));
-  }
+  Value log(Value x) { return emitFastLogF32(b, x); }
   Value callIntrinsic(StringRef name, Value x) {
     return LLVM::CallIntrinsicOp::create(b, f32, b.getStringAttr(name),
                                          ValueRange{x})

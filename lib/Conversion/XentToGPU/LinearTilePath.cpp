@@ -126,10 +126,19 @@ void LinearEmitter::emitTileLoss(const BodyBuffers &io) {
       buildKernel("xent_linear_tiles", [&](OpBuilder &kb, StringRef name) {
         return buildTileStatsKernel(kb, loc, name, hiddenType, targetType);
       });
+  TileStatsArgs<Value> tileArgs;
+  tileArgs.mapHidden = mapHidden;
+  tileArgs.mapWeight = mapWeight;
+  tileArgs.target = io.target;
+  tileArgs.stats = asArg(stats);
+  tileArgs.numRows = numRows;
+  tileArgs.numClasses = classes;
+  tileArgs.depthSteps = depthSteps;
+  tileArgs.rowTiles = rowTiles;
+  tileArgs.classTiles = classTiles;
+  tileArgs.groups = groups;
   launch(tiles, arith::MulIOp::create(b, loc, rowTiles, groups),
-         ValueRange{mapHidden, mapWeight, io.target, asArg(stats), numRows,
-                    classes, depthSteps, rowTiles, classTiles, groups},
-         kTileThreads, getTileStatsSharedMemoryBytes());
+         tileArgs.list(), kTileThreads, getTileStatsSharedMemoryBytes());
 
   TileLossSpec spec;
   spec.targetType = targetType;
@@ -144,25 +153,24 @@ void LinearEmitter::emitTileLoss(const BodyBuffers &io) {
       buildKernel("xent_linear_merge", [&](OpBuilder &kb, StringRef name) {
         return buildTileLossKernel(kb, loc, name, spec);
       });
-  SmallVector<Value> args = {asArg(stats), io.target};
-  if (io.classWeight)
-    args.push_back(io.classWeight);
-  if (spec.reduced)
-    args.push_back(loss.scratch);
-  if (!spec.reduced && io.loss)
-    args.push_back(io.loss);
-  if (!spec.reduced && io.zLoss)
-    args.push_back(io.zLoss);
-  args.push_back(loss.scalars.ignoreIndex
-                     ? loss.scalars.ignoreIndex
-                     : arith::ConstantOp::create(
-                           b, loc, b.getI64IntegerAttr(
-                                       loss.spec.config.ignoreIndex))
-                           .getResult());
-  if (spec.zLoss)
-    args.push_back(loss.scalars.zLossScale);
-  args.append({classes, groups});
-  launch(merge, ceilDiv(numRows, kTileMergeThreads), args, kTileMergeThreads);
+  // The loss's scalars as the kernels take them: ignore_index always (class
+  // indices), the z-loss scale with a z-loss.
+  TileLossArgs<Value> args;
+  args.stats = asArg(stats);
+  args.target = io.target;
+  args.classWeight = io.classWeight;
+  if (spec.reduced) {
+    args.scratch = loss.scratch;
+  } else {
+    args.loss = io.loss;
+    args.zLoss = io.zLoss;
+  }
+  args.ignoreIndex = loss.scalars.ignoreIndex;
+  args.zLossScale = loss.scalars.zLossScale;
+  args.numClasses = classes;
+  args.groups = groups;
+  launch(merge, ceilDiv(numRows, kTileMergeThreads), args.list(),
+         kTileMergeThreads);
   emitReducedResults(io, loss);
   for (Value buffer : chunk.scratch)
     gpu::DeallocOp::create(b, loc, Type(), ValueRange{}, buffer);

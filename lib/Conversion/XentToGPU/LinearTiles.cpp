@@ -44,6 +44,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <limits>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::xent;
@@ -281,8 +282,6 @@ SmallVector<Value> TileStatsEmitter::emitTileStatistics(Value acc,
 }
 
 void TileStatsEmitter::emitWrite(ValueRange running) {
-  Value ninf = cF(-std::numeric_limits<double>::infinity());
-  Value zero = cF(0.0);
   auto cI32 = [&](int32_t v) -> Value {
     return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
   };
@@ -297,16 +296,8 @@ void TileStatsEmitter::emitWrite(ValueRange running) {
                                     NVVM::ShflKind::bfly, UnitAttr());
       };
       Value om = shuffle(m), os = shuffle(s), ox = shuffle(xt);
-      Value mm = fmax(m, om);
-      Value isNinf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                           mm, ninf);
-      Value shift = arith::SelectOp::create(b, loc, isNinf, zero, mm);
-      auto scaled = [&](Value sum, Value max) -> Value {
-        return arith::MulFOp::create(
-            b, loc, sum, exp(arith::SubFOp::create(b, loc, max, shift)));
-      };
-      s = arith::AddFOp::create(b, loc, scaled(s, m), scaled(os, om));
-      m = mm;
+      ImplicitLocOpBuilder ib(loc, b);
+      std::tie(m, s) = combineMaxSumF32(ib, m, s, om, os);
       xt = fmax(xt, ox);
     }
     Value writes = arith::AndIOp::create(
@@ -422,16 +413,24 @@ void TileStatsEmitter::emitConsumers() {
   emitWrite(tiles.getResults());
 }
 
+TileStatsArgs<Type> mlir::xent::getTileStatsArgTypes(MLIRContext *ctx,
+                                                     Type targetType) {
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  Type index = IndexType::get(ctx);
+  TileStatsArgs<Type> types;
+  types.mapHidden = types.mapWeight = ptr;
+  types.target = getBufferType(ctx, 1, targetType);
+  types.stats = getBufferType(ctx, 3, Float32Type::get(ctx));
+  types.numRows = types.numClasses = types.depthSteps = index;
+  types.rowTiles = types.classTiles = types.groups = index;
+  return types;
+}
+
 gpu::GPUFuncOp TileStatsEmitter::build(StringRef name, Type targetType) {
   MLIRContext *ctx = b.getContext();
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  Type index = b.getIndexType();
+  TileStatsArgs<Type> types = getTileStatsArgTypes(ctx, targetType);
   auto func = gpu::GPUFuncOp::create(
-      b, loc, name,
-      b.getFunctionType({ptr, ptr, getBufferType(ctx, 1, targetType),
-                         getBufferType(ctx, 3, f32), index, index, index,
-                         index, index, index},
-                        {}));
+      b, loc, name, b.getFunctionType(types.list(), {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
       {static_cast<int32_t>(kTileThreads), 1, 1}));
@@ -439,18 +438,20 @@ gpu::GPUFuncOp TileStatsEmitter::build(StringRef name, Type targetType) {
   b.setInsertionPointToStart(&func.getBody().front());
   mapA = getTileOperandMapType(ctx, element, kTileRows);
   mapB = getTileOperandMapType(ctx, element, kTileClasses);
-  auto args = func.getArguments();
+  TileStatsArgs<Value> args = bindKernelArgs(types, func.getArguments());
   // The tensor maps arrive as pointers (the host's descriptors, lowered).
-  descA = UnrealizedConversionCastOp::create(b, loc, mapA, args[0]).getResult(0);
-  descB = UnrealizedConversionCastOp::create(b, loc, mapB, args[1]).getResult(0);
-  target = args[2];
-  stats = args[3];
-  numRows = args[4];
-  numClasses = args[5];
-  depthSteps = args[6];
-  numRowTiles = args[7];
-  numClassTiles = args[8];
-  groups = args[9];
+  descA = UnrealizedConversionCastOp::create(b, loc, mapA, args.mapHidden)
+              .getResult(0);
+  descB = UnrealizedConversionCastOp::create(b, loc, mapB, args.mapWeight)
+              .getResult(0);
+  target = args.target;
+  stats = args.stats;
+  numRows = args.numRows;
+  numClasses = args.numClasses;
+  depthSteps = args.depthSteps;
+  numRowTiles = args.rowTiles;
+  numClassTiles = args.classTiles;
+  groups = args.groups;
   accType = LLVM::LLVMStructType::getLiteral(
       ctx, SmallVector<Type>(kAccumulators, f32));
 
@@ -515,42 +516,46 @@ gpu::GPUFuncOp mlir::xent::buildTileStatsKernel(OpBuilder &b, Location loc,
   return TileStatsEmitter(b, loc, element).build(name, targetType);
 }
 
+TileLossArgs<Type> mlir::xent::getTileLossArgTypes(MLIRContext *ctx,
+                                                   const TileLossSpec &spec) {
+  Type f32 = Float32Type::get(ctx), index = IndexType::get(ctx);
+  TileLossArgs<Type> types;
+  types.stats = getBufferType(ctx, 3, f32);
+  types.target = getBufferType(ctx, 1, spec.targetType);
+  if (spec.classWeightType)
+    types.classWeight = getBufferType(ctx, 1, spec.classWeightType);
+  if (spec.reduced)
+    types.scratch = getScratchType(ctx);
+  if (!spec.reduced && spec.lossType)
+    types.loss = getBufferType(ctx, 1, spec.lossType);
+  if (!spec.reduced && spec.zLossType)
+    types.zLoss = getBufferType(ctx, 1, spec.zLossType);
+  types.ignoreIndex = IntegerType::get(ctx, 64);
+  if (spec.zLoss)
+    types.zLossScale = f32;
+  types.numClasses = types.groups = index;
+  return types;
+}
+
 gpu::GPUFuncOp mlir::xent::buildTileLossKernel(OpBuilder &b, Location loc,
                                                StringRef name,
                                                const TileLossSpec &spec) {
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type(), i64 = b.getI64Type(), index = b.getIndexType();
-  SmallVector<Type> inputs = {getBufferType(ctx, 3, f32),
-                              getBufferType(ctx, 1, spec.targetType)};
-  if (spec.classWeightType)
-    inputs.push_back(getBufferType(ctx, 1, spec.classWeightType));
-  if (spec.reduced)
-    inputs.push_back(getScratchType(ctx));
-  if (!spec.reduced && spec.lossType)
-    inputs.push_back(getBufferType(ctx, 1, spec.lossType));
-  if (!spec.reduced && spec.zLossType)
-    inputs.push_back(getBufferType(ctx, 1, spec.zLossType));
-  inputs.push_back(i64);
-  if (spec.zLoss)
-    inputs.push_back(f32);
-  inputs.append({index, index});
-  auto func =
-      gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(inputs, {}));
+  TileLossArgs<Type> types = getTileLossArgTypes(ctx, spec);
+  auto func = gpu::GPUFuncOp::create(b, loc, name,
+                                     b.getFunctionType(types.list(), {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
       {static_cast<int32_t>(kTileMergeThreads), 1, 1}));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&func.getBody().front());
-  auto args = func.getArguments();
-  unsigned next = 0;
-  Value stats = args[next++], target = args[next++];
-  Value classWeight = spec.classWeightType ? args[next++] : Value();
-  Value scratch = spec.reduced ? args[next++] : Value();
-  Value loss = !spec.reduced && spec.lossType ? args[next++] : Value();
-  Value zLoss = !spec.reduced && spec.zLossType ? args[next++] : Value();
-  Value ignoreIndex = args[next++];
-  Value zScale = spec.zLoss ? args[next++] : Value();
-  Value numClasses = args[next++], groups = args[next++];
+  TileLossArgs<Value> args = bindKernelArgs(types, func.getArguments());
+  Value stats = args.stats, target = args.target;
+  Value classWeight = args.classWeight, scratch = args.scratch;
+  Value loss = args.loss, zLoss = args.zLoss;
+  Value ignoreIndex = args.ignoreIndex, zScale = args.zLossScale;
+  Value numClasses = args.numClasses, groups = args.groups;
 
   auto idx = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
@@ -580,18 +585,8 @@ gpu::GPUFuncOp mlir::xent::buildTileLossKernel(OpBuilder &b, Location loc,
                                         ValueRange{g, row, idx(k)});
         };
         Value m = load(0), s = load(1), xt = load(2);
-        Value mm = arith::MaximumFOp::create(b, loc, acc[0], m);
-        Value isNinf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                             mm, ninf);
-        Value shift = arith::SelectOp::create(b, loc, isNinf, zero, mm);
-        auto scaled = [&](Value sum, Value max) -> Value {
-          ImplicitLocOpBuilder ib(loc, b);
-          return arith::MulFOp::create(
-              b, loc, sum,
-              emitFastExpF32(ib, arith::SubFOp::create(b, loc, max, shift)));
-        };
-        Value sum = arith::AddFOp::create(b, loc, scaled(acc[1], acc[0]),
-                                          scaled(s, m));
+        ImplicitLocOpBuilder ib(loc, b);
+        auto [mm, sum] = combineMaxSumF32(ib, acc[0], acc[1], m, s);
         Value x = arith::MaximumFOp::create(b, loc, acc[2], xt);
         scf::YieldOp::create(b, loc, ValueRange{mm, sum, x});
       });

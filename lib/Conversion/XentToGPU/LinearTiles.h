@@ -13,6 +13,8 @@
 #ifndef XENT_LIB_CONVERSION_XENTTOGPU_LINEARTILES_H
 #define XENT_LIB_CONVERSION_XENTTOGPU_LINEARTILES_H
 
+#include "KernelBuilder.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
@@ -43,10 +45,30 @@ nvgpu::TensorMapDescriptorType getTileOperandMapType(MLIRContext *ctx,
 /// Dynamic shared memory of the tile kernel, in bytes.
 int64_t getTileStatsSharedMemoryBytes();
 
-/// The tile kernel: (map of hidden [N, H], map of weight [V, H] as
-/// !llvm.ptr, target [N] of `targetType`, stats [G, N, kTileStatsWidth] f32,
-/// N, V, the depth steps ceil(H / kTileDepth), the row tiles, the class
-/// tiles, G), one block per (row tile, group).
+/// The arguments of the tile kernel by name, like RowKernelArgs: Values
+/// (the host's launch operands, the kernel's block arguments) or Types (its
+/// signature); members() is the one place that fixes their order.
+template <typename T> struct TileStatsArgs {
+  T mapHidden, mapWeight; // the TMA maps of hidden [N, H] and weight [V, H],
+                          // as !llvm.ptr
+  T target;               // [N], i32 / i64
+  T stats;                // [G, N, kTileStatsWidth] f32
+  T numRows, numClasses;  // N, V
+  T depthSteps;           // ceil(H / kTileDepth)
+  T rowTiles, classTiles; // ceil(N / kTileRows), ceil(V / kTileClasses)
+  T groups;               // G
+
+  template <typename Self> static auto members(Self &self) {
+    return std::array{&self.mapHidden,  &self.mapWeight,  &self.target,
+                      &self.stats,      &self.numRows,    &self.numClasses,
+                      &self.depthSteps, &self.rowTiles,   &self.classTiles,
+                      &self.groups};
+  }
+  SmallVector<T> list() const { return listPresent(members(*this)); }
+};
+TileStatsArgs<Type> getTileStatsArgTypes(MLIRContext *ctx, Type targetType);
+
+/// The tile kernel, one block per (row tile, group).
 gpu::GPUFuncOp buildTileStatsKernel(OpBuilder &b, Location loc,
                                     StringRef name, Type element,
                                     Type targetType);
@@ -61,9 +83,30 @@ struct TileLossSpec {
   bool zLoss = false;
 };
 
-/// The merge kernel: (stats, target, [class_weight], [scratch] (reduced),
-/// [loss], [z_loss] (per row), ignore_index i64, [z-loss scale f32], V
-/// index, G index), one thread per row: the row's loss (and z-loss) as the
+/// The arguments of the merge kernel by name, like TileStatsArgs.
+template <typename T> struct TileLossArgs {
+  T stats;       // [G, N, kTileStatsWidth] f32
+  T target;      // [N]
+  T classWeight; // [V], with class weights
+  T scratch;     // getScratchType, reduced
+  T loss, zLoss; // [N], per row (`none`), when results
+  T ignoreIndex; // i64
+  T zLossScale;  // f32, with a z-loss
+  T numClasses;  // V, index
+  T groups;      // G, index
+
+  template <typename Self> static auto members(Self &self) {
+    return std::array{&self.stats,       &self.target,     &self.classWeight,
+                      &self.scratch,     &self.loss,       &self.zLoss,
+                      &self.ignoreIndex, &self.zLossScale, &self.numClasses,
+                      &self.groups};
+  }
+  SmallVector<T> list() const { return listPresent(members(*this)); }
+};
+TileLossArgs<Type> getTileLossArgTypes(MLIRContext *ctx,
+                                       const TileLossSpec &spec);
+
+/// The merge kernel, one thread per row: the row's loss (and z-loss) as the
 /// row kernels compute it from m, Σ and x_t.
 gpu::GPUFuncOp buildTileLossKernel(OpBuilder &b, Location loc, StringRef name,
                                    const TileLossSpec &spec);
