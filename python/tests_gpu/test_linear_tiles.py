@@ -2,11 +2,12 @@
 
 On sm_90a the package's loss-only entries take the tile path
 (docs/linear-cross-entropy.md, "The tile path"): a warpgroup-MMA kernel
-reduces tiles of hidden · weightᵀ to per-row statistics over groups of class
-tiles, a merge kernel makes the loss; no logits are written. Where a call's
-values or buffers do not allow it (a label smoothing or softcap other than 0,
-a depth whose rows TMA cannot read: H·2 bytes not a multiple of 16) the
-same entry takes the row chunks.
+reduces tiles of hidden · weightᵀ (soft-capped where the call has a softcap)
+to per-row statistics over groups of class tiles (with label smoothing, the
+sum Σ (m - x) too), a merge kernel makes the loss; no logits are written.
+Where a call's values or buffers do not allow it (label smoothing other than
+0 with class weights, a depth whose rows TMA cannot read: H·2 bytes not a
+multiple of 16) the same entry takes the row chunks.
 
 Each loss is compared with float64 on the same rounded inputs and, as
 xent's error, with PyTorch's own (F.linear + F.cross_entropy in the same
@@ -135,16 +136,54 @@ def test_nan_hidden_row_is_nan():
     assert torch.isnan(loss[5]) and torch.isfinite(loss[6:]).all()
 
 
-@pytest.mark.parametrize("features", [{"label_smoothing": 0.1}, {"softcap": 30.0}],
-                         ids=["smoothing", "softcap"])
-def test_features_the_tiles_do_not_compute_take_the_chunks(features):
-    check("bf16", 300, 128, 1000, "mean", **features)
+FEATURES = {"smoothing": {"label_smoothing": 0.1}, "softcap": {"softcap": 30.0},
+            "softcap5": {"softcap": 5.0},
+            "both": {"label_smoothing": 0.25, "softcap": 15.0}}
+
+
+@pytest.mark.parametrize("shape", [(300, 64, 1000), (1, 128, 7), (130, 72, 32001),
+                                   (257, 4096, 50000)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("features", FEATURES, ids=str)
+def test_softcap_and_smoothing(features, reduction, shape):
+    check("bf16", *shape, reduction, **FEATURES[features])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_features_f16_z_loss_ignore_index(reduction):
+    check("f16", 300, 128, 1000, reduction, z=1e-4, ignore_index=5,
+          label_smoothing=0.1, softcap=20.0)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_class_weights_with_softcap_and_smoothing(reduction):
+    # The softcap with class weights is on the tiles; weighted label
+    # smoothing takes the chunks; both are checked the same way.
+    check("bf16", 300, 128, 1000, reduction, class_weight=True, softcap=30.0, z=1e-4)
+    check("bf16", 300, 128, 1000, reduction, class_weight=True, label_smoothing=0.1)
+
+
+def test_smoothing_sums_large_logits():
+    # Logits around 1024 with a spread of a few units: PyTorch's bf16 logits
+    # (spacing 8 there) lose the spread; xent's f32 tiles and Σ (m - x) (no
+    # cancellation) keep the loss to the f32 products' rounding.
+    hidden, weight, target = inputs(300, 128, 5000, torch.bfloat16)
+    hidden[:, 0] = 64.0
+    weight[:, 0] = 16.0
+    check_inputs = (hidden, weight, target)
+    got = call(*check_inputs, "none", label_smoothing=0.3)
+    ref, _ = reference(*check_inputs, "none", torch.float64, label_smoothing=0.3)
+    own, _ = reference(*check_inputs, "none", torch.bfloat16, label_smoothing=0.3)
+    e, e_torch = err(got[0], ref), err(own, ref)
+    assert e <= min(e_torch, 5e-4), (e, e_torch)
 
 
 def test_rows_tma_cannot_read_take_the_chunks():
     # A depth of 73: rows of 146 bytes, not a multiple of 16 (TMA's rule).
     check("bf16", 300, 73, 1000, "none")
     check("bf16", 300, 73, 1000, "mean")
+
 
 def kernels_run(fn):
     """The CUDA kernels `fn` launches (torch.profiler's names)."""
@@ -161,8 +200,17 @@ def test_the_tile_path_is_taken(dtype):
     names = kernels_run(lambda: call(hidden, weight, target, "mean"))
     assert any(n.startswith("xent_linear_tiles") for n in names), names
     assert not any(n.startswith("xent_loss") for n in names), names
-    names = kernels_run(lambda: call(hidden, weight, target, "mean", label_smoothing=0.1))
+    for features in FEATURES.values():
+        names = kernels_run(lambda: call(hidden, weight, target, "mean", **features))
+        assert any(n.startswith("xent_linear_tiles") for n in names), (features, names)
+        assert not any(n.startswith("xent_loss") for n in names), (features, names)
+    cw = torch.rand(1000, device="cuda") + 0.5
+    names = kernels_run(lambda: call(hidden, weight, target, "mean", class_weight=cw,
+                                     label_smoothing=0.1))
     assert not any(n.startswith("xent_linear_tiles") for n in names), names
+    names = kernels_run(lambda: call(hidden, weight, target, "mean", class_weight=cw,
+                                     softcap=30.0))
+    assert any(n.startswith("xent_linear_tiles") for n in names), names
     hidden, weight, target = inputs(300, 73, 1000, DTYPES[dtype])
     names = kernels_run(lambda: call(hidden, weight, target, "mean"))
     assert not any(n.startswith("xent_linear_tiles") for n in names), names

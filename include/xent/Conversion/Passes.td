@@ -153,6 +153,11 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
            "On sm_90a, the loss of a linear op without gradients from tile "
            "kernels (warpgroup MMA, TMA) that never write the logits, where "
            "the op and its buffers allow (false: always the row chunks)">,
+    Option<"linearTileCluster", "linear-tile-cluster", "int64_t",
+           /*default=*/"1",
+           "Blocks per cluster of the linear tile kernel: 1, or 2 (adjacent "
+           "row tiles; each block loads half of the weight tile and "
+           "multicasts it to both)">,
     Option<"allowDecomposition", "allow-decomposition", "bool",
            /*default=*/"true",
            "Ops may take the decomposition (false: an op that would is an "

@@ -104,6 +104,12 @@ struct XentGPUPipelineOptions
                      "from tile kernels that never write the logits (false: "
                      "always the row chunks)"),
       llvm::cl::init(ConvertXentToGPUOptions().linearTiles)};
+  PassOptions::Option<int64_t> linearTileCluster{
+      *this, "linear-tile-cluster",
+      llvm::cl::desc("Blocks per cluster of the linear tile kernel: 1, or 2 "
+                     "(each block loads half of the weight tile and "
+                     "multicasts it to both)"),
+      llvm::cl::init(ConvertXentToGPUOptions().linearTileCluster)};
 
   // The kernels' binary.
   PassOptions::Option<std::string> features{*this, "features",

@@ -25,23 +25,39 @@ Value KernelEmitter::fastTanh(Value x) {
   return LLVM::TanhOp::create(b, x, LLVM::FastmathFlags::afn);
 }
 
-Value KernelEmitter::tanh(Value x) {
+Value KernelEmitter::tanh(Value x) { return emitAccurateTanhF32(b, x); }
+
+Value mlir::xent::emitAccurateTanhF32(ImplicitLocOpBuilder &b, Value x) {
+  auto cst = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  };
+  auto add = [&](Value x, Value y) -> Value {
+    return arith::AddFOp::create(b, x, y);
+  };
+  auto mul = [&](Value x, Value y) -> Value {
+    return arith::MulFOp::create(b, x, y);
+  };
+  auto select = [&](Value c, Value t, Value f) -> Value {
+    return arith::SelectOp::create(b, c, t, f);
+  };
   // abs / copysign by compare and select: their math ops would call
   // libdevice.
   Value negative =
-      arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, x, cstF(0.0));
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, x, cst(0.0));
   Value ax = select(negative, arith::NegFOp::create(b, x), x);
-  Value e = exp(mul(ax, cstF(2.0)));
-  Value far = sub(cstF(1.0), mul(cstF(2.0), rcp(add(e, cstF(1.0)))));
+  Value e = emitFastExpF32(b, mul(ax, cst(2.0)));
+  Value rcp = NVVM::RcpApproxFtzF32Op::create(b, b.getF32Type(),
+                                              add(e, cst(1.0)));
+  Value far = arith::SubFOp::create(b, cst(1.0), mul(cst(2.0), rcp));
   far = select(negative, arith::NegFOp::create(b, far), far);
   // x - x³/3 + 2x⁵/15 - 17x⁷/315 for |x| < 1/16 (error below 1e-10).
   Value x2 = mul(x, x);
-  Value poly = add(cstF(2.0 / 15.0), mul(x2, cstF(-17.0 / 315.0)));
-  poly = add(cstF(-1.0 / 3.0), mul(x2, poly));
-  poly = add(cstF(1.0), mul(x2, poly));
+  Value poly = add(cst(2.0 / 15.0), mul(x2, cst(-17.0 / 315.0)));
+  poly = add(cst(-1.0 / 3.0), mul(x2, poly));
+  poly = add(cst(1.0), mul(x2, poly));
   Value near = mul(x, poly);
   Value small =
-      arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, ax, cstF(0.0625));
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, ax, cst(0.0625));
   return select(small, near, far);
 }
 

@@ -334,6 +334,9 @@ Value emitAccurateLogF32(ImplicitLocOpBuilder &b, Value s);
 Value emitFastExpF32(ImplicitLocOpBuilder &b, Value x);
 /// log(x) of an f32 x as lg2.approx.ftz(x) · ln 2 (absolute error ~2^-22).
 Value emitFastLogF32(ImplicitLocOpBuilder &b, Value x);
+/// tanh(x) of an f32 x = sign(x) (1 - 2 / (exp(2|x|) + 1)) (ex2.approx and
+/// rcp.approx), with its Taylor series near 0 where that form cancels.
+Value emitAccurateTanhF32(ImplicitLocOpBuilder &b, Value x);
 /// Two partial (max, Σ exp(x - max)) pairs of one row as one (BlockReduce.cpp):
 /// the max NaN-propagating, each sum scaled by exp(m_k - m), exactly 1 where
 /// m_k is the max (-inf included).

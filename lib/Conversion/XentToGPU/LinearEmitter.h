@@ -90,8 +90,10 @@ private:
   Value emitChunkRows(Value numRows, Value paddedClasses);
   /// Launches `func` on `grid` blocks of `threads` (and `sharedBytes` of
   /// dynamic shared memory); returns the grid (at least 1).
+  /// With `cluster` > 0, in clusters of that many blocks along x (`grid`,
+  /// in blocks, a multiple of it).
   Value launch(gpu::GPUFuncOp func, Value grid, ValueRange operands,
-               int64_t threads, int64_t sharedBytes = 0);
+               int64_t threads, int64_t sharedBytes = 0, int64_t cluster = 0);
   gpu::GPUFuncOp buildConvert(Type from, Type to);
   /// dst = src converted, both rank 2; one block per row.
   void convert(Value src, Value dst);

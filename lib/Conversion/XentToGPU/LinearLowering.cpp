@@ -134,6 +134,9 @@ mlir::xent::checkLinearOptions(Operation *module,
   if (options.linearChunkMiB <= 0)
     return module->emitError("linear-chunk-mib must be positive, got ")
            << options.linearChunkMiB;
+  if (options.linearTileCluster != 1 && options.linearTileCluster != 2)
+    return module->emitError("linear-tile-cluster must be 1 or 2, got ")
+           << options.linearTileCluster;
   return success();
 }
 
@@ -154,16 +157,19 @@ Value LinearEmitter::asMatrix(Value vector, Value rows, Value cols,
 
 Value LinearEmitter::launch(gpu::GPUFuncOp func, Value grid,
                             ValueRange operands, int64_t threads,
-                            int64_t sharedBytes) {
+                            int64_t sharedBytes, int64_t cluster) {
   Value one = index(1);
-  grid = arith::MaxUIOp::create(b, loc, grid, one);
+  grid = arith::MaxUIOp::create(b, loc, grid, cluster ? index(cluster) : one);
   Value shared =
       sharedBytes ? i32Constant(static_cast<int32_t>(sharedBytes)) : Value();
+  std::optional<gpu::KernelDim3> clusterSize;
+  if (cluster)
+    clusterSize = gpu::KernelDim3{index(cluster), one, one};
   gpu::LaunchFuncOp::create(b, loc, func, gpu::KernelDim3{grid, one, one},
                             gpu::KernelDim3{index(threads), one, one},
                             shared, operands,
                             /*asyncTokenType=*/nullptr,
-                            /*asyncDependencies=*/{});
+                            /*asyncDependencies=*/{}, clusterSize);
   return grid;
 }
 

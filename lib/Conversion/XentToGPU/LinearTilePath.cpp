@@ -23,6 +23,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace mlir::xent;
@@ -32,13 +33,13 @@ bool LinearEmitter::mayUseTiles(const BodyBuffers &io) {
       op.computesGradient() || !op.computesLoss() || io.bias ||
       !(hiddenType.isBF16() || hiddenType.isF16()))
     return false;
-  // Label smoothing and the softcap need sums and tanh the tile kernel does
-  // not compute: only run-time values, which may be 0 in a call.
+  // The tile kernel soft-caps and sums the classes for label smoothing, but
+  // not weighted by class: weighted label smoothing only as a run-time
+  // value, which may be 0 in a call.
   CrossEntropyConfig config = getChunkSpec(io.runtimeScalars).config;
   bool staticSmoothing =
       !config.scalars.labelSmoothing && config.labelSmoothing != 0.0f;
-  bool staticSoftcap = !config.scalars.softcap && config.softcap.has_value();
-  return !staticSmoothing && !staticSoftcap;
+  return !(staticSmoothing && io.classWeight);
 }
 
 Value LinearEmitter::emitTileCondition(const BodyBuffers &io) {
@@ -55,14 +56,12 @@ Value LinearEmitter::emitTileCondition(const BodyBuffers &io) {
   // Rows, classes and a depth (a TMA map has no empty dimension).
   Value ok = both(ult(zero, getNumRows(io)), ult(zero, dim(io.weight, 0)));
   ok = both(ok, ult(zero, dim(io.weight, 1)));
-  // A run-time label smoothing or softcap of 0 is the op without it.
-  for (Value feature : {io.runtimeScalars.labelSmoothing,
-                        io.runtimeScalars.softcap}) {
-    if (!feature)
-      continue;
+  // Weighted label smoothing takes the chunks; a run-time 0 is the op
+  // without it.
+  if (io.classWeight && io.runtimeScalars.labelSmoothing)
     ok = both(ok, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                        feature, f32Constant(0.0)));
-  }
+                                        io.runtimeScalars.labelSmoothing,
+                                        f32Constant(0.0)));
   // TMA reads rows of contiguous elements, rows and base 16-byte aligned.
   Value sixteen = index(16), bytes = index(hiddenType.getIntOrFloatBitWidth() / 8);
   for (Value buffer : {io.hidden, io.weight}) {
@@ -92,7 +91,11 @@ void LinearEmitter::emitTileLoss(const BodyBuffers &io) {
   chunk.zero = index(0);
   LossKernels loss = emitLossKernels(io, chunk);
 
-  Value rowTiles = ceilDiv(numRows, kTileRows);
+  // Whole clusters of row tiles.
+  Value rowTiles = arith::MulIOp::create(
+      b, loc,
+      ceilDiv(ceilDiv(numRows, kTileRows), options.linearTileCluster),
+      index(options.linearTileCluster));
   Value classTiles = ceilDiv(classes, kTileClasses);
   Value depthSteps = ceilDiv(features, kTileDepth);
   // Groups of class tiles: about kTileTargetBlocks blocks, at least one
@@ -120,12 +123,18 @@ void LinearEmitter::emitTileLoss(const BodyBuffers &io) {
         .getResult(0);
   };
   Value mapHidden = tensorMap(io.hidden, kTileRows);
-  Value mapWeight = tensorMap(io.weight, kTileClasses);
+  Value mapWeight =
+      tensorMap(io.weight, kTileClasses / options.linearTileCluster);
   Type targetType = cast<MemRefType>(io.target.getType()).getElementType();
-  gpu::GPUFuncOp tiles =
-      buildKernel("xent_linear_tiles", [&](OpBuilder &kb, StringRef name) {
-        return buildTileStatsKernel(kb, loc, name, hiddenType, targetType);
-      });
+  const CrossEntropyConfig &config = loss.spec.config;
+  // The tile kernel of the op's features: a softcap, and the class sums of
+  // unweighted label smoothing (the condition keeps weighted calls off).
+  TileStatsSpec featured;
+  featured.element = hiddenType;
+  featured.targetType = targetType;
+  featured.softcap = config.hasSoftcap();
+  featured.classSums = config.hasLabelSmoothing() && !io.classWeight;
+  featured.clusterBlocks = options.linearTileCluster;
   TileStatsArgs<Value> tileArgs;
   tileArgs.mapHidden = mapHidden;
   tileArgs.mapWeight = mapWeight;
@@ -137,8 +146,50 @@ void LinearEmitter::emitTileLoss(const BodyBuffers &io) {
   tileArgs.rowTiles = rowTiles;
   tileArgs.classTiles = classTiles;
   tileArgs.groups = groups;
-  launch(tiles, arith::MulIOp::create(b, loc, rowTiles, groups),
-         tileArgs.list(), kTileThreads, getTileStatsSharedMemoryBytes());
+  auto launchTiles = [&](const TileStatsSpec &tileSpec) {
+    gpu::GPUFuncOp tiles =
+        buildKernel("xent_linear_tiles", [&](OpBuilder &kb, StringRef name) {
+          return buildTileStatsKernel(kb, loc, name, tileSpec);
+        });
+    TileStatsArgs<Value> launchArgs = tileArgs;
+    if (tileSpec.softcap)
+      launchArgs.softcap = loss.scalars.softcap;
+    launch(tiles, arith::MulIOp::create(b, loc, rowTiles, groups),
+           launchArgs.list(), kTileThreads, getTileStatsSharedMemoryBytes(),
+           tileSpec.clusterBlocks > 1 ? tileSpec.clusterBlocks : 0);
+  };
+  // Run-time features that are 0 in a call launch the plain kernel (no tanh,
+  // no sums per logit), as the chunks' row kernels do; static ones always
+  // the featured kernel.
+  TileStatsSpec plain = featured;
+  plain.softcap = plain.classSums = false;
+  Value plainCall;
+  auto alsoZero = [&](Value runtime, bool present) {
+    if (!present)
+      return true;
+    if (!runtime)
+      return false;
+    Value zero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                       runtime, f32Constant(0.0));
+    plainCall =
+        plainCall ? arith::AndIOp::create(b, loc, plainCall, zero) : zero;
+    return true;
+  };
+  bool mayBePlain =
+      alsoZero(io.runtimeScalars.softcap, featured.softcap) &&
+      alsoZero(io.runtimeScalars.labelSmoothing, featured.classSums);
+  if (!featured.softcap && !featured.classSums) {
+    launchTiles(plain);
+  } else if (!mayBePlain) {
+    launchTiles(featured);
+  } else {
+    auto ifPlain = scf::IfOp::create(b, loc, plainCall, /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifPlain.thenBlock());
+    launchTiles(plain);
+    b.setInsertionPointToStart(ifPlain.elseBlock());
+    launchTiles(featured);
+  }
 
   TileLossSpec spec;
   spec.targetType = targetType;
@@ -149,6 +200,7 @@ void LinearEmitter::emitTileLoss(const BodyBuffers &io) {
   spec.zLoss = loss.spec.config.hasZLoss();
   spec.lossType = loss.spec.lossType;
   spec.zLossType = loss.spec.zLossType;
+  spec.smoothing = featured.classSums;
   gpu::GPUFuncOp merge =
       buildKernel("xent_linear_merge", [&](OpBuilder &kb, StringRef name) {
         return buildTileLossKernel(kb, loc, name, spec);
@@ -167,6 +219,8 @@ void LinearEmitter::emitTileLoss(const BodyBuffers &io) {
   }
   args.ignoreIndex = loss.scalars.ignoreIndex;
   args.zLossScale = loss.scalars.zLossScale;
+  if (spec.smoothing)
+    args.smoothing = loss.scalars.labelSmoothing;
   args.numClasses = classes;
   args.groups = groups;
   launch(merge, ceilDiv(numRows, kTileMergeThreads), args.list(),

@@ -12,12 +12,15 @@
 // kernel combines the groups of a row into its loss. The logits never reach
 // memory.
 //
-//   block (384 threads) = (row tile of kTileRows, group g of class tiles)
+//   block (384 threads) = (row tile of kTileRows, group g of class tiles),
+//   in clusters of two blocks: adjacent row tiles, one group
 //     warpgroup 2 (producer): one thread issues the TMA loads of each
-//       depth step's A (rows x kTileDepth of hidden) and B (kTileClasses x
-//       kTileDepth of weight) into a ring of kTileStages stages; mbarriers
-//       `full` (TMA -> MMA, transaction bytes) and `empty` (MMA -> TMA, one
-//       arrival per consumer warpgroup).
+//       depth step's A (rows x kTileDepth of hidden) and its half of B
+//       (kTileClasses x kTileDepth of weight), multicast to both blocks of
+//       the cluster, into a ring of kTileStages stages; mbarriers `full`
+//       (TMA -> MMA, transaction bytes: the block's A and both halves of B)
+//       and `empty` (MMA -> TMA, one arrival per consumer warpgroup of the
+//       cluster: a stage is refilled in both blocks at once).
 //     warpgroups 0, 1 (consumers): 64 rows each; per class tile the
 //       wgmma.m64n256k16 chain over the depth into 128 f32 accumulators per
 //       thread, then the tile's max and Σ exp folded into the thread's
@@ -54,6 +57,8 @@ namespace {
 constexpr int64_t kABytes = kTileRows * kTileDepth * 2;
 constexpr int64_t kBBytes = kTileClasses * kTileDepth * 2;
 constexpr int64_t kStageBytes = kABytes + kBBytes;
+/// Where the `empty` mbarriers lie after the stages (8 bytes each).
+constexpr int64_t kEmptyOffset = kTileStages * kStageBytes;
 /// f32 accumulators per thread of one m64 x kTileClasses wgmma.
 constexpr int64_t kAccumulators = kTileClasses / 2;
 /// Rows of one consumer warpgroup.
@@ -61,7 +66,8 @@ constexpr int64_t kWarpgroupRows = 64;
 constexpr int64_t kWarpgroupThreads = 128;
 /// Row tiles per band of the launch order: the blocks running at once share
 /// a band's hidden rows and each class tile's weight rows in L2.
-constexpr int64_t kBandTiles = 8;
+constexpr int64_t kBandTiles = 16;
+static_assert(kBandTiles % 2 == 0, "a band holds whole clusters");
 /// Registers of the producer warpgroup and of the consumers (setmaxnreg).
 constexpr int32_t kProducerRegisters = 40;
 constexpr int32_t kConsumerRegisters = 232;
@@ -74,11 +80,11 @@ constexpr int64_t kDescriptorBits = (int64_t(1) << 62) | (int64_t(64) << 32) |
 /// Builds the tile kernel's body.
 class TileStatsEmitter {
 public:
-  TileStatsEmitter(OpBuilder &b, Location loc, Type element)
-      : b(b), loc(loc), element(element), f32(b.getF32Type()),
-        i64(b.getI64Type()) {}
+  TileStatsEmitter(OpBuilder &b, Location loc, const TileStatsSpec &spec)
+      : b(b), loc(loc), spec(spec), element(spec.element),
+        f32(b.getF32Type()), i64(b.getI64Type()) {}
 
-  gpu::GPUFuncOp build(StringRef name, Type targetType);
+  gpu::GPUFuncOp build(StringRef name);
 
 private:
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
@@ -109,27 +115,47 @@ private:
     return arith::IndexCastOp::create(b, loc, i64, v);
   }
   /// The stage `s`'s operands in the dynamic shared memory.
-  Value stageView(Value s, int64_t offset, int64_t rows);
+  Value stageView(Value s, Value offset, int64_t rows);
   /// A wgmma descriptor of the K-major, 128-byte-swizzled tile at `address`.
   Value descriptor(Value address);
   /// The phase bit of step `i` of a ring of kTileStages mbarriers.
   Value phase(Value i, bool flip);
+  /// The `empty` mbarrier of stage `s` (shared memory).
+  Value emptyBarrier(Value s);
+  /// One arrival on stage `s`'s `empty` mbarrier in every block of the
+  /// cluster.
+  void releaseStage(Value s);
+  /// barrier.cluster: every thread of the cluster.
+  void syncCluster();
   void emitProducer();
   void emitConsumers();
   /// Folds the tile `acc` into the running statistics of the thread's two
-  /// rows; returns the six new values.
-  SmallVector<Value> emitTileStatistics(Value acc, Value tileStart,
+  /// rows; returns the 2 · perRow() new values. `it` is the tile's place in
+  /// the group.
+  SmallVector<Value> emitTileStatistics(Value acc, Value it, Value tileStart,
                                         ValueRange running);
   void emitWrite(ValueRange stats);
 
+  /// Values a row carries per thread: m, Σ exp(x - m), x_t, and with the
+  /// class sums D = Σ (m - x) over the classes seen.
+  int64_t perRow() const { return spec.classSums ? 4 : 3; }
+  /// The classes of a row a thread has seen in the group's first `tiles`
+  /// tiles, all whole (only the group's last tile can be partial), as f32.
+  Value wholeTileClasses(Value tiles) {
+    return arith::UIToFPOp::create(b, loc, f32,
+                                   toI64(mul(tiles, idx(kAccumulators / 2))));
+  }
+
   OpBuilder &b;
   Location loc;
+  const TileStatsSpec &spec;
   Type element, f32, i64;
   // Kernel state.
   Value descA, descB, target, stats, numRows, numClasses, depthSteps;
   Value numRowTiles, numClassTiles, groups;
-  Value dyn, pad, aligned, full, empty, tid, warpgroup, lane128;
-  Value rowTile, group, firstTile, numTiles, row0;
+  Value dyn, pad, aligned, full, tid, warpgroup, lane128;
+  Value rowTile, group, firstTile, numTiles, row0, clusterRank;
+  Value softcap, invSoftcap, softcapOff;
   nvgpu::TensorMapDescriptorType mapA, mapB;
   nvgpu::MBarrierGroupType barrierType;
   LLVM::LLVMStructType accType;
@@ -152,12 +178,13 @@ mlir::xent::getTileOperandMapType(MLIRContext *ctx, Type element,
 }
 
 int64_t mlir::xent::getTileStatsSharedMemoryBytes() {
-  // The stages, and room to align them to the swizzle's 1024 bytes.
-  return kTileStages * kStageBytes + 1024;
+  // The stages, the `empty` mbarriers, and room to align them to the
+  // swizzle's 1024 bytes.
+  return kEmptyOffset + 8 * kTileStages + 1024;
 }
 
-Value TileStatsEmitter::stageView(Value s, int64_t offset, int64_t rows) {
-  Value at = add(add(mul(s, idx(kStageBytes)), pad), idx(offset));
+Value TileStatsEmitter::stageView(Value s, Value offset, int64_t rows) {
+  Value at = add(add(mul(s, idx(kStageBytes)), pad), offset);
   auto smem =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   return memref::ViewOp::create(
@@ -181,6 +208,38 @@ Value TileStatsEmitter::phase(Value i, bool flip) {
       b, loc, bit, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
 }
 
+Value TileStatsEmitter::emptyBarrier(Value s) {
+  Value at = toI64(add(add(aligned, idx(kEmptyOffset)), mul(s, idx(8))));
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), /*shared*/ 3), at);
+}
+
+void TileStatsEmitter::releaseStage(Value s) {
+  Value local = emptyBarrier(s);
+  auto cluster =
+      LLVM::LLVMPointerType::get(b.getContext(), /*shared::cluster*/ 7);
+  if (spec.clusterBlocks == 1) {
+    NVVM::MBarrierArriveOp::create(b, loc, Type(), local, Value());
+    return;
+  }
+  for (int32_t rank = 0; rank < spec.clusterBlocks; ++rank) {
+    Value remote = NVVM::MapaOp::create(
+        b, loc, cluster, local,
+        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(rank)));
+    NVVM::MBarrierArriveOp::create(b, loc, Type(), remote, Value(),
+                                   NVVM::MemScopeKind::CLUSTER);
+  }
+}
+
+void TileStatsEmitter::syncCluster() {
+  if (spec.clusterBlocks == 1) {
+    gpu::BarrierOp::create(b, loc);
+    return;
+  }
+  NVVM::ClusterArriveOp::create(b, loc, UnitAttr());
+  NVVM::ClusterWaitOp::create(b, loc, UnitAttr());
+}
+
 void TileStatsEmitter::emitProducer() {
   NVVM::SetMaxRegisterOp::create(b, loc, kProducerRegisters,
                                  NVVM::SetMaxRegisterAction::decrease);
@@ -188,40 +247,59 @@ void TileStatsEmitter::emitProducer() {
   auto ifLead = scf::IfOp::create(b, loc, lead, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifLead.thenBlock());
-  Value ticks = idx(10000000);
+  Value ticks = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(10000000));
+  Value mask;
+  if (spec.clusterBlocks > 1)
+    mask = arith::ConstantOp::create(
+        b, loc, b.getI16IntegerAttr((1 << spec.clusterBlocks) - 1));
+  // The A rows: a padded row tile past N (the launch's row tiles are whole
+  // clusters) reads row tile 0 instead, its results are not written.
+  Value rowA = arith::SelectOp::create(
+      b, loc, cmp(arith::CmpIPredicate::ult, row0, numRows), row0, idx(0));
+  Value boxOffset = mul(clusterRank, idx(spec.weightBox()));
   scf::ForOp::create(
       b, loc, idx(0), numTiles, idx(1), ValueRange{},
       [&](OpBuilder &, Location, Value it, ValueRange) {
-        Value classRow = mul(add(firstTile, it), idx(kTileClasses));
+        Value classRow =
+            add(mul(add(firstTile, it), idx(kTileClasses)), boxOffset);
         scf::ForOp::create(
             b, loc, idx(0), depthSteps, idx(1), ValueRange{},
             [&](OpBuilder &, Location, Value kb, ValueRange) {
               Value i = add(mul(it, depthSteps), kb);
               Value s = remu(i, idx(kTileStages));
-              // The stage is free once both consumers released it (the
-              // first round's wait on the opposite phase passes at once).
-              nvgpu::MBarrierTryWaitParityOp::create(
-                  b, loc, empty, phase(i, true), ticks, s);
+              // The stage is free once the consumers of both blocks
+              // released it (the first round's wait on the opposite phase
+              // passes at once).
+              Value parity = arith::ExtUIOp::create(b, loc, b.getI32Type(),
+                                                    phase(i, true));
+              NVVM::MBarrierTryWaitParityOp::create(b, loc, emptyBarrier(s),
+                                                    parity, ticks);
+              // The block's `full` counts its A and both halves of B (the
+              // other block's half arrives by its multicast).
               nvgpu::MBarrierArriveExpectTxOp::create(
                   b, loc, full, idx(kStageBytes), s, Value());
               Value depth = mul(kb, idx(kTileDepth));
               nvgpu::TmaAsyncLoadOp::create(
-                  b, loc, stageView(s, 0, kTileRows), full, descA,
-                  ValueRange{depth, row0}, s, Value(), Value());
+                  b, loc, stageView(s, idx(0), kTileRows), full, descA,
+                  ValueRange{depth, rowA}, s, Value(), Value());
+              Value box = add(idx(kABytes),
+                              mul(clusterRank,
+                                  idx(spec.weightBox() * kTileDepth * 2)));
               nvgpu::TmaAsyncLoadOp::create(
-                  b, loc, stageView(s, kABytes, kTileClasses), full, descB,
-                  ValueRange{depth, classRow}, s, Value(), Value());
+                  b, loc, stageView(s, box, spec.weightBox()), full, descB,
+                  ValueRange{depth, classRow}, s, mask, Value());
               scf::YieldOp::create(b, loc);
             });
         scf::YieldOp::create(b, loc);
       });
 }
 
-SmallVector<Value> TileStatsEmitter::emitTileStatistics(Value acc,
+SmallVector<Value> TileStatsEmitter::emitTileStatistics(Value acc, Value it,
                                                         Value tileStart,
                                                         ValueRange running) {
   Value ninf = cF(-std::numeric_limits<double>::infinity());
   Value zero = cF(0.0);
+  ImplicitLocOpBuilder ib(loc, b);
   // Column of accumulator j relative to the thread's first column:
   // 8 (j / 4) + j % 2; j % 4 < 2 is the first row, else the row 8 below.
   auto columnOf = [](int64_t j) { return 8 * (j / 4) + (j % 2); };
@@ -230,17 +308,31 @@ SmallVector<Value> TileStatsEmitter::emitTileStatistics(Value acc,
   Value limit = sub(toI64(numClasses), colBase);
   Value partial = cmp(arith::CmpIPredicate::ugt,
                       add(tileStart, idx(kTileClasses)), numClasses);
-  SmallVector<Value> x(kAccumulators);
+  SmallVector<Value> x(kAccumulators), valid(kAccumulators);
   for (int64_t j = 0; j < kAccumulators; ++j) {
     Value raw = LLVM::ExtractValueOp::create(b, loc, acc, j);
+    if (softcap) {
+      // s · tanh(x / s); the logit itself where a run-time softcap is 0.
+      Value capped = arith::MulFOp::create(
+          b, loc, softcap,
+          emitAccurateTanhF32(ib, arith::MulFOp::create(b, loc, raw,
+                                                        invSoftcap)));
+      raw = arith::SelectOp::create(b, loc, softcapOff, raw, capped);
+    }
     Value inside =
         cmp(arith::CmpIPredicate::slt, cI64(columnOf(j)), limit);
+    valid[j] = arith::OrIOp::create(
+        b, loc, inside,
+        arith::XOrIOp::create(
+            b, loc, partial,
+            arith::ConstantOp::create(b, loc, b.getBoolAttr(true))));
     Value masked = arith::SelectOp::create(b, loc, inside, raw, ninf);
     x[j] = arith::SelectOp::create(b, loc, partial, masked, raw);
   }
   SmallVector<Value> next;
   for (int64_t r = 0; r < 2; ++r) {
-    Value m = running[3 * r], s = running[3 * r + 1], xt = running[3 * r + 2];
+    ValueRange row = running.slice(perRow() * r, perRow());
+    Value m = row[0], s = row[1], xt = row[2];
     SmallVector<int64_t> mine;
     for (int64_t j = 0; j < kAccumulators; ++j)
       if ((j % 4) / 2 == r)
@@ -277,6 +369,25 @@ SmallVector<Value> TileStatsEmitter::emitTileStatistics(Value acc,
       scf::YieldOp::create(b, loc, xt);
     }
     next.append({newMax, sum, ifIn.getResult(0)});
+    if (!spec.classSums)
+      continue;
+    // D = Σ (m - x) over the classes seen, every term ≥ 0 (no
+    // cancellation): rebased to the new max by count · (new - old), then
+    // this tile's (new - x) of the valid classes added.
+    Value d = row[3], count = wholeTileClasses(it);
+    Value rebase = arith::MulFOp::create(
+        b, loc, count, arith::SubFOp::create(b, loc, newMax, m));
+    Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                       count, zero);
+    d = arith::AddFOp::create(
+        b, loc, d, arith::SelectOp::create(b, loc, seen, rebase, zero));
+    for (int64_t j : mine) {
+      Value term = arith::SelectOp::create(
+          b, loc, valid[j], arith::SubFOp::create(b, loc, newMax, x[j]),
+          zero);
+      d = arith::AddFOp::create(b, loc, d, term);
+    }
+    next.push_back(d);
   }
   return next;
 }
@@ -287,26 +398,78 @@ void TileStatsEmitter::emitWrite(ValueRange running) {
   };
   Value all = cI32(-1), clamp = cI32(31);
   Value quad = remu(lane128, idx(4));
+  Value zero = cF(0.0);
+  // count · (M - m), 0 where no class was counted (m = -inf).
+  auto rebase = [&](Value count, Value to, Value from) -> Value {
+    Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                       count, zero);
+    return arith::SelectOp::create(
+        b, loc, seen,
+        arith::MulFOp::create(b, loc, count,
+                              arith::SubFOp::create(b, loc, to, from)),
+        zero);
+  };
+  // The thread's classes of a row in the group (for D's rebasing): the whole
+  // tiles', and of the last tile those below V, its columns being
+  // {8a + b : a < 32, b < 2} past the thread's first; 2 (L / 8) + min(L % 8,
+  // 2) of them are below L.
+  Value count;
+  if (spec.classSums) {
+    Value lastTile = sub(numTiles, idx(1));
+    Value lastStart = mul(add(firstTile, lastTile), idx(kTileClasses));
+    Value room = sub(toI64(numClasses), add(toI64(lastStart), quadOffset));
+    Value eight = cI64(8);
+    Value below = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, cI64(2),
+                              arith::DivSIOp::create(b, loc, room, eight)),
+        arith::MinSIOp::create(b, loc,
+                               arith::RemSIOp::create(b, loc, room, eight),
+                               cI64(2)));
+    below = arith::MinSIOp::create(
+        b, loc, arith::MaxSIOp::create(b, loc, below, cI64(0)),
+        cI64(kAccumulators / 2));
+    count = arith::AddFOp::create(
+        b, loc, wholeTileClasses(lastTile),
+        arith::SIToFPOp::create(b, loc, f32, below));
+  }
   for (int64_t r = 0; r < 2; ++r) {
-    Value m = running[3 * r], s = running[3 * r + 1], xt = running[3 * r + 2];
+    SmallVector<Value> row(running.slice(perRow() * r, perRow()));
+    if (spec.classSums)
+      row.push_back(count);
     // The four threads of a row (lanes 4q … 4q + 3) merge their values.
     for (int32_t offset : {1, 2}) {
-      auto shuffle = [&](Value v) -> Value {
-        return NVVM::ShflOp::create(b, loc, f32, all, v, cI32(offset), clamp,
-                                    NVVM::ShflKind::bfly, UnitAttr());
-      };
-      Value om = shuffle(m), os = shuffle(s), ox = shuffle(xt);
+      SmallVector<Value> other;
+      for (Value v : row)
+        other.push_back(NVVM::ShflOp::create(b, loc, f32, all, v,
+                                             cI32(offset), clamp,
+                                             NVVM::ShflKind::bfly,
+                                             UnitAttr()));
       ImplicitLocOpBuilder ib(loc, b);
-      std::tie(m, s) = combineMaxSumF32(ib, m, s, om, os);
-      xt = fmax(xt, ox);
+      auto [m, s] = combineMaxSumF32(ib, row[0], row[1], other[0], other[1]);
+      if (spec.classSums) {
+        Value d = arith::AddFOp::create(
+            b, loc,
+            arith::AddFOp::create(b, loc, row[3],
+                                  rebase(row[4], m, row[0])),
+            arith::AddFOp::create(b, loc, other[3],
+                                  rebase(other[4], m, other[0])));
+        row[3] = d;
+        row[4] = arith::AddFOp::create(b, loc, row[4], other[4]);
+      }
+      row[0] = m;
+      row[1] = s;
+      row[2] = fmax(row[2], other[2]);
     }
     Value writes = arith::AndIOp::create(
         b, loc, cmp(arith::CmpIPredicate::eq, quad, idx(0)), inRange[r]);
     auto ifWrite = scf::IfOp::create(b, loc, writes, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifWrite.thenBlock());
-    for (auto [k, v] : llvm::enumerate(SmallVector<Value>{m, s, xt}))
-      memref::StoreOp::create(b, loc, v, stats,
+    // m, Σ, x_t and, with the class sums, D (the count is the group's
+    // classes, which the merge knows).
+    for (int64_t k = 0; k < (spec.classSums ? 4 : 3); ++k)
+      memref::StoreOp::create(b, loc, row[k], stats,
                               ValueRange{group, rows[r], idx(k)});
   }
 }
@@ -345,9 +508,15 @@ void TileStatsEmitter::emitConsumers() {
   MLIRContext *ctx = b.getContext();
   auto wgmmaType = element.isBF16() ? NVVM::WGMMATypes::bf16
                                     : NVVM::WGMMATypes::f16;
+  SmallVector<Value> initial;
+  for (int64_t r = 0; r < 2; ++r) {
+    initial.append({ninf, zero, ninf});
+    if (spec.classSums)
+      initial.push_back(zero);
+  }
   auto tiles = scf::ForOp::create(
       b, loc, idx(0), numTiles, idx(1),
-      ValueRange{ninf, zero, ninf, ninf, zero, ninf},
+      initial,
       [&](OpBuilder &, Location, Value it, ValueRange running) {
         auto steps = scf::ForOp::create(
             b, loc, idx(0), depthSteps, idx(1), ValueRange{zeroAcc},
@@ -390,8 +559,7 @@ void TileStatsEmitter::emitConsumers() {
               {
                 OpBuilder::InsertionGuard guard(b);
                 b.setInsertionPointToStart(ifRelease.thenBlock());
-                Value prev = remu(sub(i, idx(1)), idx(kTileStages));
-                nvgpu::MBarrierArriveOp::create(b, loc, empty, prev);
+                releaseStage(remu(sub(i, idx(1)), idx(kTileStages)));
               }
               scf::YieldOp::create(b, loc, acc);
             });
@@ -402,19 +570,19 @@ void TileStatsEmitter::emitConsumers() {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(ifLead.thenBlock());
           Value last = sub(add(mul(it, depthSteps), depthSteps), idx(1));
-          nvgpu::MBarrierArriveOp::create(b, loc, empty,
-                                          remu(last, idx(kTileStages)));
+          releaseStage(remu(last, idx(kTileStages)));
         }
         Value tileStart = mul(add(firstTile, it), idx(kTileClasses));
         SmallVector<Value> next =
-            emitTileStatistics(steps.getResult(0), tileStart, running);
+            emitTileStatistics(steps.getResult(0), it, tileStart, running);
         scf::YieldOp::create(b, loc, next);
       });
   emitWrite(tiles.getResults());
 }
 
-TileStatsArgs<Type> mlir::xent::getTileStatsArgTypes(MLIRContext *ctx,
-                                                     Type targetType) {
+TileStatsArgs<Type>
+mlir::xent::getTileStatsArgTypes(MLIRContext *ctx, const TileStatsSpec &spec) {
+  Type targetType = spec.targetType;
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   Type index = IndexType::get(ctx);
   TileStatsArgs<Type> types;
@@ -423,12 +591,14 @@ TileStatsArgs<Type> mlir::xent::getTileStatsArgTypes(MLIRContext *ctx,
   types.stats = getBufferType(ctx, 3, Float32Type::get(ctx));
   types.numRows = types.numClasses = types.depthSteps = index;
   types.rowTiles = types.classTiles = types.groups = index;
+  if (spec.softcap)
+    types.softcap = Float32Type::get(ctx);
   return types;
 }
 
-gpu::GPUFuncOp TileStatsEmitter::build(StringRef name, Type targetType) {
+gpu::GPUFuncOp TileStatsEmitter::build(StringRef name) {
   MLIRContext *ctx = b.getContext();
-  TileStatsArgs<Type> types = getTileStatsArgTypes(ctx, targetType);
+  TileStatsArgs<Type> types = getTileStatsArgTypes(ctx, spec);
   auto func = gpu::GPUFuncOp::create(
       b, loc, name, b.getFunctionType(types.list(), {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -437,7 +607,7 @@ gpu::GPUFuncOp TileStatsEmitter::build(StringRef name, Type targetType) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&func.getBody().front());
   mapA = getTileOperandMapType(ctx, element, kTileRows);
-  mapB = getTileOperandMapType(ctx, element, kTileClasses);
+  mapB = getTileOperandMapType(ctx, element, spec.weightBox());
   TileStatsArgs<Value> args = bindKernelArgs(types, func.getArguments());
   // The tensor maps arrive as pointers (the host's descriptors, lowered).
   descA = UnrealizedConversionCastOp::create(b, loc, mapA, args.mapHidden)
@@ -452,11 +622,20 @@ gpu::GPUFuncOp TileStatsEmitter::build(StringRef name, Type targetType) {
   numRowTiles = args.rowTiles;
   numClassTiles = args.classTiles;
   groups = args.groups;
+  if (spec.softcap) {
+    softcap = args.softcap;
+    invSoftcap = arith::DivFOp::create(b, loc, cF(1.0), softcap);
+    softcapOff = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                       softcap, cF(0.0));
+  }
   accType = LLVM::LLVMStructType::getLiteral(
       ctx, SmallVector<Type>(kAccumulators, f32));
 
   // Launch order: bands of kBandTiles row tiles, each band's blocks over
-  // every group; block -> (row tile, group).
+  // every group; block -> (row tile, group). The row tiles are whole
+  // clusters and kBandTiles a multiple of the cluster's blocks, so the blocks
+  // of a cluster (consecutive block ids) have adjacent row tiles and one
+  // group.
   Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value bandBlocks = mul(idx(kBandTiles), groups);
   Value band = divu(block, bandBlocks);
@@ -471,6 +650,10 @@ gpu::GPUFuncOp TileStatsEmitter::build(StringRef name, Type targetType) {
   Value endTile = divu(mul(add(group, idx(1)), numClassTiles), groups);
   numTiles = sub(endTile, firstTile);
   row0 = mul(rowTile, idx(kTileRows));
+  clusterRank = spec.clusterBlocks == 1
+                    ? idx(0)
+                    : gpu::ClusterBlockIdOp::create(b, loc, gpu::Dimension::x)
+                          .getResult();
 
   auto smem = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   dyn = gpu::DynamicSharedMemoryOp::create(
@@ -481,7 +664,6 @@ gpu::GPUFuncOp TileStatsEmitter::build(StringRef name, Type targetType) {
   pad = sub(aligned, base);
   barrierType = nvgpu::MBarrierGroupType::get(ctx, smem, kTileStages);
   full = nvgpu::MBarrierCreateOp::create(b, loc, barrierType);
-  empty = nvgpu::MBarrierCreateOp::create(b, loc, barrierType);
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   warpgroup = divu(tid, idx(kWarpgroupThreads));
   lane128 = remu(tid, idx(kWarpgroupThreads));
@@ -490,14 +672,21 @@ gpu::GPUFuncOp TileStatsEmitter::build(StringRef name, Type targetType) {
         b, loc, cmp(arith::CmpIPredicate::eq, tid, idx(0)), false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifFirst.thenBlock());
+    Value consumers = arith::ConstantOp::create(
+        b, loc, b.getI32IntegerAttr(2 * spec.clusterBlocks));
     for (int64_t s = 0; s < kTileStages; ++s) {
       nvgpu::MBarrierInitOp::create(b, loc, full, idx(1), idx(s), Value());
-      nvgpu::MBarrierInitOp::create(b, loc, empty, idx(2), idx(s), Value());
+      NVVM::MBarrierInitOp::create(b, loc, emptyBarrier(idx(s)), consumers,
+                                   Value());
     }
+    if (spec.clusterBlocks > 1)
+      NVVM::FenceMbarrierInitOp::create(b, loc);
     nvgpu::TmaPrefetchOp::create(b, loc, descA, Value());
     nvgpu::TmaPrefetchOp::create(b, loc, descB, Value());
   }
-  gpu::BarrierOp::create(b, loc);
+  // Both blocks' mbarriers are initialized before either block's multicast
+  // or arrival reaches them.
+  syncCluster();
   auto ifProducer = scf::IfOp::create(
       b, loc, cmp(arith::CmpIPredicate::eq, warpgroup, idx(2)),
       /*withElseRegion=*/true);
@@ -506,14 +695,17 @@ gpu::GPUFuncOp TileStatsEmitter::build(StringRef name, Type targetType) {
   b.setInsertionPointToStart(ifProducer.elseBlock());
   emitConsumers();
   b.setInsertionPointAfter(ifProducer);
+  // No block exits while the other's arrivals may still reach it.
+  if (spec.clusterBlocks > 1)
+    syncCluster();
   gpu::ReturnOp::create(b, loc);
   return func;
 }
 
 gpu::GPUFuncOp mlir::xent::buildTileStatsKernel(OpBuilder &b, Location loc,
-                                                StringRef name, Type element,
-                                                Type targetType) {
-  return TileStatsEmitter(b, loc, element).build(name, targetType);
+                                                StringRef name,
+                                                const TileStatsSpec &spec) {
+  return TileStatsEmitter(b, loc, spec).build(name);
 }
 
 TileLossArgs<Type> mlir::xent::getTileLossArgTypes(MLIRContext *ctx,
@@ -533,6 +725,8 @@ TileLossArgs<Type> mlir::xent::getTileLossArgTypes(MLIRContext *ctx,
   types.ignoreIndex = IntegerType::get(ctx, 64);
   if (spec.zLoss)
     types.zLossScale = f32;
+  if (spec.smoothing)
+    types.smoothing = f32;
   types.numClasses = types.groups = index;
   return types;
 }
@@ -576,9 +770,38 @@ gpu::GPUFuncOp mlir::xent::buildTileLossKernel(OpBuilder &b, Location loc,
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, numRows),
       /*withElseRegion=*/false);
   b.setInsertionPointToStart(ifRow.thenBlock());
-  // The groups merged: M = max m_g, S = Σ s_g exp(m_g - M), x_t = max.
+  // The groups merged: M = max m_g, S = Σ s_g exp(m_g - M), x_t = max;
+  // with label smoothing D = Σ (D_g + n_g (M - m_g)) over the groups' n_g
+  // classes (as the tile kernel splits them), rebased as M grows.
+  Value classTiles = arith::CeilDivUIOp::create(b, loc, numClasses,
+                                                idx(kTileClasses));
+  auto groupClasses = [&](Value g) -> Value {
+    auto edge = [&](Value k) -> Value {
+      Value tile = arith::DivUIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, k, classTiles), groups);
+      return arith::MinUIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, tile, idx(kTileClasses)),
+          numClasses);
+    };
+    Value n = arith::SubIOp::create(
+        b, loc, edge(arith::AddIOp::create(b, loc, g, idx(1))), edge(g));
+    return arith::UIToFPOp::create(
+        b, loc, f32, arith::IndexCastOp::create(b, loc, i64, n));
+  };
+  auto rebase = [&](Value count, Value to, Value from) -> Value {
+    Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                       count, zero);
+    return arith::SelectOp::create(
+        b, loc, seen,
+        arith::MulFOp::create(b, loc, count,
+                              arith::SubFOp::create(b, loc, to, from)),
+        zero);
+  };
+  SmallVector<Value> initial{ninf, zero, ninf};
+  if (spec.smoothing)
+    initial.append({zero, zero});
   auto merged = scf::ForOp::create(
-      b, loc, idx(0), groups, idx(1), ValueRange{ninf, zero, ninf},
+      b, loc, idx(0), groups, idx(1), initial,
       [&](OpBuilder &, Location, Value g, ValueRange acc) {
         auto load = [&](int64_t k) -> Value {
           return memref::LoadOp::create(b, loc, stats,
@@ -588,7 +811,17 @@ gpu::GPUFuncOp mlir::xent::buildTileLossKernel(OpBuilder &b, Location loc,
         ImplicitLocOpBuilder ib(loc, b);
         auto [mm, sum] = combineMaxSumF32(ib, acc[0], acc[1], m, s);
         Value x = arith::MaximumFOp::create(b, loc, acc[2], xt);
-        scf::YieldOp::create(b, loc, ValueRange{mm, sum, x});
+        SmallVector<Value> next{mm, sum, x};
+        if (spec.smoothing) {
+          Value n = groupClasses(g);
+          Value d = arith::AddFOp::create(
+              b, loc,
+              arith::AddFOp::create(b, loc, acc[3],
+                                    rebase(acc[4], mm, acc[0])),
+              arith::AddFOp::create(b, loc, load(3), rebase(n, mm, m)));
+          next.append({d, arith::AddFOp::create(b, loc, acc[4], n)});
+        }
+        scf::YieldOp::create(b, loc, next);
       });
   Value max = merged.getResult(0), sumExp = merged.getResult(1),
         xt = merged.getResult(2);
@@ -610,6 +843,29 @@ gpu::GPUFuncOp mlir::xent::buildTileLossKernel(OpBuilder &b, Location loc,
   // to lse's).
   Value nll = arith::AddFOp::create(
       b, loc, arith::SubFOp::create(b, loc, max, xt), logSum);
+  if (spec.smoothing) {
+    // (1 - ε) nll + ε Σ_c (lse - x_c) / C, with Σ_c (lse - x_c) / C =
+    // D / C + log Σ.
+    Value eps = args.smoothing;
+    Value mean = arith::AddFOp::create(
+        b, loc,
+        arith::DivFOp::create(b, loc, merged.getResult(3),
+                              merged.getResult(4)),
+        logSum);
+    Value smoothed = arith::AddFOp::create(
+        b, loc,
+        arith::MulFOp::create(b, loc,
+                              arith::SubFOp::create(b, loc, cF(1.0), eps),
+                              nll),
+        arith::MulFOp::create(b, loc, eps, mean));
+    // ε = 0 is the loss without it: the host launched the tile kernel
+    // without the class sums, D is not written.
+    nll = arith::SelectOp::create(
+        b, loc,
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, eps,
+                              cF(0.0)),
+        nll, smoothed);
+  }
   if (classWeight) {
     Value safe = arith::IndexCastOp::create(
         b, loc, index,

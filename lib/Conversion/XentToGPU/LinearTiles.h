@@ -29,7 +29,8 @@ inline constexpr int64_t kTileStages = 4;
 /// Two consumer warpgroups (64 rows each) and a producer warpgroup (TMA).
 inline constexpr int64_t kTileThreads = 384;
 /// Values per row and group of the partial statistics: m, Σ exp(x - m),
-/// x_t (-inf where the target is not in the group), one unused.
+/// x_t (-inf where the target is not in the group), and with the class sums
+/// (label smoothing) D = Σ (m - x) over the group's classes.
 inline constexpr int64_t kTileStatsWidth = 4;
 /// Blocks the tile path aims to launch: several waves of the SMs of an
 /// H100 / H200 (132), so that the last wave's share is small.
@@ -45,6 +46,21 @@ nvgpu::TensorMapDescriptorType getTileOperandMapType(MLIRContext *ctx,
 /// Dynamic shared memory of the tile kernel, in bytes.
 int64_t getTileStatsSharedMemoryBytes();
 
+/// What the tile kernel computes beside m, Σ and x_t.
+struct TileStatsSpec {
+  Type element, targetType;
+  /// The logits soft-capped by a run-time value (0: none).
+  bool softcap = false;
+  /// D = Σ (m - x) per row and group, for unweighted label smoothing.
+  bool classSums = false;
+  /// Blocks per cluster (1 or 2): the blocks of adjacent row tiles and one
+  /// group of class tiles; each loads its share of a class tile's weight
+  /// rows and multicasts it to all.
+  int64_t clusterBlocks = 1;
+  /// Rows of weight one block's TMA load brings.
+  int64_t weightBox() const { return kTileClasses / clusterBlocks; }
+};
+
 /// The arguments of the tile kernel by name, like RowKernelArgs: Values
 /// (the host's launch operands, the kernel's block arguments) or Types (its
 /// signature); members() is the one place that fixes their order.
@@ -55,23 +71,27 @@ template <typename T> struct TileStatsArgs {
   T stats;                // [G, N, kTileStatsWidth] f32
   T numRows, numClasses;  // N, V
   T depthSteps;           // ceil(H / kTileDepth)
-  T rowTiles, classTiles; // ceil(N / kTileRows), ceil(V / kTileClasses)
+  T rowTiles, classTiles; // ceil(N / kTileRows) rounded up to whole
+                          // clusters, ceil(V / kTileClasses)
   T groups;               // G
+  T softcap;              // f32, with a softcap
 
   template <typename Self> static auto members(Self &self) {
     return std::array{&self.mapHidden,  &self.mapWeight,  &self.target,
                       &self.stats,      &self.numRows,    &self.numClasses,
                       &self.depthSteps, &self.rowTiles,   &self.classTiles,
-                      &self.groups};
+                      &self.groups,     &self.softcap};
   }
   SmallVector<T> list() const { return listPresent(members(*this)); }
 };
-TileStatsArgs<Type> getTileStatsArgTypes(MLIRContext *ctx, Type targetType);
+TileStatsArgs<Type> getTileStatsArgTypes(MLIRContext *ctx,
+                                         const TileStatsSpec &spec);
 
-/// The tile kernel, one block per (row tile, group).
+/// The tile kernel, one block per (row tile, group), launched in clusters of
+/// spec.clusterBlocks along the row tiles.
 gpu::GPUFuncOp buildTileStatsKernel(OpBuilder &b, Location loc,
-                                    StringRef name, Type element,
-                                    Type targetType);
+                                    StringRef name,
+                                    const TileStatsSpec &spec);
 
 /// What the merge kernel computes from the groups' statistics.
 struct TileLossSpec {
@@ -81,6 +101,8 @@ struct TileLossSpec {
   Type lossType, zLossType;
   bool reduced = false;
   bool zLoss = false;
+  /// Unweighted label smoothing by a run-time ε from the class sums D.
+  bool smoothing = false;
 };
 
 /// The arguments of the merge kernel by name, like TileStatsArgs.
@@ -92,14 +114,15 @@ template <typename T> struct TileLossArgs {
   T loss, zLoss; // [N], per row (`none`), when results
   T ignoreIndex; // i64
   T zLossScale;  // f32, with a z-loss
+  T smoothing;   // f32 ε, with label smoothing
   T numClasses;  // V, index
   T groups;      // G, index
 
   template <typename Self> static auto members(Self &self) {
     return std::array{&self.stats,       &self.target,     &self.classWeight,
                       &self.scratch,     &self.loss,       &self.zLoss,
-                      &self.ignoreIndex, &self.zLossScale, &self.numClasses,
-                      &self.groups};
+                      &self.ignoreIndex, &self.zLossScale, &self.smoothing,
+                      &self.numClasses,  &self.groups};
   }
   SmallVector<T> list() const { return listPresent(members(*this)); }
 };
@@ -107,7 +130,7 @@ TileLossArgs<Type> getTileLossArgTypes(MLIRContext *ctx,
                                        const TileLossSpec &spec);
 
 /// The merge kernel, one thread per row: the row's loss (and z-loss) as the
-/// row kernels compute it from m, Σ and x_t.
+/// row kernels compute it from m, Σ, x_t and, with label smoothing, D.
 gpu::GPUFuncOp buildTileLossKernel(OpBuilder &b, Location loc, StringRef name,
                                    const TileLossSpec &spec);
 

@@ -53,6 +53,7 @@ ConvertXentToGPUOptions getKernelOptions(const Options &from) {
   options.linearChunkRows = from.linearChunkRows;
   options.linearChunkMiB = from.linearChunkMiB;
   options.linearTiles = from.linearTiles;
+  options.linearTileCluster = from.linearTileCluster;
   return options;
 }
 

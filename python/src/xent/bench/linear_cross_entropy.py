@@ -3,6 +3,7 @@
     XENT_CACHE_DIR=<bundle> python3 -m xent.bench.linear_cross_entropy \\
         [--shapes 8192,2048,128256 8192,2048,256000 16384,4096,128256] \\
         [--dtypes bf16] [--bias] [--loss-only] [--chunk-rows 0] \\
+        [--label-smoothing 0.0] [--softcap S] \\
         [--providers torch torch.compile liger cce xent xent.torch] \\
         [--liger LIGER_CHECKOUT/src] [--cce CCE_CHECKOUT] [--json out.json]
 
@@ -10,7 +11,9 @@ For each (N, H, V) it times forward + backward of ``cross_entropy(hidden @
 weight.T (+ bias), target)`` (mean, 1 target in 7 ignored; gradients of
 hidden, weight and bias) — or, with ``--loss-only``, the loss alone (no
 autograd: an evaluation step; xent's ``xent.linear_cross_entropy``, which on
-sm_90a takes the tile kernels that never write logits) — for:
+sm_90a takes the tile kernels that never write logits) — with a label
+smoothing and a softcap (``softcap · tanh(logits / softcap)``) where given
+(PyTorch's, xent's; the fused peers are not run with them) — for:
 
 * ``torch``: ``F.linear`` + ``F.cross_entropy`` and ``backward()``, eager;
 * ``torch.compile``: the same function compiled;
@@ -110,8 +113,11 @@ def _bench(fn, repeats: int, rep_ms: int) -> float:
     return statistics.median(times)
 
 
-def _torch_loss(h, w, b, t):
-    return F.cross_entropy(F.linear(h, w, b), t)
+def _torch_loss(h, w, b, t, label_smoothing=0.0, softcap=None):
+    logits = F.linear(h, w, b)
+    if softcap:
+        logits = torch.tanh(logits / softcap) * softcap
+    return F.cross_entropy(logits, t, label_smoothing=label_smoothing)
 
 
 def _from_checkout(path):
@@ -119,8 +125,14 @@ def _from_checkout(path):
         sys.path.insert(0, path)
 
 
-def providers(names, chunk_rows, liger=None, cce=None, loss_only=False):
+def providers(names, chunk_rows, liger=None, cce=None, loss_only=False,
+              label_smoothing=0.0, softcap=None):
     out = {}
+    features = {"label_smoothing": label_smoothing, "softcap": softcap}
+    peers = not label_smoothing and not softcap
+
+    def torch_loss(h, w, b, t):
+        return _torch_loss(h, w, b, t, **features)
 
     def autograd_step(loss_fn):
         def step(h, w, b, t):
@@ -136,10 +148,12 @@ def providers(names, chunk_rows, liger=None, cce=None, loss_only=False):
         return step
 
     if "torch" in names:
-        out["torch"] = autograd_step(_torch_loss)
+        out["torch"] = autograd_step(torch_loss)
     if "torch.compile" in names:
-        out["torch.compile"] = autograd_step(torch.compile(_torch_loss))
-    if "liger" in names and not loss_only:  # (its function computes gradients)
+        out["torch.compile"] = autograd_step(torch.compile(torch_loss))
+    if not peers and ({"liger", "cce"} & set(names)):
+        print("liger, cce: not run with --label-smoothing / --softcap")
+    if "liger" in names and not loss_only and peers:  # (its function computes gradients)
         _from_checkout(liger)
         try:
             from liger_kernel.ops.fused_linear_cross_entropy import (
@@ -151,7 +165,7 @@ def providers(names, chunk_rows, liger=None, cce=None, loss_only=False):
             out["liger"] = autograd_step(liger_loss)
         except Exception as e:  # reported, not fatal
             print(f"liger unavailable: {e}")
-    if "cce" in names:
+    if "cce" in names and peers:
         _from_checkout(cce)
         try:
             from cut_cross_entropy import linear_cross_entropy as cce_loss
@@ -161,7 +175,8 @@ def providers(names, chunk_rows, liger=None, cce=None, loss_only=False):
     if "xent.torch" in names:
         from xent import torch as xt
         out["xent.torch"] = autograd_step(
-            lambda h, w, b, t: xt.linear_cross_entropy(h, w, t, b, chunk_rows=chunk_rows))
+            lambda h, w, b, t: xt.linear_cross_entropy(h, w, t, b, chunk_rows=chunk_rows,
+                                                       **features))
     if "xent" in names:
         from xent.runtime import linear
         one = torch.ones((), device="cuda")
@@ -172,13 +187,13 @@ def providers(names, chunk_rows, liger=None, cce=None, loss_only=False):
             if loss_only:
                 return list(linear.linear_cross_entropy(
                     h, w, t, b, reduction="mean", chunk_rows=chunk_rows,
-                    out=[torch.empty((), device="cuda")]))
+                    out=[torch.empty((), device="cuda")], **features))
             out = [torch.empty((), device="cuda"), torch.empty_like(h), torch.empty_like(w)]
             if b is not None:
                 out.append(torch.empty_like(b))
             return list(linear.linear_cross_entropy_and_grad(
                 h, w, t, b, grad_output=one, reduction="mean", chunk_rows=chunk_rows,
-                out=out))
+                out=out, **features))
         out["xent"] = xent_step
     return out
 
@@ -189,7 +204,8 @@ def _rel(x, ref):
 
 
 def run(args):
-    impls = providers(args.providers, args.chunk_rows, args.liger, args.cce, args.loss_only)
+    impls = providers(args.providers, args.chunk_rows, args.liger, args.cce, args.loss_only,
+                      args.label_smoothing, args.softcap)
     step_name = "loss" if args.loss_only else "fwd+bwd"
     pool = None
     results = []
@@ -233,6 +249,7 @@ def run(args):
                 flops = (2 if args.loss_only else 6) * n * h * v
                 row = {"provider": name, "dtype": dtype_name, "rows": n, "hidden": h,
                        "vocab": v, "bias": bool(args.bias), "loss_only": bool(args.loss_only),
+                       "label_smoothing": args.label_smoothing, "softcap": args.softcap,
                        "fwd_bwd_ms": ms,
                        "tflops": flops / ms / 1e9, "extra_mb": extra / 2**20,
                        "loss": outputs[0].float().item(),
@@ -263,6 +280,9 @@ def main(argv=None):
     p.add_argument("--bias", action="store_true")
     p.add_argument("--loss-only", action="store_true",
                    help="time the loss alone (no gradients), as an evaluation step")
+    p.add_argument("--label-smoothing", type=float, default=0.0)
+    p.add_argument("--softcap", type=float, default=None,
+                   help="logits soft-capped as softcap · tanh(logits / softcap)")
     p.add_argument("--chunk-rows", type=int, default=0,
                    help="rows per chunk of xent (0: the pipeline's automatic size)")
     p.add_argument("--providers", nargs="+",
