@@ -153,9 +153,16 @@ LinearEmitter::LossKernels LinearEmitter::emitLossKernels(const BodyBuffers &io,
   LossKernels loss;
   loss.spec = getChunkSpec(io.runtimeScalars);
   const KernelSpec &spec = loss.spec;
-  ConvertXentToGPUOptions twoPass = options;
-  twoPass.residentRows = false; // in place needs the two-pass kernel
-  loss.geometry = getLaunchGeometry(twoPass, f32);
+  // The chunk's f32 logits; with `resident-rows` a row of them may be held
+  // on chip across a cluster where the gradient has a buffer of its own
+  // (bf16 / f16 dlogits): one read of the logits instead of two. In place
+  // (f32) and for the loss alone the two-pass kernel (one read for the
+  // loss alone; in place the resident walk would reread the target's logit
+  // after other blocks wrote).
+  ConvertXentToGPUOptions rowOptions = options;
+  if (hiddenType.isF32() || !op.computesGradient())
+    rowOptions.residentRows = false;
+  loss.geometry = getLaunchGeometry(rowOptions, f32);
   if (spec.needsScratch()) {
     loss.scratch =
         gpu::AllocOp::create(b, loc, getScratchType(b.getContext()), Type(),
@@ -249,7 +256,25 @@ void LinearEmitter::emitChunkLoop(const BodyBuffers &io,
           args.labelSmoothing = Value();
         if (!types.softcap)
           args.softcap = Value();
-        launch(kernel, r, args.list(), loss.geometry.threads);
+        if (!grad || !hasResidentPath(variant, loss.geometry)) {
+          launch(kernel, r, args.list(), loss.geometry.threads);
+          return;
+        }
+        // A cluster of blocks per row with the staging memory where the
+        // row takes the resident walk, else one block without it (the
+        // kernel decides the same way).
+        Value size = emitResidentClusterSize(b, loc, classes, variant,
+                                             loss.geometry, logits, dl);
+        Value fits = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                           size, zero);
+        Value cluster = arith::SelectOp::create(b, loc, fits, size, one);
+        Value sharedBytes = arith::SelectOp::create(
+            b, loc, fits,
+            i32Constant(static_cast<int32_t>(
+                getResidentSharedMemoryBytes(loss.geometry))),
+            i32Constant(0));
+        launchClusters(kernel, r, args.list(), loss.geometry.threads,
+                       cluster, sharedBytes);
       });
 
   if (!gemms)

@@ -94,6 +94,10 @@ private:
   /// in blocks, a multiple of it).
   Value launch(gpu::GPUFuncOp func, Value grid, ValueRange operands,
                int64_t threads, int64_t sharedBytes = 0, int64_t cluster = 0);
+  /// `grid` clusters of `cluster` blocks each (index, run-time) with
+  /// `sharedBytes` (i32) of dynamic shared memory.
+  void launchClusters(gpu::GPUFuncOp func, Value grid, ValueRange operands,
+                      int64_t threads, Value cluster, Value sharedBytes);
   gpu::GPUFuncOp buildConvert(Type from, Type to);
   /// dst = src converted, both rank 2; one block per row.
   void convert(Value src, Value dst);

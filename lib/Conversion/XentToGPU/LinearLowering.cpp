@@ -173,6 +173,21 @@ Value LinearEmitter::launch(gpu::GPUFuncOp func, Value grid,
   return grid;
 }
 
+void LinearEmitter::launchClusters(gpu::GPUFuncOp func, Value grid,
+                                   ValueRange operands, int64_t threads,
+                                   Value cluster, Value sharedBytes) {
+  Value one = index(1);
+  grid = arith::MulIOp::create(b, loc,
+                               arith::MaxUIOp::create(b, loc, grid, one),
+                               cluster);
+  gpu::LaunchFuncOp::create(b, loc, func, gpu::KernelDim3{grid, one, one},
+                            gpu::KernelDim3{index(threads), one, one},
+                            sharedBytes, operands,
+                            /*asyncTokenType=*/nullptr,
+                            /*asyncDependencies=*/{},
+                            gpu::KernelDim3{cluster, one, one});
+}
+
 gpu::GPUFuncOp LinearEmitter::buildConvert(Type from, Type to) {
   gpu::GPUFuncOp &cached = convertKernels[{from, to}];
   if (cached)

@@ -66,7 +66,12 @@
 // tensor-core GEMMs' operand) into a buffer of their own.
 // CHECK:           %[[DLV:.*]] = memref.subview %[[LOW]][0, 0] [%[[R]], %[[V]]] [1, 1]
 // CHECK:           %[[DL:.*]] = memref.cast %[[DLV]]
-// CHECK:           gpu.launch_func  @xent_kernels::@xent_loss_grad_0 blocks in ({{.*}}) threads in (%c512, {{.*}}) args(%[[X]] : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[TC]] : {{.*}}, %[[STATS]] : memref<6xf64>, %[[G]] : {{.*}}, %[[DL]] : memref<?x?xbf16, strided<[?, ?], offset: ?>>, %[[II:.*]] : i64)
+// The logits in a buffer apart from dlogits: the resident walk (one read of
+// the logits) in clusters with the staging memory, where the row fits.
+// CHECK:           %[[XA:.*]] = memref.extract_aligned_pointer_as_index %[[X]]
+// CHECK-NEXT:      %[[DA:.*]] = memref.extract_aligned_pointer_as_index %[[DL]]
+// CHECK-NEXT:      arith.cmpi ne, %[[XA]], %[[DA]]
+// CHECK:           gpu.launch_func  @xent_kernels::@xent_loss_grad_0 clusters in (%{{.*}}, %c1, %c1) blocks in ({{.*}}) threads in (%c512, {{.*}}) dynamic_shared_memory_size %{{.*}} args(%[[X]] : memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[TC]] : {{.*}}, %[[STATS]] : memref<6xf64>, %[[G]] : {{.*}}, %[[DL]] : memref<?x?xbf16, strided<[?, ?], offset: ?>>, %[[II:.*]] : i64)
 // CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %[[I]], %c0
 // CHECK:           %[[BETA:.*]] = arith.select %[[FIRST]], %[[ZERO]], %[[ONE]] : f32
 // CHECK-NOT:       xent_linear_convert
