@@ -42,6 +42,16 @@ def function(config):
         pytest.skip(f"no compiled linear module: {e}")
 
 
+def run(config, grad, hidden, weight, bias, target, **attrs):
+    """The entry of `config` through xent.runtime.linear's call, which passes
+    the run-time scalars the entry takes after the tensors (and leaves out
+    the z-loss result it always has when none was asked for)."""
+    function(config)
+    return linear.linear_cross_entropy_and_grad(
+        hidden, weight, target, bias, grad_output=grad, reduction=config["reduction"],
+        chunk_rows=config["chunk_rows"], ignore_index=config["ignore_index"], **attrs)
+
+
 def inputs(config, n, h, v, seed=0):
     gen = torch.Generator(device="cuda").manual_seed(seed + n * 7 + v)
     dtype = DTYPES[config["dtype"]]
@@ -102,9 +112,7 @@ DESTINATIONS = [c for c in kernel_configs.linear_configs() if c["destinations"]]
 @pytest.mark.parametrize("n,h,v", SHAPES)
 def test_against_float64_and_torch(config, n, h, v):
     hidden, weight, bias, target, grad = inputs(config, n, h, v)
-    fn = function(config)
-    args = [grad, hidden, weight] + ([bias] if bias is not None else []) + [target]
-    outputs = fn(*args)
+    outputs = run(config, grad, hidden, weight, bias, target)
     torch.cuda.synchronize()
     check(config, outputs, hidden, weight, bias, target, grad)
     # The results are fresh memory, the inputs untouched.
@@ -130,7 +138,7 @@ def test_all_rows_ignored():
                   and c["bias"])
     hidden, weight, bias, target, grad = inputs(config, 300, 64, 1000)
     target.fill_(config["ignore_index"])
-    loss, dh, dw, db = function(config)(grad, hidden, weight, bias, target)
+    loss, dh, dw, db = run(config, grad, hidden, weight, bias, target)
     torch.cuda.synchronize()
     assert torch.isnan(loss)
     for g in (dh, dw, db):
@@ -143,7 +151,7 @@ def test_no_rows():
     config = next(c for c in CHUNKED if c["dtype"] == "f32" and c["reduction"] == "sum"
                   and c["bias"])
     hidden, weight, bias, target, grad = inputs(config, 0, 64, 1000)
-    loss, dh, dw, db = function(config)(grad, hidden, weight, bias, target)
+    loss, dh, dw, db = run(config, grad, hidden, weight, bias, target)
     torch.cuda.synchronize()
     assert loss.item() == 0.0 and dh.shape == (0, 64)
     assert dw.shape == (1000, 64) and db.shape == (1000,)
@@ -156,13 +164,12 @@ def test_no_host_synchronization():
     kernel queued before it still runs, and the results are right after."""
     config = next(c for c in CHUNKED if c["dtype"] == "bf16" and c["reduction"] == "mean"
                   and not c["bias"])
-    fn = function(config)
     hidden, weight, _, target, grad = inputs(config, 1000, 256, 32000)
-    fn(grad, hidden, weight, target)
+    run(config, grad, hidden, weight, None, target)
     torch.cuda.synchronize()
     done = torch.cuda.Event()
     torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time
-    outputs = fn(grad, hidden, weight, target)
+    outputs = run(config, grad, hidden, weight, None, target)
     done.record()
     assert not done.query(), "the call waited for the stream"
     torch.cuda.synchronize()
@@ -260,12 +267,15 @@ def test_every_attribute(config):
     weight = (torch.randn(v, h, device="cuda", generator=gen) * 0.5).to(dtype)
     bias = torch.randn(v, device="cuda", generator=gen).to(dtype)
     target = torch.randint(0, v, (b, t), device="cuda", generator=gen)
-    target[:, ::9] = config["ignore_index"]
+    # The configuration's entry takes the attributes as run-time values
+    # (kernel_configs' linear configurations), their values the suite's.
+    attrs = {k: kernel_configs.LINEAR_ATTRIBUTES[k]
+             for k in ("label_smoothing", "z_loss_scale", "softcap", "ignore_index")}
+    target[:, ::9] = attrs["ignore_index"]
     class_weight = torch.rand(v, device="cuda", generator=gen) + 0.5
     per_row = config["reduction"] == "none"
     grad = torch.randn(b, t, device="cuda", generator=gen) if per_row \
         else torch.tensor(1.25, device="cuda")
-    attrs = {k: config[k] for k in ("label_smoothing", "z_loss_scale", "softcap", "ignore_index")}
     function(config)
     loss, z, dh, dw, db = linear.linear_cross_entropy_and_grad(
         hidden, weight, target, bias, grad_output=grad, reduction=config["reduction"],
