@@ -77,6 +77,21 @@ constexpr int32_t kConsumerRegisters = 232;
 constexpr int64_t kDescriptorBits = (int64_t(1) << 62) | (int64_t(64) << 32) |
                                     (int64_t(1) << 16);
 
+/// A class sum D = Σ (m - x) over `count` classes moved from max `from` to
+/// max `to`: count · (to - from), 0 where no class was counted (from =
+/// -inf).
+Value rebaseClassSum(OpBuilder &b, Location loc, Value count, Value to,
+                     Value from) {
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+  Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                     count, zero);
+  return arith::SelectOp::create(
+      b, loc, seen,
+      arith::MulFOp::create(b, loc, count,
+                            arith::SubFOp::create(b, loc, to, from)),
+      zero);
+}
+
 /// Builds the tile kernel's body.
 class TileStatsEmitter {
 public:
@@ -374,13 +389,9 @@ SmallVector<Value> TileStatsEmitter::emitTileStatistics(Value acc, Value it,
     // D = Σ (m - x) over the classes seen, every term ≥ 0 (no
     // cancellation): rebased to the new max by count · (new - old), then
     // this tile's (new - x) of the valid classes added.
-    Value d = row[3], count = wholeTileClasses(it);
-    Value rebase = arith::MulFOp::create(
-        b, loc, count, arith::SubFOp::create(b, loc, newMax, m));
-    Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                       count, zero);
-    d = arith::AddFOp::create(
-        b, loc, d, arith::SelectOp::create(b, loc, seen, rebase, zero));
+    Value d = arith::AddFOp::create(
+        b, loc, row[3],
+        rebaseClassSum(b, loc, wholeTileClasses(it), newMax, m));
     for (int64_t j : mine) {
       Value term = arith::SelectOp::create(
           b, loc, valid[j], arith::SubFOp::create(b, loc, newMax, x[j]),
@@ -398,17 +409,6 @@ void TileStatsEmitter::emitWrite(ValueRange running) {
   };
   Value all = cI32(-1), clamp = cI32(31);
   Value quad = remu(lane128, idx(4));
-  Value zero = cF(0.0);
-  // count · (M - m), 0 where no class was counted (m = -inf).
-  auto rebase = [&](Value count, Value to, Value from) -> Value {
-    Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                       count, zero);
-    return arith::SelectOp::create(
-        b, loc, seen,
-        arith::MulFOp::create(b, loc, count,
-                              arith::SubFOp::create(b, loc, to, from)),
-        zero);
-  };
   // The thread's classes of a row in the group (for D's rebasing): the whole
   // tiles', and of the last tile those below V, its columns being
   // {8a + b : a < 32, b < 2} past the thread's first; 2 (L / 8) + min(L % 8,
@@ -451,9 +451,10 @@ void TileStatsEmitter::emitWrite(ValueRange running) {
         Value d = arith::AddFOp::create(
             b, loc,
             arith::AddFOp::create(b, loc, row[3],
-                                  rebase(row[4], m, row[0])),
-            arith::AddFOp::create(b, loc, other[3],
-                                  rebase(other[4], m, other[0])));
+                                  rebaseClassSum(b, loc, row[4], m, row[0])),
+            arith::AddFOp::create(
+                b, loc, other[3],
+                rebaseClassSum(b, loc, other[4], m, other[0])));
         row[3] = d;
         row[4] = arith::AddFOp::create(b, loc, row[4], other[4]);
       }
@@ -788,15 +789,6 @@ gpu::GPUFuncOp mlir::xent::buildTileLossKernel(OpBuilder &b, Location loc,
     return arith::UIToFPOp::create(
         b, loc, f32, arith::IndexCastOp::create(b, loc, i64, n));
   };
-  auto rebase = [&](Value count, Value to, Value from) -> Value {
-    Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                       count, zero);
-    return arith::SelectOp::create(
-        b, loc, seen,
-        arith::MulFOp::create(b, loc, count,
-                              arith::SubFOp::create(b, loc, to, from)),
-        zero);
-  };
   SmallVector<Value> initial{ninf, zero, ninf};
   if (spec.smoothing)
     initial.append({zero, zero});
@@ -816,9 +808,10 @@ gpu::GPUFuncOp mlir::xent::buildTileLossKernel(OpBuilder &b, Location loc,
           Value n = groupClasses(g);
           Value d = arith::AddFOp::create(
               b, loc,
-              arith::AddFOp::create(b, loc, acc[3],
-                                    rebase(acc[4], mm, acc[0])),
-              arith::AddFOp::create(b, loc, load(3), rebase(n, mm, m)));
+              arith::AddFOp::create(
+                  b, loc, acc[3], rebaseClassSum(b, loc, acc[4], mm, acc[0])),
+              arith::AddFOp::create(b, loc, load(3),
+                                    rebaseClassSum(b, loc, n, mm, m)));
           next.append({d, arith::AddFOp::create(b, loc, acc[4], n)});
         }
         scf::YieldOp::create(b, loc, next);
