@@ -345,21 +345,28 @@ private:
 
 } // namespace
 
-void HostEmitter::launch(gpu::GPUFuncOp func, Value grid, ValueRange operands,
-                         int64_t threads, Value cluster, Value sharedBytes) {
-  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-  Value block = arith::ConstantIndexOp::create(rewriter, loc, threads);
-  grid = arith::MaxUIOp::create(rewriter, loc, grid, one);
+void mlir::xent::emitKernelLaunch(OpBuilder &b, Location loc,
+                                  gpu::GPUFuncOp func, Value grid,
+                                  ValueRange operands, int64_t threads,
+                                  Value cluster, Value sharedBytes) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value block = arith::ConstantIndexOp::create(b, loc, threads);
+  grid = arith::MaxUIOp::create(b, loc, grid, one);
   std::optional<gpu::KernelDim3> clusterSize;
   if (cluster) {
-    grid = arith::MulIOp::create(rewriter, loc, grid, cluster);
+    grid = arith::MulIOp::create(b, loc, grid, cluster);
     clusterSize = gpu::KernelDim3{cluster, one, one};
   }
-  gpu::LaunchFuncOp::create(rewriter, loc, func,
-                            gpu::KernelDim3{grid, one, one},
+  gpu::LaunchFuncOp::create(b, loc, func, gpu::KernelDim3{grid, one, one},
                             gpu::KernelDim3{block, one, one}, sharedBytes,
                             operands, /*asyncTokenType=*/nullptr,
                             /*asyncDependencies=*/{}, clusterSize);
+}
+
+void HostEmitter::launch(gpu::GPUFuncOp func, Value grid, ValueRange operands,
+                         int64_t threads, Value cluster, Value sharedBytes) {
+  emitKernelLaunch(rewriter, loc, func, grid, operands, threads, cluster,
+                   sharedBytes);
 }
 
 LaunchOp HostEmitter::createLaunch() {

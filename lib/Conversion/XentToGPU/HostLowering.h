@@ -106,6 +106,14 @@ void dispatchRuntimeFeatures(OpBuilder &b, Location loc,
                              function_ref<void(const KernelSpec &)> launch,
                              unsigned first = 0);
 
+/// Launches `func` with `threads` per block on max(`grid`, 1) blocks (a grid
+/// cannot be empty; kernels skip blocks past their work), or with `cluster`
+/// (index) on max(`grid`, 1) clusters of that many blocks; `sharedBytes`
+/// (i32) of dynamic shared memory where given.
+void emitKernelLaunch(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+                      Value grid, ValueRange operands, int64_t threads,
+                      Value cluster = Value(), Value sharedBytes = Value());
+
 /// The lowering of one op under a mode, and why.
 struct LoweringChoice {
   /// The kernels take the op; otherwise its decomposition does, unless

@@ -273,8 +273,8 @@ void LinearEmitter::emitChunkLoop(const BodyBuffers &io,
             i32Constant(static_cast<int32_t>(
                 getResidentSharedMemoryBytes(loss.geometry))),
             i32Constant(0));
-        launchClusters(kernel, r, args.list(), loss.geometry.threads,
-                       cluster, sharedBytes);
+        launch(kernel, r, args.list(), loss.geometry.threads, cluster,
+               sharedBytes);
       });
 
   if (!gemms)

@@ -88,16 +88,14 @@ private:
                  Value colStride);
 
   Value emitChunkRows(Value numRows, Value paddedClasses);
-  /// Launches `func` on `grid` blocks of `threads` (and `sharedBytes` of
-  /// dynamic shared memory); returns the grid (at least 1).
-  /// With `cluster` > 0, in clusters of that many blocks along x (`grid`,
-  /// in blocks, a multiple of it).
-  Value launch(gpu::GPUFuncOp func, Value grid, ValueRange operands,
-               int64_t threads, int64_t sharedBytes = 0, int64_t cluster = 0);
-  /// `grid` clusters of `cluster` blocks each (index, run-time) with
-  /// `sharedBytes` (i32) of dynamic shared memory.
-  void launchClusters(gpu::GPUFuncOp func, Value grid, ValueRange operands,
-                      int64_t threads, Value cluster, Value sharedBytes);
+  /// emitKernelLaunch: max(`grid`, 1) blocks of `threads`, or with
+  /// `cluster` that many clusters.
+  void launch(gpu::GPUFuncOp func, Value grid, ValueRange operands,
+              int64_t threads, Value cluster = Value(),
+              Value sharedBytes = Value()) {
+    emitKernelLaunch(b, loc, func, grid, operands, threads, cluster,
+                     sharedBytes);
+  }
   gpu::GPUFuncOp buildConvert(Type from, Type to);
   /// dst = src converted, both rank 2; one block per row.
   void convert(Value src, Value dst);

@@ -155,39 +155,6 @@ Value LinearEmitter::asMatrix(Value vector, Value rows, Value cols,
           arith::MulIOp::create(b, loc, colStride, stride).getResult()});
 }
 
-Value LinearEmitter::launch(gpu::GPUFuncOp func, Value grid,
-                            ValueRange operands, int64_t threads,
-                            int64_t sharedBytes, int64_t cluster) {
-  Value one = index(1);
-  grid = arith::MaxUIOp::create(b, loc, grid, cluster ? index(cluster) : one);
-  Value shared =
-      sharedBytes ? i32Constant(static_cast<int32_t>(sharedBytes)) : Value();
-  std::optional<gpu::KernelDim3> clusterSize;
-  if (cluster)
-    clusterSize = gpu::KernelDim3{index(cluster), one, one};
-  gpu::LaunchFuncOp::create(b, loc, func, gpu::KernelDim3{grid, one, one},
-                            gpu::KernelDim3{index(threads), one, one},
-                            shared, operands,
-                            /*asyncTokenType=*/nullptr,
-                            /*asyncDependencies=*/{}, clusterSize);
-  return grid;
-}
-
-void LinearEmitter::launchClusters(gpu::GPUFuncOp func, Value grid,
-                                   ValueRange operands, int64_t threads,
-                                   Value cluster, Value sharedBytes) {
-  Value one = index(1);
-  grid = arith::MulIOp::create(b, loc,
-                               arith::MaxUIOp::create(b, loc, grid, one),
-                               cluster);
-  gpu::LaunchFuncOp::create(b, loc, func, gpu::KernelDim3{grid, one, one},
-                            gpu::KernelDim3{index(threads), one, one},
-                            sharedBytes, operands,
-                            /*asyncTokenType=*/nullptr,
-                            /*asyncDependencies=*/{},
-                            gpu::KernelDim3{cluster, one, one});
-}
-
 gpu::GPUFuncOp LinearEmitter::buildConvert(Type from, Type to) {
   gpu::GPUFuncOp &cached = convertKernels[{from, to}];
   if (cached)

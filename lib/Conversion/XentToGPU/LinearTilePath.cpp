@@ -92,10 +92,10 @@ void LinearEmitter::emitTileLoss(const BodyBuffers &io) {
   LossKernels loss = emitLossKernels(io, chunk);
 
   // Whole clusters of row tiles.
-  Value rowTiles = arith::MulIOp::create(
-      b, loc,
-      ceilDiv(ceilDiv(numRows, kTileRows), options.linearTileCluster),
-      index(options.linearTileCluster));
+  int64_t clusterBlocks = options.linearTileCluster;
+  Value rowClusters = ceilDiv(ceilDiv(numRows, kTileRows), clusterBlocks);
+  Value rowTiles =
+      arith::MulIOp::create(b, loc, rowClusters, index(clusterBlocks));
   Value classTiles = ceilDiv(classes, kTileClasses);
   Value depthSteps = ceilDiv(features, kTileDepth);
   // Groups of class tiles: about kTileTargetBlocks blocks, at least one
@@ -123,8 +123,7 @@ void LinearEmitter::emitTileLoss(const BodyBuffers &io) {
         .getResult(0);
   };
   Value mapHidden = tensorMap(io.hidden, kTileRows);
-  Value mapWeight =
-      tensorMap(io.weight, kTileClasses / options.linearTileCluster);
+  Value mapWeight = tensorMap(io.weight, kTileClasses / clusterBlocks);
   Type targetType = cast<MemRefType>(io.target.getType()).getElementType();
   const CrossEntropyConfig &config = loss.spec.config;
   // The tile kernel of the op's features: a softcap, and the class sums of
@@ -134,7 +133,7 @@ void LinearEmitter::emitTileLoss(const BodyBuffers &io) {
   featured.targetType = targetType;
   featured.softcap = config.hasSoftcap();
   featured.classSums = config.hasLabelSmoothing() && !io.classWeight;
-  featured.clusterBlocks = options.linearTileCluster;
+  featured.clusterBlocks = clusterBlocks;
   TileStatsArgs<Value> tileArgs;
   tileArgs.mapHidden = mapHidden;
   tileArgs.mapWeight = mapWeight;
@@ -154,35 +153,37 @@ void LinearEmitter::emitTileLoss(const BodyBuffers &io) {
     TileStatsArgs<Value> launchArgs = tileArgs;
     if (tileSpec.softcap)
       launchArgs.softcap = loss.scalars.softcap;
-    launch(tiles, arith::MulIOp::create(b, loc, rowTiles, groups),
-           launchArgs.list(), kTileThreads, getTileStatsSharedMemoryBytes(),
-           tileSpec.clusterBlocks > 1 ? tileSpec.clusterBlocks : 0);
+    launch(tiles, arith::MulIOp::create(b, loc, rowClusters, groups),
+           launchArgs.list(), kTileThreads,
+           clusterBlocks > 1 ? index(clusterBlocks) : Value(),
+           i32Constant(static_cast<int32_t>(getTileStatsSharedMemoryBytes())));
   };
   // Run-time features that are 0 in a call launch the plain kernel (no tanh,
   // no sums per logit), as the chunks' row kernels do; static ones always
-  // the featured kernel.
+  // the featured kernel. Unlike the row kernels' dispatchRuntimeFeatures
+  // (a variant per combination of features), one featured kernel serves
+  // every combination: each tile kernel is large to compile.
   TileStatsSpec plain = featured;
   plain.softcap = plain.classSums = false;
-  Value plainCall;
-  auto alsoZero = [&](Value runtime, bool present) {
-    if (!present)
-      return true;
-    if (!runtime)
-      return false;
-    Value zero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                       runtime, f32Constant(0.0));
-    plainCall =
-        plainCall ? arith::AndIOp::create(b, loc, plainCall, zero) : zero;
-    return true;
-  };
-  bool mayBePlain =
-      alsoZero(io.runtimeScalars.softcap, featured.softcap) &&
-      alsoZero(io.runtimeScalars.labelSmoothing, featured.classSums);
+  Value runtimeSoftcap = featured.softcap ? io.runtimeScalars.softcap : Value();
+  Value runtimeSmoothing =
+      featured.classSums ? io.runtimeScalars.labelSmoothing : Value();
+  bool staticFeature = (featured.softcap && !runtimeSoftcap) ||
+                       (featured.classSums && !runtimeSmoothing);
   if (!featured.softcap && !featured.classSums) {
     launchTiles(plain);
-  } else if (!mayBePlain) {
+  } else if (staticFeature) {
     launchTiles(featured);
   } else {
+    Value plainCall;
+    for (Value value : {runtimeSoftcap, runtimeSmoothing}) {
+      if (!value)
+        continue;
+      Value zero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                         value, f32Constant(0.0));
+      plainCall =
+          plainCall ? arith::AndIOp::create(b, loc, plainCall, zero) : zero;
+    }
     auto ifPlain = scf::IfOp::create(b, loc, plainCall, /*withElse=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifPlain.thenBlock());

@@ -92,6 +92,25 @@ Value rebaseClassSum(OpBuilder &b, Location loc, Value count, Value to,
       zero);
 }
 
+/// Two class sums of one row, D1 over n1 classes of max m1 and D2 over n2
+/// of max m2, as one relative to the merged max `m`.
+Value mergeClassSums(OpBuilder &b, Location loc, Value m, Value d1, Value n1,
+                     Value m1, Value d2, Value n2, Value m2) {
+  return arith::AddFOp::create(
+      b, loc,
+      arith::AddFOp::create(b, loc, d1, rebaseClassSum(b, loc, n1, m, m1)),
+      arith::AddFOp::create(b, loc, d2, rebaseClassSum(b, loc, n2, m, m2)));
+}
+
+/// The first class tile of group `g` of `groups` over `classTiles` tiles
+/// (index): the split of the tile kernel's launch, which the merge kernel
+/// follows to count each group's classes.
+Value getGroupFirstTile(OpBuilder &b, Location loc, Value g, Value classTiles,
+                        Value groups) {
+  return arith::DivUIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, g, classTiles), groups);
+}
+
 /// Builds the tile kernel's body.
 class TileStatsEmitter {
 public:
@@ -271,7 +290,12 @@ void TileStatsEmitter::emitProducer() {
   // clusters) reads row tile 0 instead, its results are not written.
   Value rowA = arith::SelectOp::create(
       b, loc, cmp(arith::CmpIPredicate::ult, row0, numRows), row0, idx(0));
+  // The block's share of the weight tile: its rows, and where it lies in
+  // each stage.
   Value boxOffset = mul(clusterRank, idx(spec.weightBox()));
+  Value boxBytes =
+      add(idx(kABytes),
+          mul(clusterRank, idx(spec.weightBox() * kTileDepth * 2)));
   scf::ForOp::create(
       b, loc, idx(0), numTiles, idx(1), ValueRange{},
       [&](OpBuilder &, Location, Value it, ValueRange) {
@@ -297,11 +321,8 @@ void TileStatsEmitter::emitProducer() {
               nvgpu::TmaAsyncLoadOp::create(
                   b, loc, stageView(s, idx(0), kTileRows), full, descA,
                   ValueRange{depth, rowA}, s, Value(), Value());
-              Value box = add(idx(kABytes),
-                              mul(clusterRank,
-                                  idx(spec.weightBox() * kTileDepth * 2)));
               nvgpu::TmaAsyncLoadOp::create(
-                  b, loc, stageView(s, box, spec.weightBox()), full, descB,
+                  b, loc, stageView(s, boxBytes, spec.weightBox()), full, descB,
                   ValueRange{depth, classRow}, s, mask, Value());
               scf::YieldOp::create(b, loc);
             });
@@ -448,14 +469,8 @@ void TileStatsEmitter::emitWrite(ValueRange running) {
       ImplicitLocOpBuilder ib(loc, b);
       auto [m, s] = combineMaxSumF32(ib, row[0], row[1], other[0], other[1]);
       if (spec.classSums) {
-        Value d = arith::AddFOp::create(
-            b, loc,
-            arith::AddFOp::create(b, loc, row[3],
-                                  rebaseClassSum(b, loc, row[4], m, row[0])),
-            arith::AddFOp::create(
-                b, loc, other[3],
-                rebaseClassSum(b, loc, other[4], m, other[0])));
-        row[3] = d;
+        row[3] = mergeClassSums(b, loc, m, row[3], row[4], row[0], other[3],
+                                other[4], other[0]);
         row[4] = arith::AddFOp::create(b, loc, row[4], other[4]);
       }
       row[0] = m;
@@ -647,8 +662,9 @@ gpu::GPUFuncOp TileStatsEmitter::build(StringRef name) {
   rowTile = add(bandStart, remu(inBand, bandTiles));
   group = divu(inBand, bandTiles);
   // Group g's class tiles: [g·T / G, (g + 1)·T / G).
-  firstTile = divu(mul(group, numClassTiles), groups);
-  Value endTile = divu(mul(add(group, idx(1)), numClassTiles), groups);
+  firstTile = getGroupFirstTile(b, loc, group, numClassTiles, groups);
+  Value endTile =
+      getGroupFirstTile(b, loc, add(group, idx(1)), numClassTiles, groups);
   numTiles = sub(endTile, firstTile);
   row0 = mul(rowTile, idx(kTileRows));
   clusterRank = spec.clusterBlocks == 1
@@ -776,22 +792,18 @@ gpu::GPUFuncOp mlir::xent::buildTileLossKernel(OpBuilder &b, Location loc,
   // classes (as the tile kernel splits them), rebased as M grows.
   Value classTiles = arith::CeilDivUIOp::create(b, loc, numClasses,
                                                 idx(kTileClasses));
-  auto groupClasses = [&](Value g) -> Value {
-    auto edge = [&](Value k) -> Value {
-      Value tile = arith::DivUIOp::create(
-          b, loc, arith::MulIOp::create(b, loc, k, classTiles), groups);
-      return arith::MinUIOp::create(
-          b, loc, arith::MulIOp::create(b, loc, tile, idx(kTileClasses)),
-          numClasses);
-    };
-    Value n = arith::SubIOp::create(
-        b, loc, edge(arith::AddIOp::create(b, loc, g, idx(1))), edge(g));
+  // The classes before group g (as f32), as the tile kernel splits them.
+  auto classesBefore = [&](Value g) -> Value {
+    Value tile = getGroupFirstTile(b, loc, g, classTiles, groups);
+    Value first = arith::MinUIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, tile, idx(kTileClasses)),
+        numClasses);
     return arith::UIToFPOp::create(
-        b, loc, f32, arith::IndexCastOp::create(b, loc, i64, n));
+        b, loc, f32, arith::IndexCastOp::create(b, loc, i64, first));
   };
   SmallVector<Value> initial{ninf, zero, ninf};
   if (spec.smoothing)
-    initial.append({zero, zero});
+    initial.push_back(zero);
   auto merged = scf::ForOp::create(
       b, loc, idx(0), groups, idx(1), initial,
       [&](OpBuilder &, Location, Value g, ValueRange acc) {
@@ -805,14 +817,12 @@ gpu::GPUFuncOp mlir::xent::buildTileLossKernel(OpBuilder &b, Location loc,
         Value x = arith::MaximumFOp::create(b, loc, acc[2], xt);
         SmallVector<Value> next{mm, sum, x};
         if (spec.smoothing) {
-          Value n = groupClasses(g);
-          Value d = arith::AddFOp::create(
-              b, loc,
-              arith::AddFOp::create(
-                  b, loc, acc[3], rebaseClassSum(b, loc, acc[4], mm, acc[0])),
-              arith::AddFOp::create(b, loc, load(3),
-                                    rebaseClassSum(b, loc, n, mm, m)));
-          next.append({d, arith::AddFOp::create(b, loc, acc[4], n)});
+          Value before = classesBefore(g);
+          Value n = arith::SubFOp::create(
+              b, loc, classesBefore(arith::AddIOp::create(b, loc, g, idx(1))),
+              before);
+          next.push_back(mergeClassSums(b, loc, mm, acc[3], before, acc[0],
+                                        load(3), n, m));
         }
         scf::YieldOp::create(b, loc, next);
       });
@@ -843,7 +853,7 @@ gpu::GPUFuncOp mlir::xent::buildTileLossKernel(OpBuilder &b, Location loc,
     Value mean = arith::AddFOp::create(
         b, loc,
         arith::DivFOp::create(b, loc, merged.getResult(3),
-                              merged.getResult(4)),
+                              arith::UIToFPOp::create(b, loc, f32, classes)),
         logSum);
     Value smoothed = arith::AddFOp::create(
         b, loc,
