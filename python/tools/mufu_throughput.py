@@ -11,7 +11,7 @@ path (both inputs rounded to f16, tanh.approx.f16x2, widened) against
 float64 tanh, and the error of the softcap's slope 1 - t² from each.
 docs/performance.md, "The softcap's MUFU bound".
 """
-import cupy as cp, numpy as np, subprocess, os, tempfile
+import cupy as cp, numpy as np, subprocess, tempfile
 src = r'''
 extern "C" __global__ void k_OP(float* out, int iters) {
   unsigned a = threadIdx.x * 0x3c003c00u + blockIdx.x, b = a ^ 0x1234u, c = a + 77u, d = a * 3u;
