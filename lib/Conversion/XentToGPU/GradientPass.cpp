@@ -36,8 +36,7 @@ Value KernelEmitter::emitGradientElement(Value c, Value xc,
     if (args.weight)
       term = mul(term, loadWeight(c));
     if (config.probabilityTargets)
-      term = mul(term, emitSmoothedProbability(
-                           memref::LoadOp::create(b, args.target, rowIndex(c))));
+      term = mul(term, emitSmoothedProbability(loadTargetProbability(c)));
     grad = sub(grad, term);
   }
   if (args.softcap)

@@ -343,6 +343,52 @@ private:
   Value loadLogit(Value c) {
     return emitLogit(memref::LoadOp::create(b, args.x, rowIndex(c)));
   }
+  /// The target's probability q_c of class `c` (raw, in the target's
+  /// type): from the vector read beside the logits' (bindClassVectors), else
+  /// one scalar load.
+  Value loadTargetProbability(Value c) {
+    if (Value q = stepTargets.lookup(c))
+      return q;
+    return memref::LoadOp::create(b, args.target, rowIndex(c));
+  }
+  /// The per-class operands a walk reads beside each logit: the probability
+  /// targets (rows of the logits' shape) and, where every class's weight
+  /// enters (label smoothing or probabilities, with class weights), the
+  /// weights. The vector walks read them as vectors beside the logits' (one
+  /// 16-byte load per vector of the logits, not a scalar load per class).
+  bool readsTargetPerClass() const { return config.probabilityTargets; }
+  bool readsWeightPerClass() const {
+    return args.weight &&
+           (config.probabilityTargets || config.hasLabelSmoothing());
+  }
+  /// Unit-stride views of the per-class operands read (null where not).
+  struct ClassViews {
+    Value target, weight;
+  };
+  ClassViews emitClassViews();
+  /// emitCanVectorize of `buffers` and of the per-class operands read: the
+  /// target's row as the logits', the weights with stride 1 from a start
+  /// aligned to one vector.
+  Value emitCanVectorizeRow(SmallVector<Value> buffers, int64_t width);
+  /// One vector of each per-class operand read, classes start ... start +
+  /// width - 1 (zeros where !inside).
+  struct ClassVectors {
+    Value target, weight;
+  };
+  ClassVectors emitClassVectors(const ClassViews &views, Value start,
+                                Value inside, int64_t width);
+  /// emitClassVectors at each start of an unrolled step.
+  SmallVector<ClassVectors> emitClassVectors(const ClassViews &views,
+                                             const UnrolledStep &step,
+                                             int64_t width);
+  /// Maps the classes `cs` of one unpacked vector to the elements of
+  /// `vectors` for loadTargetProbability / loadWeight, until the next bind
+  /// or clearClassVectors.
+  void bindClassVectors(ArrayRef<Value> cs, const ClassVectors &vectors);
+  void clearClassVectors() {
+    stepTargets.clear();
+    stepWeights.clear();
+  }
   /// x_t of a class-index row: the one read first, else read here.
   Value getTargetLogit(const TargetInfo &t) {
     return t.logit ? t.logit : loadLogit(t.index);
@@ -350,6 +396,8 @@ private:
   Value loadWeight(Value c) {
     if (!args.weight)
       return cstF(1.0);
+    if (Value w = stepWeights.lookup(c))
+      return toF32(w);
     return toF32(memref::LoadOp::create(b, args.weight, ValueRange{c}));
   }
 
@@ -509,6 +557,9 @@ private:
   /// emitPrologueKernel).
   KernelArgs args;
   KernelCoordinates at;
+  /// Class index → the target's probability and the class's weight, for
+  /// the vector being walked (bindClassVectors).
+  DenseMap<Value, Value> stepTargets, stepWeights;
 };
 
 /// The loss formulas (LossMath.h) in the kernels: the NVVM approximations,
@@ -589,9 +640,12 @@ private:
                                           const ReductionPlan &plan);
   /// The `k`-th vector of this thread's slice.
   Value loadVector(int64_t k);
+  /// The per-class operands of the `k`-th vector (bindClassVectors).
+  ClassVectors loadClassVectors(int64_t k);
 
   Value clusterRank, clusterSize;
   Value sliceBegin, sliceEnd, logitsRow;
+  ClassViews classViews;
   Value stagedVectors, exchangeSlots, reduceScratch;
   SmallVector<Value> starts, valid, regs;
 };

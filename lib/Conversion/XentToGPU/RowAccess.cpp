@@ -144,3 +144,76 @@ void KernelEmitter::unpackVector(Value start, Value vec, int64_t width,
                      : Value());
   }
 }
+
+KernelEmitter::ClassViews KernelEmitter::emitClassViews() {
+  ClassViews views;
+  if (readsTargetPerClass())
+    views.target = rowVectorView(args.target);
+  if (readsWeightPerClass()) {
+    auto type = cast<MemRefType>(args.weight.getType());
+    auto viewType = MemRefType::get(
+        {ShapedType::kDynamic}, type.getElementType(),
+        StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {1}));
+    auto meta = memref::ExtractStridedMetadataOp::create(b, args.weight);
+    views.weight = memref::ReinterpretCastOp::create(
+        b, viewType, meta.getBaseBuffer(), OpFoldResult(meta.getOffset()),
+        ArrayRef<OpFoldResult>{OpFoldResult(meta.getSizes()[0])},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  }
+  return views;
+}
+
+Value KernelEmitter::emitCanVectorizeRow(SmallVector<Value> buffers,
+                                         int64_t width) {
+  if (readsTargetPerClass())
+    buffers.push_back(args.target);
+  Value ok = emitCanVectorize(buffers, width);
+  if (!readsWeightPerClass())
+    return ok;
+  // The walks' vectors start at multiples of `width` classes.
+  auto type = cast<MemRefType>(args.weight.getType());
+  int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
+  auto meta = memref::ExtractStridedMetadataOp::create(b, args.weight);
+  Value unit = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                     meta.getStrides()[0], cstIdx(1));
+  Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, args.weight);
+  Value start = arith::AddIOp::create(
+      b, ptr, arith::MulIOp::create(b, meta.getOffset(), cstIdx(bytes)));
+  Value aligned = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, start, cstIdx(width * bytes)), cstIdx(0));
+  return arith::AndIOp::create(b, ok, arith::AndIOp::create(b, unit, aligned));
+}
+
+KernelEmitter::ClassVectors
+KernelEmitter::emitClassVectors(const ClassViews &views, Value start,
+                                Value inside, int64_t width) {
+  auto load = [&](Value view) -> Value {
+    if (!view)
+      return Value();
+    auto type = VectorType::get(
+        {width}, cast<MemRefType>(view.getType()).getElementType());
+    return emitGuardedVectorLoad(type, view, start, inside, width);
+  };
+  return {load(views.target), load(views.weight)};
+}
+
+void KernelEmitter::bindClassVectors(ArrayRef<Value> cs,
+                                     const ClassVectors &vectors) {
+  clearClassVectors();
+  for (auto [e, c] : llvm::enumerate(cs)) {
+    if (vectors.target)
+      stepTargets[c] = vector::ExtractOp::create(b, vectors.target, e);
+    if (vectors.weight)
+      stepWeights[c] = vector::ExtractOp::create(b, vectors.weight, e);
+  }
+}
+
+SmallVector<KernelEmitter::ClassVectors>
+KernelEmitter::emitClassVectors(const ClassViews &views,
+                                const UnrolledStep &step, int64_t width) {
+  SmallVector<ClassVectors> vectors;
+  for (auto [start, inside] : llvm::zip(step.starts, step.inside))
+    vectors.push_back(emitClassVectors(views, start, inside, width));
+  return vectors;
+}

@@ -44,8 +44,7 @@ KernelEmitter::emitStatisticsStep(ArrayRef<Value> cs, ArrayRef<Value> xs,
     for (auto [c, x] : llvm::zip(cs, xs)) {
       Value f = loadWeight(c);
       if (probs)
-        f = mul(f, emitSmoothedProbability(
-                       memref::LoadOp::create(b, args.target, rowIndex(c))));
+        f = mul(f, emitSmoothedProbability(loadTargetProbability(c)));
       mass = add(mass, f);
       gap = add(gap, mul(f, arith::MaxNumFOp::create(b, sub(m, x), cstF(0.0))));
     }

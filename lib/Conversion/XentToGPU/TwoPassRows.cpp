@@ -45,13 +45,16 @@ KernelEmitter::TwoPassWalk::emitPartialStatistics(ArrayRef<Value> init,
     return scalarLoop();
   // Vector walk: each thread loads `width` consecutive logits at a time
   // (16 bytes), threads side by side.
-  Value canVectorize = e.emitCanVectorize({e.args.x}, width);
+  // The per-class operands (probability targets, class weights) as vectors
+  // beside the logits' (emitCanVectorizeRow).
+  Value canVectorize = e.emitCanVectorizeRow({e.args.x}, width);
   auto ifOp = scf::IfOp::create(b, types, canVectorize,
                                 /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value x2 = e.rowVectorView(e.args.x);
+    ClassViews views = e.emitClassViews();
     Value first = arith::MulIOp::create(b, e.at.tid, e.cstIdx(width));
     int64_t chunk = e.geometry.threads * width;
     // kUnroll loads are issued before any is used, so each thread keeps
@@ -62,14 +65,18 @@ KernelEmitter::TwoPassWalk::emitPartialStatistics(ArrayRef<Value> init,
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           UnrolledStep step = e.emitUnrolledLoads(x2, c0, chunk, width);
+          SmallVector<ClassVectors> classes =
+              e.emitClassVectors(views, step, width);
           SmallVector<Value> acc(accRange);
           for (int64_t u = 0; u < kUnroll; ++u) {
             SmallVector<Value> cs, xs;
             e.unpackVector(e.inRowStart(step, u), step.vecs[u], width, cs, xs);
+            e.bindClassVectors(cs, classes[u]);
             SmallVector<Value> next = e.emitStatisticsStep(cs, xs, acc, plan);
             for (auto [a, n] : llvm::zip(acc, next))
               a = e.select(step.inside[u], n, a);
           }
+          e.clearClassVectors();
           scf::YieldOp::create(b, acc);
         });
     scf::YieldOp::create(b, loop.getResults());
@@ -115,7 +122,8 @@ void KernelEmitter::TwoPassWalk::emitRowWrite(
   SmallVector<Value> buffers = {dlogits};
   if (readLogits)
     buffers.push_back(e.args.x);
-  Value canVectorize = e.emitCanVectorize(buffers, width);
+  Value canVectorize = readLogits ? e.emitCanVectorizeRow(buffers, width)
+                                  : e.emitCanVectorize(buffers, width);
   auto ifOp = scf::IfOp::create(b, canVectorize, /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -125,6 +133,7 @@ void KernelEmitter::TwoPassWalk::emitRowWrite(
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
   Value x2 = readLogits ? e.rowVectorView(e.args.x) : Value();
+  ClassViews views = readLogits ? e.emitClassViews() : ClassViews();
   Value d2 = e.rowVectorView(dlogits);
   auto vecType = VectorType::get({width}, outType);
   llvm::MaybeAlign align(width * vecType.getElementTypeBitWidth() / 8);
@@ -136,9 +145,12 @@ void KernelEmitter::TwoPassWalk::emitRowWrite(
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
         UnrolledStep step = e.emitUnrolledLoads(x2, c0, chunk, width);
+        SmallVector<ClassVectors> classes =
+            e.emitClassVectors(views, step, width);
         for (int64_t u = 0; u < kUnroll; ++u) {
           SmallVector<Value> cs, xs, out;
           e.unpackVector(e.inRowStart(step, u), step.vecs[u], width, cs, xs);
+          e.bindClassVectors(cs, classes[u]);
           for (auto [c, xc] : llvm::zip(cs, xs))
             out.push_back(e.fromF32(fn(c, xc), outType));
           Value packed = vector::FromElementsOp::create(b, vecType, out);
@@ -149,6 +161,7 @@ void KernelEmitter::TwoPassWalk::emitRowWrite(
           vector::StoreOp::create(b, packed, d2, ValueRange{step.starts[u]},
                                   /*nontemporal=*/false, align);
         }
+        e.clearClassVectors();
         scf::YieldOp::create(b);
       });
 }

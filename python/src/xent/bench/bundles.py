@@ -29,7 +29,8 @@ from ..runtime import gpu, kernels
 CASES = {"plain": {}, "smoothing": {"label_smoothing": 0.1}, "softcap": {"softcap": 30.0},
          "weights": {"weighted": True}, "z-loss": {"z_loss_scale": 1e-4},
          "probs": {"target": "probs"}, "none": {"reduction": "none"},
-         "softcap+smoothing": {"softcap": 30.0, "label_smoothing": 0.1}}
+         "softcap+smoothing": {"softcap": 30.0, "label_smoothing": 0.1},
+         "weights+smoothing": {"weighted": True, "label_smoothing": 0.1}}
 CLASSES = (32768, 65536, 131072, 262144)
 ROWS = (256, 1024, 4096)
 
