@@ -4,8 +4,9 @@
 // one addition per element) and r is the row's first logit (0 where that is
 // not finite): one walk, one block reduction and one cluster exchange of
 // three values, no second pass over the slice after the max. With class
-// weights (Σ w and Σ w (m - x), a weight load per element) the two-pass
-// kernel stays: it needs 122 registers, far above the resident path's 64.
+// weights (Σ w and Σ w (m - x), the weights read per class) the two-pass
+// kernel stays: 81 registers with the weights read as vectors
+// (class-operands.mlir), above the resident path's 64.
 // RUN: xent-opt %s --convert-xent-to-gpu --canonicalize --cse | FileCheck %s
 // Whole pipeline, assembled by ptxas: no spill under the resident path's
 // 64-register cap.
