@@ -93,8 +93,8 @@ void KernelEmitter::emitRowKernel(gpu::GPUFuncOp func) {
         arith::CmpIOp::create(b, arith::CmpIPredicate::ne, size, cstIdx(0));
     Value ok = arith::AndIOp::create(
         b, fits,
-        emitCanVectorizeRow({args.x, args.dlogits},
-                            geometry.vectorWidth(spec.logitsType)));
+        emitCanVectorize({args.x, args.dlogits},
+                         geometry.vectorWidth(spec.logitsType)));
     auto ifOp = scf::IfOp::create(b, ok, /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard inner(b);

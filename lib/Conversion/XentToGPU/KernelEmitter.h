@@ -640,12 +640,9 @@ private:
                                           const ReductionPlan &plan);
   /// The `k`-th vector of this thread's slice.
   Value loadVector(int64_t k);
-  /// The per-class operands of the `k`-th vector (bindClassVectors).
-  ClassVectors loadClassVectors(int64_t k);
 
   Value clusterRank, clusterSize;
   Value sliceBegin, sliceEnd, logitsRow;
-  ClassViews classViews;
   Value stagedVectors, exchangeSlots, reduceScratch;
   SmallVector<Value> starts, valid, regs;
 };

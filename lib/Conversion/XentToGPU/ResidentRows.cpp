@@ -39,14 +39,6 @@ Value KernelEmitter::ResidentWalk::loadVector(int64_t k) {
                                 /*nontemporal=*/false, llvm::MaybeAlign(16));
 }
 
-KernelEmitter::ClassVectors
-KernelEmitter::ResidentWalk::loadClassVectors(int64_t k) {
-  // The per-class operands are not staged: each walk reads their vectors
-  // from memory (the kernel checked their strides and alignment).
-  return e.emitClassVectors(classViews, starts[k], valid[k],
-                            e.geometry.vectorWidth(e.spec.logitsType));
-}
-
 SmallVector<Value> KernelEmitter::ResidentWalk::emitPartialStatistics(
     ArrayRef<Value> init, const ReductionPlan &plan) {
   ImplicitLocOpBuilder &b = e.b;
@@ -89,7 +81,6 @@ SmallVector<Value> KernelEmitter::ResidentWalk::emitPartialStatistics(
                       MemRefLayoutAttrInterface(), space),
       dynamic, e.cstIdx(kExchangeBytes), ValueRange{});
   logitsRow = e.rowVectorView(e.args.x);
-  classViews = e.emitClassViews();
 
   starts.clear();
   valid.clear();
@@ -132,7 +123,6 @@ SmallVector<Value> KernelEmitter::ResidentWalk::emitPartialStatistics(
   auto step = [&](int64_t k) {
     SmallVector<Value> cs, xs;
     e.unpackVector(starts[k], loadVector(k), width, cs, xs);
-    e.bindClassVectors(cs, loadClassVectors(k));
     SmallVector<Value> next = e.emitStatisticsStep(cs, xs, acc, plan);
     for (auto [a, n] : llvm::zip(acc, next))
       a = e.select(valid[k], n, a);
@@ -143,7 +133,6 @@ SmallVector<Value> KernelEmitter::ResidentWalk::emitPartialStatistics(
   nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(0));
   for (int64_t k = 0; k < kStagedVectors; ++k)
     step(k);
-  e.clearClassVectors();
   return acc;
 }
 
@@ -234,10 +223,8 @@ void KernelEmitter::ResidentWalk::emitRowWrite(
     Value vec = readLogits ? loadVector(k) : Value();
     SmallVector<Value> cs, xs, out;
     e.unpackVector(starts[k], vec, width, cs, xs);
-    e.bindClassVectors(cs, readLogits ? loadClassVectors(k) : ClassVectors());
     for (auto [c, xc] : llvm::zip(cs, xs))
       out.push_back(e.fromF32(fn(c, xc), outType));
-    e.clearClassVectors();
     Value packed = vector::FromElementsOp::create(b, vecType, out);
     vector::StoreOp::create(b, packed, dRow, ValueRange{starts[k]},
                             /*nontemporal=*/false, align);
