@@ -312,6 +312,15 @@ private:
   /// vector loads along the classes: only valid where emitCanVectorize
   /// found the class stride to be 1.
   Value rowVectorView(Value buffer);
+  /// A 1-D unit-stride view of `buffer` (described by `meta`) from element
+  /// `offset`, `size` elements long: rowVectorView's row, the weights.
+  Value unitStrideView(Value buffer, memref::ExtractStridedMetadataOp meta,
+                       Value offset, Value size);
+  /// `ok` and whether elements of `buffer` `stride` apart from element
+  /// `offset` are side by side (stride 1) from a start aligned to `width`
+  /// elements (emitCanVectorize's check of one buffer).
+  Value emitIsAlignedUnitStride(Value ok, Value buffer, Value stride,
+                                Value offset, int64_t width);
   /// True (uniformly in the block) when rows can be read with aligned
   /// vector loads from every buffer in `buffers`.
   Value emitCanVectorize(ArrayRef<Value> buffers, int64_t width);
