@@ -28,6 +28,32 @@ def test_config_names_threads_and_pipeline_follows():
     assert kernels.kernel_config(dtype="bf16", threads=512, **PLAIN) != c
 
 
+def test_split_exponentials_only_where_a_bundle_asks(monkeypatch):
+    # XENT_SPLIT_EXPONENTIALS=N (read at import) changes the pipeline, not
+    # the configuration: a bundle built with it has the default's keys.
+    c = kernels.kernel_config(dtype="bf16", runtime_dispatch=True,
+                              **{**PLAIN, "softcap": 30.0})
+    (default,) = kernels.pipeline_args(c)
+    assert "split-exponentials" not in default
+    monkeypatch.setattr(kernels, "SPLIT_EXPONENTIALS", 2)
+    assert kernels.kernel_config(dtype="bf16", runtime_dispatch=True,
+                                 **{**PLAIN, "softcap": 30.0}) == c
+    (split,) = kernels.pipeline_args(c)
+    assert "runtime-dispatch=true" in split and "split-exponentials=2" in split
+    (lib,) = kernels.pipeline_args(kernels.library_config(c))
+    assert "split-exponentials=2" in lib
+    out = subprocess.run([XENT_OPT, "--convert-xent-to-gpu=runtime-dispatch=true "
+                          "split-exponentials=2"],
+                         input=kernels.kernel_module(c), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    # The FMA pipe's exponentials (the 1.5·2^23 shift) in the soft-capped
+    # kernels, none without the option.
+    assert "0x4B400000" in out.stdout
+    plain = subprocess.run([XENT_OPT, "--convert-xent-to-gpu=runtime-dispatch=true"],
+                           input=kernels.kernel_module(c), capture_output=True, text=True)
+    assert plain.returncode == 0 and "0x4B400000" not in plain.stdout
+
+
 def _lower(config):
     assert os.access(XENT_OPT, os.X_OK), f"xent-opt not built at {XENT_OPT}"
     threads = config["threads"]

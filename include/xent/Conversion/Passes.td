@@ -129,6 +129,11 @@ def ConvertXentToGPU : Pass<"convert-xent-to-gpu", "::mlir::ModuleOp"> {
     Option<"residentRows", "resident-rows", "bool", /*default=*/"true",
            "Gradient kernels keep each row on chip (sm_90+: a cluster of "
            "blocks per row), reading the logits once">,
+    Option<"splitExponentials", "split-exponentials", "int64_t",
+           /*default=*/"0",
+           "Soft-capped bf16 / f16 gradient walks form one exponential in N "
+           "(2, 4 or 8) on the FMA pipe (a polynomial) instead of the MUFU "
+           "and keep each logit's tanh for its slope (0: none)">,
     Option<"runtimeDispatch", "runtime-dispatch", "bool",
            /*default=*/"false",
            "The host code picks each call's kernel at run time: 256 threads "

@@ -76,6 +76,11 @@ struct XentGPUPipelineOptions
       *this, "resident-rows",
       llvm::cl::desc("Gradient kernels keep each row on chip (sm_90+)"),
       llvm::cl::init(ConvertXentToGPUOptions().residentRows)};
+  PassOptions::Option<int64_t> splitExponentials{
+      *this, "split-exponentials",
+      llvm::cl::desc("Soft-capped bf16 / f16 gradient walks form one "
+                     "exponential in N (2, 4 or 8) on the FMA pipe (0: none)"),
+      llvm::cl::init(ConvertXentToGPUOptions().splitExponentials)};
   PassOptions::Option<bool> runtimeDispatch{
       *this, "runtime-dispatch",
       llvm::cl::desc("The host code picks each call's kernel variant at run "

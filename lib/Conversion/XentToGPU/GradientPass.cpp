@@ -21,15 +21,27 @@
 using namespace mlir;
 using namespace mlir::xent;
 
-Value KernelEmitter::emitGradientElement(Value c, Value xc,
+Value KernelEmitter::emitGradientElement(const RowElement &el,
                                          const RowStats &stats,
                                          const GradientCoefficients &coef) {
   // grad_c = (A p_c - B w_c [q'_c]) · softcap'(x_c) with
   // A p_c = (A / Σ) exp(x_c - m): x_c - m is formed in f32 before the
   // exponent is scaled (never x_c - lse, which carries the rounding of lse
   // at the spacing of m); the target's own -(1-ε) w_t term is added where
-  // emitGradientPass rewrites that element.
-  Value e = exp(sub(xc, stats.max));
+  // emitGradientPass rewrites that element. A capped logit s·t gives
+  // x_c - m as one fma (rounded once) and the slope 1 - t² from t.
+  Value c = el.c;
+  Value shifted =
+      el.t ? LLVM::FMAOp::create(b, args.softcap, el.t,
+                                 arith::NegFOp::create(b, stats.max))
+                 .getResult()
+           : sub(el.x, stats.max);
+  // One exponential in n of a soft-capped narrow row on the FMA pipe (el.t
+  // is set only there): with n = 2 the MUFU does three ops per element
+  // instead of four.
+  int64_t n = geometry.splitExponentials;
+  bool onFmaPipe = el.t && n > 0 && el.lane % n == n - 1;
+  Value e = onFmaPipe ? emitExpOnFmaPipeF32(b, shifted) : exp(shifted);
   Value grad = mul(coef.scale, e);
   if (coef.mass) {
     Value term = coef.mass;
@@ -39,8 +51,14 @@ Value KernelEmitter::emitGradientElement(Value c, Value xc,
       term = mul(term, emitSmoothedProbability(loadTargetProbability(c)));
     grad = sub(grad, term);
   }
-  if (args.softcap)
-    grad = mul(grad, emitSoftcapSlope(xc));
+  if (args.softcap) {
+    Value slope =
+        el.t ? LLVM::FMAOp::create(b, arith::NegFOp::create(b, el.t), el.t,
+                                   cstF(1.0))
+                   .getResult()
+             : emitSoftcapSlope(el.x);
+    grad = mul(grad, slope);
+  }
   return grad;
 }
 
@@ -130,8 +148,8 @@ void KernelEmitter::emitGradientPass(RowWalk &walk, const RowStats &stats,
     // x_t as read before any thread wrote the row (dlogits may be the
     // logits' own buffer).
     Value xt = probs ? Value() : getTargetLogit(target);
-    walk.emitRowWrite(/*readLogits=*/true, [&](Value c, Value xc) {
-      return emitGradientElement(c, xc, stats, coef);
+    walk.emitRowWrite(/*readLogits=*/true, [&](const RowElement &el) {
+      return emitGradientElement(el, stats, coef);
     });
     if (probs)
       return;
@@ -167,5 +185,5 @@ void KernelEmitter::emitGradientPass(RowWalk &walk, const RowStats &stats,
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifKept.elseBlock());
   walk.emitRowWrite(/*readLogits=*/false,
-                    [&](Value, Value) { return cstF(0.0); });
+                    [&](const RowElement &) { return cstF(0.0); });
 }

@@ -160,6 +160,9 @@ struct LaunchGeometry {
   /// Gradient kernels may keep rows on chip across a thread-block cluster
   /// (sm_90+, option resident-rows).
   bool residentRows = false;
+  /// Soft-capped narrow gradient walks form one exponential in this many
+  /// (2, 4, 8; 0: none) on the FMA pipe (option split-exponentials).
+  int64_t splitExponentials = 0;
   int64_t warps() const { return threads / kLanes; }
   /// Elements of `type` per vector load (1: scalar).
   int64_t vectorWidth(Type type) const {
@@ -332,6 +335,11 @@ Value emitAccurateLogF32(ImplicitLocOpBuilder &b, Value s);
 /// exp(x) of an f32 x as ex2.approx.ftz(x · log2 e): one MUFU op, no
 /// libdevice. Pass a difference formed in f32 (x - m), not a folded one.
 Value emitFastExpF32(ImplicitLocOpBuilder &b, Value x);
+/// exp(x) of an f32 x <= 0 (or NaN) on the FMA pipe instead of the MUFU:
+/// 2^j · P(f) with x·log2 e = j + f, |f| <= 1/2, P a degree-5 polynomial
+/// (relative error 2.1e-7; ex2.approx.ftz.f32: 2^-22); 0 where x·log2 e <
+/// -126.5 (as ex2.approx.ftz flushes), NaN for NaN.
+Value emitExpOnFmaPipeF32(ImplicitLocOpBuilder &b, Value x);
 /// log(x) of an f32 x as lg2.approx.ftz(x) · ln 2 (absolute error ~2^-22).
 Value emitFastLogF32(ImplicitLocOpBuilder &b, Value x);
 /// tanh(x) of an f32 x = sign(x) (1 - 2 / (exp(2|x|) + 1)) (ex2.approx and

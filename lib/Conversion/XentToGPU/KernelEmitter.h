@@ -133,6 +133,16 @@ struct GradientCoefficients {
   Value scale, mass, targetTerm, targetWeight, smoothMass, zTerm;
 };
 
+/// One class of a row as a walk hands it to the per-element math: its index
+/// `c`, its logit `x` as the loss sees it (f32, soft-capped; null where the
+/// walk does not read the logits), the tanh `t` with x = s·t where the
+/// vector walk keeps it (splitsGradientExponentials; else null), and its
+/// `lane` in the 16-byte vector it came from (-1 from a scalar walk).
+struct RowElement {
+  Value c, x, t;
+  int64_t lane = -1;
+};
+
 /// The arguments of a kernel by role, and what each thread derives from the
 /// loss's scalars once (null where the kernel does not take or need them).
 struct KernelArgs {
@@ -189,10 +199,10 @@ public:
     /// The row's totals of per-thread `partial` values, in every thread.
     virtual SmallVector<Value> emitAllReduce(ArrayRef<Value> partial,
                                              const ReductionPlan &plan) = 0;
-    /// Writes fn(c, x_c) (or fn(c) without reading x) to dlogits over the
-    /// row.
+    /// Writes fn(element) to dlogits over the row (the element without its
+    /// logit where `readLogits` is false).
     virtual void emitRowWrite(bool readLogits,
-                              function_ref<Value(Value, Value)> fn) = 0;
+                              function_ref<Value(const RowElement &)> fn) = 0;
     /// Whether this thread, thread 0 of its block when `isThread0`, writes
     /// the row's results.
     virtual Value emitIsRowWriter(Value isThread0) = 0;
@@ -275,8 +285,18 @@ private:
   /// for narrow logits only.
   Value fastTanh(Value x);
   /// A logit as the loss sees it: widened to f32 and soft-capped
-  /// (loss::softcapLogit).
-  Value emitLogit(Value raw);
+  /// (loss::softcapLogit; `tanh` receives tanh(x / s) where it is given and
+  /// the softcap cannot be a run-time 0).
+  Value emitLogit(Value raw, Value *tanh = nullptr);
+  /// Whether the gradient walk keeps each logit's tanh and forms one
+  /// exponential in geometry.splitExponentials on the FMA pipe (option
+  /// split-exponentials): a narrow (bf16 / f16) soft-capped row, whose tanh
+  /// and exp per element in each walk keep the MUFU as busy as the copy
+  /// takes.
+  bool splitsGradientExponentials() const {
+    return geometry.splitExponentials > 0 && args.softcap &&
+           !args.softcapOff && !spec.logitsType.isF32();
+  }
   /// 1 - (x / cap)² at the capped logit x (loss::softcapSlope).
   Value emitSoftcapSlope(Value capped);
   /// Smoothed probability target q·(1-ε) + ε/C
@@ -348,6 +368,9 @@ private:
   /// `start`, and (when `vec` is given) its logits as the loss sees them.
   void unpackVector(Value start, Value vec, int64_t width,
                     SmallVectorImpl<Value> &cs, SmallVectorImpl<Value> &xs);
+  /// The same as RowElements (with each logit's tanh where it has one).
+  SmallVector<RowElement> unpackElements(Value start, Value vec,
+                                         int64_t width);
   /// Loads the row's logit of class `c` as the loss sees it.
   Value loadLogit(Value c) {
     return emitLogit(memref::LoadOp::create(b, args.x, rowIndex(c)));
@@ -469,8 +492,8 @@ private:
   GradientCoefficients emitGradientCoefficients(const RowStats &stats,
                                                 const TargetInfo &target,
                                                 Value g, Value gz);
-  /// dlogits of class `c` whose capped logit is `xc` (f32).
-  Value emitGradientElement(Value c, Value xc, const RowStats &stats,
+  /// dlogits of the row's element `el` (its capped logit in f32).
+  Value emitGradientElement(const RowElement &el, const RowStats &stats,
                             const GradientCoefficients &coef);
   /// dlogits of the target's own element.
   Value emitTargetGradient(Value xt, const RowStats &stats,
@@ -609,7 +632,7 @@ public:
   SmallVector<Value> emitAllReduce(ArrayRef<Value> partial,
                                    const ReductionPlan &plan) override;
   void emitRowWrite(bool readLogits,
-                    function_ref<Value(Value, Value)> fn) override;
+                    function_ref<Value(const RowElement &)> fn) override;
   Value emitIsRowWriter(Value isThread0) override { return isThread0; }
   Value emitWritesTarget(Value writer, Value index) override { return writer; }
   bool mayWriteInPlace() const override { return true; }
@@ -635,7 +658,7 @@ public:
                                    const ReductionPlan &plan) override;
   /// From registers / shared memory: no second read of the logits.
   void emitRowWrite(bool readLogits,
-                    function_ref<Value(Value, Value)> fn) override;
+                    function_ref<Value(const RowElement &)> fn) override;
   /// Thread 0 of block 0 of the cluster.
   Value emitIsRowWriter(Value isThread0) override;
   /// The block whose slice holds the target.

@@ -37,7 +37,8 @@ mlir::xent::getLaunchGeometry(const ConvertXentToGPUOptions &options,
     vectorBytes = 0;
   std::optional<NVIDIAChip> chip = NVIDIAChip::parse(options.chip);
   bool clusters = chip && chip->hasClusters();
-  return {threads, vectorBytes, options.residentRows && clusters};
+  return {threads, vectorBytes, options.residentRows && clusters,
+          options.splitExponentials};
 }
 
 bool mlir::xent::hasResidentPath(const KernelSpec &spec,

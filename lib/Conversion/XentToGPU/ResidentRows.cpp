@@ -209,7 +209,7 @@ SmallVector<Value> KernelEmitter::ResidentWalk::emitClusterAllReduce(
 }
 
 void KernelEmitter::ResidentWalk::emitRowWrite(
-    bool readLogits, function_ref<Value(Value, Value)> fn) {
+    bool readLogits, function_ref<Value(const RowElement &)> fn) {
   ImplicitLocOpBuilder &b = e.b;
   Type outType = e.spec.getDlogitsType();
   int64_t width = e.geometry.vectorWidth(e.spec.logitsType);
@@ -221,10 +221,9 @@ void KernelEmitter::ResidentWalk::emitRowWrite(
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value vec = readLogits ? loadVector(k) : Value();
-    SmallVector<Value> cs, xs, out;
-    e.unpackVector(starts[k], vec, width, cs, xs);
-    for (auto [c, xc] : llvm::zip(cs, xs))
-      out.push_back(e.fromF32(fn(c, xc), outType));
+    SmallVector<Value> out;
+    for (const RowElement &el : e.unpackElements(starts[k], vec, width))
+      out.push_back(e.fromF32(fn(el), outType));
     Value packed = vector::FromElementsOp::create(b, vecType, out);
     vector::StoreOp::create(b, packed, dRow, ValueRange{starts[k]},
                             /*nontemporal=*/false, align);

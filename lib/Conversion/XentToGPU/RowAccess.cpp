@@ -152,11 +152,25 @@ KernelEmitter::UnrolledStep KernelEmitter::emitUnrolledLoads(Value row,
 void KernelEmitter::unpackVector(Value start, Value vec, int64_t width,
                                  SmallVectorImpl<Value> &cs,
                                  SmallVectorImpl<Value> &xs) {
-  for (int64_t e = 0; e < width; ++e) {
-    cs.push_back(arith::AddIOp::create(b, start, cstIdx(e)));
-    xs.push_back(vec ? emitLogit(vector::ExtractOp::create(b, vec, e))
-                     : Value());
+  for (const RowElement &el : unpackElements(start, vec, width)) {
+    cs.push_back(el.c);
+    xs.push_back(el.x);
   }
+}
+
+SmallVector<RowElement> KernelEmitter::unpackElements(Value start, Value vec,
+                                                      int64_t width) {
+  SmallVector<RowElement> elements;
+  for (int64_t e = 0; e < width; ++e) {
+    RowElement el;
+    el.c = arith::AddIOp::create(b, start, cstIdx(e));
+    if (vec)
+      el.x = emitLogit(vector::ExtractOp::create(b, vec, e),
+                       splitsGradientExponentials() ? &el.t : nullptr);
+    el.lane = e;
+    elements.push_back(el);
+  }
+  return elements;
 }
 
 KernelEmitter::ClassViews KernelEmitter::emitClassViews() {

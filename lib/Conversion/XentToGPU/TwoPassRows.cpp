@@ -96,7 +96,7 @@ KernelEmitter::TwoPassWalk::emitAllReduce(ArrayRef<Value> partial,
 }
 
 void KernelEmitter::TwoPassWalk::emitRowWrite(
-    bool readLogits, function_ref<Value(Value, Value)> fn) {
+    bool readLogits, function_ref<Value(const RowElement &)> fn) {
   ImplicitLocOpBuilder &b = e.b;
   // The vectors written have the width of those read (16-byte vectors of
   // the logits), in the gradient's type.
@@ -108,8 +108,8 @@ void KernelEmitter::TwoPassWalk::emitRowWrite(
         ValueRange{}, [&](OpBuilder &nb, Location loc, Value c, ValueRange) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          Value xc = readLogits ? e.loadLogit(c) : Value();
-          memref::StoreOp::create(b, e.fromF32(fn(c, xc), outType), dlogits,
+          RowElement el{c, readLogits ? e.loadLogit(c) : Value()};
+          memref::StoreOp::create(b, e.fromF32(fn(el), outType), dlogits,
                                   e.rowIndex(c));
           scf::YieldOp::create(b);
         });
@@ -148,11 +148,15 @@ void KernelEmitter::TwoPassWalk::emitRowWrite(
         SmallVector<ClassVectors> classes =
             e.emitClassVectors(views, step, width);
         for (int64_t u = 0; u < kUnroll; ++u) {
-          SmallVector<Value> cs, xs, out;
-          e.unpackVector(e.inRowStart(step, u), step.vecs[u], width, cs, xs);
-          e.bindClassVectors(cs, classes[u]);
-          for (auto [c, xc] : llvm::zip(cs, xs))
-            out.push_back(e.fromF32(fn(c, xc), outType));
+          SmallVector<RowElement> elements =
+              e.unpackElements(e.inRowStart(step, u), step.vecs[u], width);
+          e.bindClassVectors(
+              llvm::map_to_vector(elements,
+                                  [](const RowElement &el) { return el.c; }),
+              classes[u]);
+          SmallVector<Value> out;
+          for (const RowElement &el : elements)
+            out.push_back(e.fromF32(fn(el), outType));
           Value packed = vector::FromElementsOp::create(b, vecType, out);
           auto store = scf::IfOp::create(b, step.inside[u],
                                          /*withElseRegion=*/false);

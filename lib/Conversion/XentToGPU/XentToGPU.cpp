@@ -66,6 +66,10 @@ static LogicalResult checkOptions(Operation *module,
     return module->emitError("vector-width must be 0 (16 bytes' worth) or a "
                             "power of two up to 16, got ")
            << width;
+  int64_t split = options.splitExponentials;
+  if (split != 0 && split != 2 && split != 4 && split != 8)
+    return module->emitError("split-exponentials must be 0, 2, 4 or 8, got ")
+           << split;
   if (!NVIDIAChip::parse(options.chip))
     return module->emitError(
                "chip must name an NVIDIA chip sm_80 or newer, such as "

@@ -48,6 +48,7 @@ ConvertXentToGPUOptions getKernelOptions(const Options &from) {
   options.threads = from.threads;
   options.vectorWidth = from.vectorWidth;
   options.residentRows = from.residentRows;
+  options.splitExponentials = from.splitExponentials;
   options.runtimeDispatch = from.runtimeDispatch;
   options.mode = from.mode;
   options.linearChunkRows = from.linearChunkRows;

@@ -36,11 +36,13 @@ Value LossMath::select(Value c, Value t, Value f) {
 // Formulas
 //===----------------------------------------------------------------------===//
 
-Value loss::softcapLogit(LossMath &m, Value x) {
+Value loss::softcapLogit(LossMath &m, Value x, Value *tanh) {
   Value t = m.tanh(m.overSoftcap(x));
   Value capped = m.mul(m.softcap(), t);
   // A run-time softcap of 0 is none: the logit as it is.
   Value off = m.softcapOff();
+  if (tanh && !off)
+    *tanh = t;
   return off ? m.select(off, x, capped) : capped;
 }
 

@@ -25,6 +25,12 @@ THREADS = int(os.environ.get("XENT_THREADS", "512"))
 # Gradient kernels keep rows on chip (xent-gpu-pipeline resident-rows); the
 # benchmark turns it off to time the two-pass kernel side by side.
 RESIDENT_ROWS = os.environ.get("XENT_RESIDENT_ROWS", "1") != "0"
+# Soft-capped bf16 / f16 gradient kernels form one exponential in N (2, 4,
+# 8) on the FMA pipe (xent-gpu-pipeline split-exponentials=N) where a bundle
+# is built with XENT_SPLIT_EXPONENTIALS=N, to time it against the default
+# (the same configurations and keys: the two bundles' libraries side by side
+# in xent.bench.bundles).
+SPLIT_EXPONENTIALS = int(os.environ.get("XENT_SPLIT_EXPONENTIALS", "0"))
 
 
 def _memref(rank: int, dtype: str) -> str:
@@ -406,9 +412,11 @@ def pipeline_args(config: Optional[Dict] = None):
     """The xent-gpu-pipeline arguments of kernel_config `config` (None: the
     module defaults, CHIP, THREADS, RESIDENT_ROWS)."""
     if config is not None and config.get("runtime_dispatch"):
-        resident = {} if config.get("resident_rows", True) else {"resident_rows": False}
+        extras = {} if config.get("resident_rows", True) else {"resident_rows": False}
+        if SPLIT_EXPONENTIALS:
+            extras["split_exponentials"] = SPLIT_EXPONENTIALS
         return xent_gpu_pipeline_args(chip=CHIP, threads=THREADS, runtime_dispatch=True,
-                                      **resident)
+                                      **extras)
     resident = RESIDENT_ROWS if config is None else config.get("resident_rows", True)
     threads = THREADS if config is None else config.get("threads", THREADS)
     return xent_gpu_pipeline_args(chip=CHIP, threads=threads, resident_rows=bool(resident))

@@ -55,7 +55,9 @@ protected:
 };
 
 /// The soft-capped logit s·tanh(x / s); x where the softcap is a run-time 0.
-Value softcapLogit(LossMath &m, Value x);
+/// Where `tanh` is given and the softcap cannot be off, it receives
+/// tanh(x / s) (the logit is s times it).
+Value softcapLogit(LossMath &m, Value x, Value *tanh = nullptr);
 /// The softcap's slope at the capped logit c: 1 - (c / s)²; 1 where the
 /// softcap is a run-time 0.
 Value softcapSlope(LossMath &m, Value capped);
