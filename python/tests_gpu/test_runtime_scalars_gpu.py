@@ -13,7 +13,9 @@ same loaded library, and the drop-in's configuration of every value is that
 library's.
 
 Runs where PyTorch sees a GPU; the libraries come from ``$XENT_CACHE_DIR``
-(python/tools/make_xent_bundle.py), the package's bundle, or are compiled on first use.
+(python/tools/make_xent_bundle.py), the package's bundle, or are compiled on
+first use: with the package alone (no test bundle, ``XENT_OPT`` unset) the
+int32-target case has no library ("no compiled kernel").
 """
 
 import numpy as np
@@ -41,10 +43,13 @@ def entry_arg_types(text, name="xent_entry"):
 
 
 def library(c):
-    # Where the drop-in looks: $XENT_CACHE_DIR, then the package's bundle
-    # (the library of every runtime-dispatch configuration of rank 2 and 3
-    # is there). A missing library is a defect of the bundles, not a reason
-    # to skip.
+    # Where the drop-in looks: $XENT_CACHE_DIR, then the package's bundle,
+    # which holds the libraries of xent.torch's call signatures (i64 and
+    # probability targets: the drop-in widens int32 targets). The int32
+    # case (label_smoothing) is a library of xent.runtime's own, from the
+    # test bundle (python/tools/make_xent_bundle.py) in $XENT_CACHE_DIR or
+    # compiled with $XENT_OPT. A missing library is a defect of the bundles,
+    # not a reason to skip.
     if c.get("runtime_dispatch"):
         c = kernels.library_config(c)
     return bundle.kernel_cache().get(c, lambda: kernels.kernel_module(c),
