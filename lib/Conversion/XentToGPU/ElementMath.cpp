@@ -38,7 +38,6 @@ Value KernelEmitter::emitLogit(Value raw, Value *tanh) {
   return loss::softcapLogit(math, v, tanh);
 }
 
-
 Value KernelEmitter::fastTanh(Value x) {
   // llvm.tanh with afn: the NVPTX backend selects tanh.approx.f32 for it
   // (sm_75+), never a libdevice call.
